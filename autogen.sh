@@ -1,0 +1,6 @@
+#!/bin/sh
+# Generates ./configure from configure.ac.
+set -e
+cd "$(dirname "$0")"
+mkdir -p m4
+exec autoreconf -fi

@@ -1,0 +1,50 @@
+#pragma once
+// mm-onoff and mm-intermittent: one direction switches between on (forward) and off (drop).
+#include <optional>
+
+#include "ferry_pair.hh"
+#include "packet_shell.hh"
+#include "queues.hh"
+
+inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, const std::string& tag_word,
+                               OnOffGate::Durations durations) {
+  return run_packet_shell(argc, argv, info, [&](int ac, char** av) {
+    std::optional<bool> uplink;
+    std::vector<double> seconds;
+    std::vector<std::string> typed;
+    std::optional<uint64_t> seed;
+    std::vector<ArgScanner::Option> options;
+    if (durations == OnOffGate::Durations::Exponential) {
+      options.push_back({"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }});
+    }
+    ArgScanner scanner(info, options);
+    ShellSpec spec;
+    spec.command = scanner.scan(ac, av, [&](std::string_view word) {
+      if (!uplink) {
+        if (word != "uplink" && word != "downlink")
+          throw UsageError("unknown direction \"" + std::string(word) + "\" (expected uplink or downlink)");
+        uplink = word == "uplink";
+        return true;
+      }
+      if (seconds.size() == 2) return false;
+      seconds.push_back(parse_nonnegative(word, seconds.empty() ? "ON-SECONDS" : "OFF-SECONDS"));
+      typed.emplace_back(word);
+      return true;
+    });
+    if (!uplink) throw UsageError("missing direction (uplink or downlink)");
+    if (seconds.size() < 2) throw UsageError(seconds.empty() ? "missing ON-SECONDS" : "missing OFF-SECONDS");
+    if (seconds[0] == 0 && seconds[1] == 0) throw UsageError("ON-SECONDS and OFF-SECONDS must not both be 0");
+    spec.device_kind = durations == OnOffGate::Durations::Fixed ? "inter" : "onoff";
+    spec.tag = "[" + tag_word + " (" + (*uplink ? "up" : "down") + ") on=" + typed[0] + "s off=" + typed[1] + "s] ";
+    const Nanos on = seconds_to_nanos(seconds[0]), off = seconds_to_nanos(seconds[1]);
+    const uint64_t gate_seed = seed ? *seed : Random::fresh_seed();
+    const bool switch_uplink = *uplink;
+    spec.ferry = [=](const TunPair& tuns, const std::function<void()>& ready) {
+      GateQueue switching(OnOffGate(durations, on, off, gate_seed, monotonic_now()));
+      GateQueue open{OpenGate{}};
+      return switch_uplink ? run_ferry_pair(tuns, switching, open, ready)
+                           : run_ferry_pair(tuns, open, switching, ready);
+    };
+    return spec;
+  });
+}

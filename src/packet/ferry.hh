@@ -1,0 +1,92 @@
+#pragma once
+// The ferry moves packets between the two TUN devices of a shell, one thread per direction.
+// Per packet: one read() straight into the queue's storage, one write(); per wake-up one
+// epoll_pwait2() whose nanosecond timeout is the queue's next departure. Nothing allocates,
+// logs or sleeps in between, so a packet leaves within microseconds of its due time.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <span>
+#include <cerrno>
+#include <cstdint>
+#include <string>
+#include <thread>
+
+#include "clock.hh"
+#include "epoll.hh"
+#include "exception.hh"
+
+struct FerryCounters {
+  uint64_t packets_in = 0;
+  uint64_t packets_out = 0;
+  uint64_t not_ipv4 = 0;     // IPv6 and other chatter, dropped on arrival
+  uint64_t write_errors = 0;  // the kernel refused a packet (device gone, no memory)
+};
+
+// Moves packets read from `in` through `queue` to `out` until `stop` becomes readable or the
+// queue is finished. Runs in the calling thread.
+template <class Queue>
+class Ferry {
+ public:
+  Ferry(int in, int out, Queue& queue, int stop) : in_(in), out_(out), queue_(queue), stop_(stop) {}
+
+  void run() {
+    Epoll epoll;
+    epoll.add(in_, EPOLLIN, kInput);
+    epoll.add(stop_, EPOLLIN, kStop);
+    epoll_event events[2];
+    for (;;) {
+      const Nanos due = queue_.next_departure();
+      const Nanos timeout = due == kNever ? kNever : due - monotonic_now();
+      const int n = epoll.wait(events, 2, timeout);
+      for (int i = 0; i < n; i++) {
+        if (events[i].data.u64 == kStop) return;
+      }
+      if (n > 0) read_available();
+      release(monotonic_now());
+      if (queue_.finished()) return;
+    }
+  }
+
+  const FerryCounters& counters() const { return counters_; }
+
+ private:
+  enum : uint64_t { kInput, kStop };
+  static constexpr int kReadBatch = 64;  // bound the time between two release() calls
+
+  void read_available() {
+    for (int i = 0; i < kReadBatch; i++) {
+      auto space = queue_.reserve();
+      const ssize_t n = ::read(in_, space.data(), space.size());
+      if (n <= 0) {
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && errno != EAGAIN) throw SystemError("reading from TUN device");
+        return;
+      }
+      const Nanos now = monotonic_now();
+      if ((space[0] >> 4) != 4) {
+        counters_.not_ipv4++;
+        continue;
+      }
+      counters_.packets_in++;
+      queue_.commit(now, static_cast<uint32_t>(n));
+      release(now);  // a packet due at once (no delay) leaves before the next read
+    }
+  }
+
+  void release(Nanos now) {
+    queue_.release(now, [this](std::span<const uint8_t> packet) {
+      if (::write(out_, packet.data(), packet.size()) < 0) {
+        counters_.write_errors++;
+      } else {
+        counters_.packets_out++;
+      }
+    });
+  }
+
+  int in_, out_;
+  Queue& queue_;
+  int stop_;
+  FerryCounters counters_;
+};

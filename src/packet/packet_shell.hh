@@ -1,0 +1,36 @@
+#pragma once
+// The mechanism every packet shell shares: a new network namespace joined to the caller's by
+// two TUN devices, an unprivileged ferry process between them, the user's command inside.
+//
+//   supervisor (root: set-up, then waits and cleans up)
+//    |- ferry (the user's rights; one thread per direction)
+//    `- command (the user's rights, inside the new namespace)
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "args.hh"
+
+struct TunPair {
+  int outer;  // the caller's side: uplink packets are written here, downlink ones read
+  int inner;  // the command's side
+};
+
+// Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
+// status 0, ending the command.
+constexpr int kFerryFinished = 77;
+
+struct ShellSpec {
+  std::string device_kind;  // short word for the outer device name: delay, loss, onoff, inter, link
+  std::string tag;          // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
+  std::vector<std::string> command;  // empty: the user's login shell
+  // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
+  // packets (the command starts then) and returns the ferry's exit status.
+  std::function<int(const TunPair&, const std::function<void()>& ready)> ferry;
+};
+
+// The whole life of a packet shell. parse() turns the command line into a ShellSpec (throwing
+// UsageError); returns the process exit status: the command's, 128+N if it was killed by signal
+// N, 2 for usage errors, 1 for other errors.
+int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
+                     const std::function<ShellSpec(int, char**)>& parse);

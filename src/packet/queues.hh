@@ -1,0 +1,112 @@
+#pragma once
+// The queues of the simple shells. A queue is what a Ferry needs (see ferry.hh):
+//   std::span<uint8_t> reserve();                  space for the next packet read
+//   void commit(Nanos now, uint32_t length);       that packet arrived at `now`
+//   Nanos next_departure() const;                  when release() next has work (kNever: idle)
+//   template <class Send> void release(Nanos now, Send&& send);   hands every due packet to send
+//   bool finished() const;                         true once the shell should end (traces exhausted)
+#include <algorithm>
+#include <cstdint>
+#include <span>
+#include <utility>
+
+#include "clock.hh"
+#include "packet_ring.hh"
+#include "random.hh"
+
+// Every packet leaves exactly `delay` after it arrived.
+class DelayQueue {
+ public:
+  explicit DelayQueue(Nanos delay) : delay_(delay) {}
+
+  std::span<uint8_t> reserve() { return ring_.reserve(); }
+  void commit(Nanos now, uint32_t length) { ring_.commit(now, length); }
+  Nanos next_departure() const { return ring_.empty() ? kNever : ring_.front().arrival + delay_; }
+  template <class Send>
+  void release(Nanos now, Send&& send) {
+    while (!ring_.empty() && ring_.front().arrival + delay_ <= now) {
+      send(ring_.front_data());
+      ring_.pop();
+    }
+  }
+  bool finished() const { return false; }
+  const PacketRing& ring() const { return ring_; }
+
+ private:
+  Nanos delay_;
+  PacketRing ring_{64 * 1024 * 4};
+};
+
+// Forwards packets at once, or drops them as they arrive when the gate says so.
+template <class Gate>
+class GateQueue {
+ public:
+  explicit GateQueue(Gate gate) : gate_(std::move(gate)) {}
+
+  std::span<uint8_t> reserve() { return ring_.reserve(); }
+  void commit(Nanos now, uint32_t length) {
+    if (gate_.admit(now)) ring_.commit(now, length);
+  }
+  Nanos next_departure() const { return ring_.empty() ? kNever : ring_.front().arrival; }
+  template <class Send>
+  void release(Nanos, Send&& send) {
+    while (!ring_.empty()) {
+      send(ring_.front_data());
+      ring_.pop();
+    }
+  }
+  bool finished() const { return false; }
+  const Gate& gate() const { return gate_; }
+
+ private:
+  Gate gate_;
+  PacketRing ring_{64 * 1024 * 2};
+};
+
+// Independent (Bernoulli) loss.
+class LossGate {
+ public:
+  LossGate(double rate, uint64_t seed) : rate_(rate), random_(seed) {}
+  bool admit(Nanos) { return rate_ == 0 || !random_.bernoulli(rate_); }
+
+ private:
+  double rate_;
+  Random random_;
+};
+
+// The link alternates between on (forward) and off (drop every arriving packet). Periods are
+// drawn from exponential distributions with the given means (mm-onoff), or are fixed
+// (mm-intermittent). The link is on from `start` (when the shell starts).
+class OnOffGate {
+ public:
+  enum class Durations { Exponential, Fixed };
+  OnOffGate(Durations kind, Nanos on, Nanos off, uint64_t seed, Nanos start)
+      : kind_(kind), mean_on_(on), mean_off_(off), random_(seed), next_switch_(start + draw(on)) {}
+
+  bool admit(Nanos now) {
+    while (now >= next_switch_) {
+      on_ = !on_;
+      next_switch_ += draw(on_ ? mean_on_ : mean_off_);
+    }
+    return on_;
+  }
+  bool is_on() const { return on_; }
+
+ private:
+  Nanos draw(Nanos mean) {
+    if (kind_ == Durations::Fixed) return mean;
+    // At least 1 ns so that admit() always progresses, even with a mean of 0.
+    return std::max<Nanos>(1, static_cast<Nanos>(random_.exponential(static_cast<double>(mean))));
+  }
+
+  Durations kind_;
+  Nanos mean_on_, mean_off_;
+  Random random_;
+  bool on_ = true;
+  Nanos next_switch_;
+};
+
+// Lets everything through (the direction a shell does not touch).
+struct OpenGate {
+  bool admit(Nanos) { return true; }
+};

@@ -1,0 +1,54 @@
+#pragma once
+// IPv4 addresses and subnets, and the choice of a free address pair for a new shell.
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct Ipv4 {
+  uint32_t value = 0;  // host byte order
+
+  static std::optional<Ipv4> parse(std::string_view text);
+  std::string str() const;
+  in_addr to_in_addr() const;
+  static Ipv4 from_in_addr(in_addr a);
+  bool operator==(const Ipv4&) const = default;
+};
+
+struct Ipv4Net {
+  Ipv4 base;       // first address (host bits cleared)
+  int prefix = 32;  // 0..32
+
+  // "a.b.c.d/n" (host bits must be zero) or "a.b.c.d" (a /32).
+  static std::optional<Ipv4Net> parse(std::string_view text);
+  static Ipv4Net of(Ipv4 addr, int prefix);  // clears host bits
+  uint32_t first() const { return base.value; }
+  uint32_t last() const { return base.value | host_mask(); }
+  uint32_t host_mask() const { return prefix == 0 ? 0xffffffffu : (prefix == 32 ? 0 : (1u << (32 - prefix)) - 1); }
+  bool contains(Ipv4 a) const { return a.value >= first() && a.value <= last(); }
+  bool overlaps(const Ipv4Net& o) const { return first() <= o.last() && o.first() <= last(); }
+  std::string str() const;
+};
+
+// Each shell uses one aligned /30 of the pool: .1 outside (the host side), .2 inside.
+struct AddressPair {
+  Ipv4 outer;
+  Ipv4 inner;
+};
+
+constexpr std::string_view kDefaultAddressPool = "100.64.0.0/10";
+constexpr const char* kAddressPoolVariable = "MAHIMAHI_ADDRESS_POOL";
+
+// First /30 of pool that overlaps none of in_use; nullopt if the pool is exhausted.
+std::optional<AddressPair> allocate_pair(const Ipv4Net& pool, const std::vector<Ipv4Net>& in_use);
+
+// Every address and subnet this network namespace already uses: interface addresses with their
+// subnets and peers, and every route but the default one.
+std::vector<Ipv4Net> networks_in_use();
+
+// The pool named by MAHIMAHI_ADDRESS_POOL (value given), or the default 100.64.0.0/10.
+// Throws UsageError for a malformed value or a pool smaller than a /30.
+Ipv4Net address_pool_from(const char* env_value);

@@ -1,0 +1,84 @@
+#include "args.hh"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+
+#include "exception.hh"
+
+namespace {
+std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
+
+bool looks_negative_number(std::string_view word) {
+  return word.size() >= 2 && word[0] == '-' && (std::isdigit(static_cast<unsigned char>(word[1])) || word[1] == '.');
+}
+}  // namespace
+
+double parse_nonnegative(std::string_view text, std::string_view what) {
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    throw UsageError(std::string(what) + " must be a number, not " + quoted(text));
+  }
+  if (value < 0) throw UsageError(std::string(what) + " must not be negative (got " + std::string(text) + ")");
+  return value;
+}
+
+double parse_probability(std::string_view text, std::string_view what) {
+  double value = parse_nonnegative(text, what);
+  if (value > 1) throw UsageError(std::string(what) + " must be between 0 and 1 (got " + std::string(text) + ")");
+  return value;
+}
+
+uint64_t parse_unsigned(std::string_view text, std::string_view what) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    throw UsageError(std::string(what) + " must be a non-negative integer, not " + quoted(text));
+  }
+  return value;
+}
+
+std::string usage_line(const ProgramInfo& info) { return "Usage: " + info.name + " " + info.synopsis; }
+
+ArgScanner::ArgScanner(const ProgramInfo& info, std::vector<Option> options)
+    : info_(info), options_(std::move(options)) {}
+
+std::vector<std::string> ArgScanner::scan(int argc, char** argv,
+                                          const std::function<bool(std::string_view)>& positional) {
+  for (int i = 1; i < argc; i++) {
+    std::string_view word = argv[i];
+    if (word == "--") return std::vector<std::string>(argv + i + 1, argv + argc);
+    if (word == "--help" || word == "-h") {
+      std::cout << usage_line(info_) << "\n" << info_.help;
+      std::exit(0);
+    }
+    if (word == "--version") {
+      std::cout << info_.name << " (mahimahi) " << PACKAGE_VERSION << "\n";
+      std::exit(0);
+    }
+    if (word.size() > 1 && word[0] == '-' && !looks_negative_number(word)) {
+      std::string_view body = word.substr(word.rfind("--", 0) == 0 ? 2 : 1);
+      std::string_view name = body.substr(0, body.find('='));
+      const Option* found = nullptr;
+      for (const auto& o : options_) {
+        if (o.name == name) found = &o;
+      }
+      if (!found) throw UsageError("unknown option " + quoted(word));
+      if (!found->takes_value) {
+        if (body.find('=') != std::string_view::npos) throw UsageError("option --" + std::string(name) + " takes no value");
+        found->apply({});
+      } else if (body.find('=') != std::string_view::npos) {
+        found->apply(body.substr(body.find('=') + 1));
+      } else {
+        if (i + 1 >= argc) throw UsageError("option --" + std::string(name) + " needs a value");
+        found->apply(argv[++i]);
+      }
+      continue;
+    }
+    if (!positional(word)) return std::vector<std::string>(argv + i, argv + argc);
+  }
+  return {};
+}

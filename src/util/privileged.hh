@@ -1,0 +1,48 @@
+#pragma once
+// The only code that runs with root's rights. A shell's supervisor calls create_shell_network()
+// once, as root; everything else (the packet ferry, the user's command, anything that reads a
+// file the user named) runs after drop_privileges(). The supervisor itself stays root only to
+// wait for its children and to undo what create_shell_network() did.
+#include <sys/types.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "address.hh"
+#include "file_descriptor.hh"
+#include "nat.hh"
+
+struct UserIdentity {
+  uid_t uid;
+  gid_t gid;
+};
+
+// Checks that this process can do the privileged set-up (run as root, or installed setuid
+// root) and returns the invoking user's identity. Throws UserError otherwise.
+UserIdentity check_privileges(const std::string& program);
+
+// Becomes the invoking user for good (gid, then uid, real/effective/saved) and verifies that
+// root cannot be regained. A no-op for a user who is root.
+void drop_privileges(const UserIdentity& user);
+
+// Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
+// they were passed) removes all of it.
+struct ShellNetwork {
+  AddressPair addresses;
+  std::string outer_device;          // e.g. delay-1234, in the caller's namespace
+  FileDescriptor outer_tun;          // the caller's side
+  FileDescriptor inner_tun;          // "ingress", inside the new namespace
+  FileDescriptor inner_namespace;    // where the user's command runs
+  std::unique_ptr<MasqueradeTable> nat;
+};
+
+constexpr const char* kInnerDevice = "ingress";
+
+// Creates the namespace, both TUN devices, addresses, routes, sysctls and NAT for a shell of
+// the given kind (a short word used in the device name). avoid is an address that must stay
+// reachable (MAHIMAHI_BASE), never allocated.
+ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid);
+
+// Moves the calling process into a namespace created by create_shell_network (needs root).
+void enter_namespace(const FileDescriptor& ns);
