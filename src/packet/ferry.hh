@@ -1,8 +1,8 @@
 #pragma once
 // The ferry moves packets between the two TUN devices of a shell, one thread per direction.
 // Per packet: one read() straight into the queue's storage, one write(); per wake-up one
-// epoll_pwait2() whose nanosecond timeout is the queue's next departure. Nothing allocates,
-// logs or sleeps in between, so a packet leaves within microseconds of its due time.
+// epoll wait, plus one timerfd_settime() when the queue's next departure changes. Nothing
+// allocates, logs or sleeps in between, so a packet leaves within microseconds of its due time.
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -16,6 +16,7 @@
 #include "clock.hh"
 #include "epoll.hh"
 #include "exception.hh"
+#include "timerfd.hh"
 
 struct FerryCounters {
   uint64_t packets_in = 0;
@@ -33,17 +34,23 @@ class Ferry {
 
   void run() {
     Epoll epoll;
+    TimerFd timer;
     epoll.add(in_, EPOLLIN, kInput);
     epoll.add(stop_, EPOLLIN, kStop);
-    epoll_event events[2];
+    epoll.add(timer.fd(), EPOLLIN, kTimer);
+    epoll_event events[3];
     for (;;) {
-      const Nanos due = queue_.next_departure();
-      const Nanos timeout = due == kNever ? kNever : due - monotonic_now();
-      const int n = epoll.wait(events, 2, timeout);
+      timer.arm(queue_.next_departure());
+      const int n = epoll.wait(events, 3, kNever);
+      bool readable = false;
       for (int i = 0; i < n; i++) {
-        if (events[i].data.u64 == kStop) return;
+        switch (events[i].data.u64) {
+          case kStop: return;
+          case kInput: readable = true; break;
+          case kTimer: timer.fired(); break;
+        }
       }
-      if (n > 0) read_available();
+      if (readable) read_available();
       release(monotonic_now());
       if (queue_.finished()) return;
     }
@@ -52,7 +59,7 @@ class Ferry {
   const FerryCounters& counters() const { return counters_; }
 
  private:
-  enum : uint64_t { kInput, kStop };
+  enum : uint64_t { kInput, kStop, kTimer };
   static constexpr int kReadBatch = 64;  // bound the time between two release() calls
 
   void read_available() {
