@@ -176,10 +176,9 @@ test_address_pool_can_be_moved() {
 }
 
 test_signals_end_the_shell_cleanly() {
-  in_world "$BIN/mm-delay" 0 sleep 30 &
-  shell=$!
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 &  # ip execs in place: $! is the shell
+  shell=$! p0=$!
   sleep 0.5
-  p0=$(in_world pgrep -o -x mm-delay)
   kill -TERM "$p0"
   wait "$shell"; rc=$?
   [ "$rc" = 143 ] || fail "SIGTERM to the shell gave $rc, expected 143 (the command's death by SIGTERM)" || return 1
@@ -187,10 +186,9 @@ test_signals_end_the_shell_cleanly() {
 }
 
 test_job_control_stop_and_continue() {
-  in_world "$BIN/mm-delay" 0 sleep 30 &
-  shell=$!
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 &  # ip execs in place: $! is the shell
+  shell=$! p0=$!
   sleep 0.5
-  p0=$(in_world pgrep -o -x mm-delay)
   cmd=$(in_world pgrep -x -P "$p0" sleep)
   kill -TSTP "$cmd"
   sleep 0.3
@@ -205,10 +203,9 @@ test_job_control_stop_and_continue() {
 }
 
 test_kill9_leftovers_are_removed_by_next_start() {
-  in_world "$BIN/mm-delay" 0 sleep 30 &
-  shell=$!
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 &  # ip execs in place: $! is the shell
+  shell=$! p0=$!
   sleep 0.5
-  p0=$(in_world pgrep -o -x mm-delay)
   kill -9 "$p0"; wait "$shell" 2>/dev/null
   sleep 0.3
   before=$(in_world nft list tables | grep -c mahimahi_)

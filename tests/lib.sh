@@ -73,8 +73,18 @@ ping_stats() {  # prints: received min avg max
        END { printf "%s %s %s %s\n", r + 0, mn + 0, av + 0, mx + 0 }'
 }
 
-# Leftovers of shells in the world: NAT tables, TUN devices, shell processes.
+# Leftovers of shells in the world: NAT tables, TUN devices, shell processes. A shell returns
+# once its ferry has stopped; the kernel then needs a moment (an RCU grace period per device) to
+# unregister the TUN devices as the ferry exits, so allow up to 2 s for those to go.
 world_leftovers() {
+  for _ in $(seq 20); do
+    [ -z "$(world_leftovers_now)" ] && return 0
+    sleep 0.1
+  done
+  world_leftovers_now
+}
+
+world_leftovers_now() {
   {
     in_world nft list tables 2>/dev/null | grep mahimahi_ || true
     in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link)-' || true

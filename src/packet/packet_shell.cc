@@ -64,8 +64,8 @@ int wait_for(pid_t pid) {
 
 class Supervisor {
  public:
-  Supervisor(const std::string& program, pid_t command, pid_t ferry)
-      : program_(program), command_(command), ferry_(ferry) {}
+  Supervisor(const std::string& program, pid_t command, pid_t ferry, int ferry_status_fd)
+      : program_(program), command_(command), ferry_(ferry), ferry_status_fd_(ferry_status_fd) {}
 
   // Runs until the command has ended; returns the shell's exit status.
   int run(const SignalFd& signals) {
@@ -114,16 +114,21 @@ class Supervisor {
     }
   }
 
+  // Waits until the ferry has stopped carrying packets and flushed what it writes, not until
+  // its process is gone: closing a TUN device waits for an RCU grace period (~20 ms each), which
+  // the kernel completes on its own as the ferry exits.
   void stop_ferry() {
     if (ferry_ <= 0) return;
     ::kill(ferry_, SIGTERM);
-    wait_for(ferry_);
-    ferry_ = -1;
+    char byte;
+    while (::read(ferry_status_fd_, &byte, 1) < 0 && errno == EINTR) {
+    }
   }
 
   std::string program_;
   pid_t command_;
   pid_t ferry_;
+  int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
   std::optional<int> command_status_;
   bool ferry_failed_ = false;
   bool once_finished_ = false;
@@ -156,7 +161,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     ready_read.close();
     net.inner_namespace.close();
     const int write_end = ready_write.get();
-    return spec.ferry(TunPair{net.outer_tun.get(), net.inner_tun.get()}, [write_end] { write_all(write_end, "R"); });
+    const int status =
+        spec.ferry(TunPair{net.outer_tun.get(), net.inner_tun.get()}, [write_end] { write_all(write_end, "R"); });
+    write_all(write_end, "S");  // stopped: the supervisor may finish without waiting for our exit
+    return status;
   });
   net.outer_tun.close();  // the ferry holds the only copies now
   net.inner_tun.close();
@@ -178,7 +186,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   });
   net.inner_namespace.close();
 
-  Supervisor supervisor_loop(info.name, command, ferry);
+  Supervisor supervisor_loop(info.name, command, ferry, ready_read.get());
   return supervisor_loop.run(signals);
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }
