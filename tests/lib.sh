@@ -94,3 +94,14 @@ world_leftovers_now() {
     done
   } | sed 's/^/leftover: /'
 }
+
+# in_world, with RESOLV_CONF in place of the world's /etc/resolv.conf (a private mount).
+in_world_with_resolv() {
+  resolv=$1; shift
+  if [ -n "${AS_USER:-}" ]; then
+    ip netns exec "$WORLD" unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && u=$1 && shift && exec setpriv --reuid="$u" --regid="$u" --init-groups -- "$@"' \
+      "$resolv" "$AS_USER" "$@"
+  else
+    ip netns exec "$WORLD" unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && shift && exec "$@"' "$resolv" x "$@"
+  fi
+}

@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     spec.device_kind = "delay";
     spec.tag = "[delay " + typed + " ms] ";
     const Nanos delay = ms_to_nanos(*delay_ms);
-    spec.ferry = [delay](const TunPair& tuns, const std::function<void()>& ready) {
+    spec.ferry = [delay](const FerryEndpoints& tuns, const std::function<void()>& ready) {
       DelayQueue uplink(delay), downlink(delay);
       return run_ferry_pair(tuns, uplink, downlink, ready);
     };

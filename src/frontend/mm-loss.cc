@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     uint64_t base_seed = seed ? *seed : Random::fresh_seed();
     const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
     const double up_rate = rate[kUplink].value_or(0), down_rate = rate[kDownlink].value_or(0);
-    spec.ferry = [=](const TunPair& tuns, const std::function<void()>& ready) {
+    spec.ferry = [=](const FerryEndpoints& tuns, const std::function<void()>& ready) {
       GateQueue uplink(LossGate(up_rate, up_seed)), downlink(LossGate(down_rate, down_seed));
       return run_ferry_pair(tuns, uplink, downlink, ready);
     };

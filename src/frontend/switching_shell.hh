@@ -39,7 +39,7 @@ inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, c
     const Nanos on = seconds_to_nanos(seconds[0]), off = seconds_to_nanos(seconds[1]);
     const uint64_t gate_seed = seed ? *seed : Random::fresh_seed();
     const bool switch_uplink = *uplink;
-    spec.ferry = [=](const TunPair& tuns, const std::function<void()>& ready) {
+    spec.ferry = [=](const FerryEndpoints& tuns, const std::function<void()>& ready) {
       GateQueue switching(OnOffGate(durations, on, off, gate_seed, monotonic_now()));
       GateQueue open{OpenGate{}};
       return switch_uplink ? run_ferry_pair(tuns, switching, open, ready)

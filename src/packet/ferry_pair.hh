@@ -8,15 +8,17 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
+#include "dns_relay.hh"
 #include "epoll.hh"
 #include "ferry.hh"
 #include "packet_shell.hh"
 #include "signals.hh"
 
 template <class Uplink, class Downlink>
-int run_ferry_pair(const TunPair& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready) {
+int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready) {
   ::prctl(PR_SET_TIMERSLACK, 1UL);  // wake at the due nanosecond, not up to 50 us later
   for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);  // keep carrying packets through job control
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -46,6 +48,11 @@ int run_ferry_pair(const TunPair& tuns, Uplink& uplink, Downlink& downlink, cons
   Epoll epoll;
   epoll.add(term.fd(), EPOLLIN, 0);
   epoll.add(finished.get(), EPOLLIN, 1);
+  std::optional<DnsRelay> dns;
+  if (tuns.dns && tuns.dns->active()) {
+    dns.emplace(std::move(*tuns.dns));
+    dns->register_with(epoll, 16);
+  }
   int threads_done = 0;
   bool terminated = false;
   while (!terminated && threads_done < 2) {
@@ -54,6 +61,8 @@ int run_ferry_pair(const TunPair& tuns, Uplink& uplink, Downlink& downlink, cons
     for (int i = 0; i < n; i++) {
       if (events[i].data.u64 == 0) {
         terminated = true;
+      } else if (dns && dns->owns(events[i].data.u64)) {
+        dns->handle(events[i].data.u64);
       } else {
         uint64_t count = 0;
         if (::read(finished.get(), &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);

@@ -162,12 +162,13 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace.close();
     const int write_end = ready_write.get();
     const int status =
-        spec.ferry(TunPair{net.outer_tun.get(), net.inner_tun.get()}, [write_end] { write_all(write_end, "R"); });
+        spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns}, [write_end] { write_all(write_end, "R"); });
     write_all(write_end, "S");  // stopped: the supervisor may finish without waiting for our exit
     return status;
   });
   net.outer_tun.close();  // the ferry holds the only copies now
   net.inner_tun.close();
+  net.dns = DnsRelaySockets{};
   ready_write.close();
   if (!wait_until_ready(ready_read.get())) {
     const int status = wait_for(ferry);

@@ -10,10 +10,12 @@
 #include <vector>
 
 #include "args.hh"
+#include "privileged.hh"
 
-struct TunPair {
-  int outer;  // the caller's side: uplink packets are written here, downlink ones read
-  int inner;  // the command's side
+struct FerryEndpoints {
+  int outer;  // TUN, the caller's side: uplink packets are written here, downlink ones read
+  int inner;  // TUN, the command's side
+  DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
 };
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
@@ -26,7 +28,7 @@ struct ShellSpec {
   std::vector<std::string> command;  // empty: the user's login shell
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
-  std::function<int(const TunPair&, const std::function<void()>& ready)> ferry;
+  std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;
 };
 
 // The whole life of a packet shell. parse() turns the command line into a ShellSpec (throwing

@@ -6,6 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <sys/socket.h>
+
 #include <sstream>
 
 #include "exception.hh"
@@ -59,6 +62,33 @@ void enable_forwarding() {
   if (read_small_file(path).rfind('1', 0) != 0) write_existing_file(path, "1");
 }
 
+sockaddr_in socket_address(Ipv4 a, uint16_t port) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr = a.to_in_addr();
+  sin.sin_port = htons(port);
+  return sin;
+}
+
+FileDescriptor bound_socket(int type, Ipv4 address, uint16_t port) {
+  FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)));
+  const sockaddr_in sin = socket_address(address, port);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sin), sizeof sin) < 0)
+    throw SystemError("binding the DNS relay to " + address.str() + ":" + std::to_string(port));
+  return fd;
+}
+
+void connect_socket(const FileDescriptor& fd, const sockaddr_in& to) {
+  check_syscall("connecting the DNS relay", ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to));
+}
+
+sockaddr_in local_address(const FileDescriptor& fd) {
+  sockaddr_in sin{};
+  socklen_t length = sizeof sin;
+  check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sin), &length));
+  return sin;
+}
+
 constexpr int kTxQueueLength = 10000;  // the default 500 drops bursts before the ferry reads them
 
 }  // namespace
@@ -110,6 +140,17 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
 
+  std::vector<Ipv4> resolvers;
+  try {
+    resolvers = loopback_nameservers(read_small_file("/etc/resolv.conf"));
+  } catch (const SystemError&) {
+    // No resolv.conf: nothing to relay.
+  }
+  if (!resolvers.empty()) {
+    net.dns.nameservers = resolvers;
+    net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
+  }
+
   FileDescriptor caller_namespace = open_current_namespace();
   if (::unshare(CLONE_NEWNET) < 0) {
     if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
@@ -123,13 +164,38 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     add_default_route(kInnerDevice, net.addresses.outer);
     // Let every user ping with ICMP sockets, as no setuid ping exists for this namespace's view.
     write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    for (Ipv4 resolver : net.dns.nameservers) {
+      net.dns.inner_udp.push_back(bound_socket(SOCK_DGRAM, resolver, 53));
+      net.dns.inner_tcp.push_back(bound_socket(SOCK_STREAM, resolver, 53));
+      check_syscall("listen", ::listen(net.dns.inner_tcp.back().get(), 64));
+    }
+    if (net.dns.active()) {
+      net.dns.inner_forward = bound_socket(SOCK_DGRAM, net.addresses.inner, 0);
+      connect_socket(net.dns.inner_forward, local_address(net.dns.outer_relay));
+    }
     net.inner_namespace = open_current_namespace();
   } catch (...) {
     enter_namespace(caller_namespace);
     throw;
   }
   enter_namespace(caller_namespace);
+  if (net.dns.active()) connect_socket(net.dns.outer_relay, local_address(net.dns.inner_forward));
 
   net.nat = std::make_unique<MasqueradeTable>(net.outer_device, net.addresses.inner);
   return net;
+}
+
+std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
+  std::vector<Ipv4> found;
+  std::istringstream lines(resolv_conf);
+  std::string line;
+  const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string keyword, address;
+    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+    auto ip = Ipv4::parse(address);
+    if (ip && loopback.contains(*ip) && found.size() < 3) found.push_back(*ip);
+  }
+  return found;
 }

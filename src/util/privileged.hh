@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "address.hh"
 #include "file_descriptor.hh"
@@ -26,6 +27,20 @@ UserIdentity check_privileges(const std::string& program);
 // root cannot be regained. A no-op for a user who is root.
 void drop_privileges(const UserIdentity& user);
 
+// DNS relay endpoints for a caller whose resolvers are on loopback (see src/packet/dns_relay.hh).
+struct DnsRelaySockets {
+  std::vector<Ipv4> nameservers;          // the caller's loopback resolvers
+  std::vector<FileDescriptor> inner_udp;  // one per nameserver, bound to nameserver:53 inside
+  std::vector<FileDescriptor> inner_tcp;  // listening on nameserver:53 inside
+  FileDescriptor inner_forward;           // inside: connected to outer_relay, through the link
+  FileDescriptor outer_relay;             // outside: connected back to inner_forward
+
+  bool active() const { return !nameservers.empty(); }
+};
+
+// The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
+std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
+
 // Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
 // they were passed) removes all of it.
 struct ShellNetwork {
@@ -35,6 +50,7 @@ struct ShellNetwork {
   FileDescriptor inner_tun;          // "ingress", inside the new namespace
   FileDescriptor inner_namespace;    // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
+  DnsRelaySockets dns;               // empty unless the caller's resolver is on loopback
 };
 
 constexpr const char* kInnerDevice = "ingress";

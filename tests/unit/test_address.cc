@@ -66,3 +66,16 @@ TEST(address_pool_from_environment) {
   CHECK_THROWS(UsageError, address_pool_from("10.200.0.0/31"), "at least 4 addresses");
   CHECK_THROWS(UsageError, address_pool_from("banana"), "banana");
 }
+
+#include "privileged.hh"
+
+TEST(loopback_nameservers_of_resolv_conf) {
+  auto found = loopback_nameservers(
+      "# systemd-resolved\nnameserver 127.0.0.53\noptions edns0\nnameserver 8.8.8.8\nsearch x\n"
+      "nameserver   127.0.0.1\nnameserver ::1\nnameserver 127.1.1.1\nnameserver 127.2.2.2\n");
+  CHECK_EQ(found.size(), 3u);  // at most three, as the C library uses
+  CHECK_EQ(found[0].str(), "127.0.0.53");
+  CHECK_EQ(found[1].str(), "127.0.0.1");
+  CHECK(loopback_nameservers("nameserver 10.255.255.53\n").empty());
+  CHECK(loopback_nameservers("").empty());
+}
