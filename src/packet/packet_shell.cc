@@ -143,6 +143,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
   if (spec.command.empty()) spec.command = login_shell(user.uid);
 
+  const char* realtime_env = env.get(kRealtimeVariable);
+  const bool realtime = !(realtime_env && std::string_view(realtime_env) == "0");
   const sigset_t original_mask = kSupervisorSignals.block();
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
@@ -154,6 +156,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   FileDescriptor ready_read(ready[0]), ready_write(ready[1]);
 
   const pid_t ferry = fork_child(info.name, [&] {
+    if (realtime) use_realtime_scheduling();
     drop_privileges(user);
     // Dies with the supervisor, even on SIGKILL, so that the TUN devices vanish with it.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);

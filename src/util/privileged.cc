@@ -116,6 +116,12 @@ void drop_privileges(const UserIdentity& user) {
   }
 }
 
+void use_realtime_scheduling() {
+  sched_param param{};
+  param.sched_priority = 1;
+  (void)::sched_setscheduler(0, SCHED_FIFO, &param);
+}
+
 void enter_namespace(const FileDescriptor& ns) {
   check_syscall("entering the shell's network namespace", ::setns(ns.get(), CLONE_NEWNET));
 }
