@@ -164,6 +164,8 @@ test_bad_input_is_rejected_clearly() {
   rc_msg 2 "MAHIMAHI_ADDRESS_POOL" in_world env MAHIMAHI_ADDRESS_POOL=10.0.0.1/8 "$BIN/mm-delay" 1 true || return 1
   cp "$BIN/mm-delay" "$WORLD_TMP/mm-delay-plain" && chmod 755 "$WORLD_TMP/mm-delay-plain"
   rc_msg 1 "needs root's rights" env AS_USER="$TEST_USER" sh -c '. '"$LIB"'; WORLD='"$WORLD"' in_world '"$WORLD_TMP"'/mm-delay-plain 1 true' || return 1
+  rc_msg 1 "no_new_privs is set" ip netns exec "$WORLD" setpriv --no-new-privs --reuid="$TEST_USER" --regid="$TEST_USER" \
+    --init-groups -- "$BIN/mm-delay" 1 true || return 1
   rc_msg 0 "Usage: mm-delay DELAY-MS" sh -c "'$BIN/mm-delay' --help >&2" || return 1
   rc_msg 0 "mm-loss (mahimahi)" sh -c "'$BIN/mm-loss' --version >&2" || return 1
 }
