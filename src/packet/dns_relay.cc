@@ -19,14 +19,6 @@ void set_message_id(uint8_t* m, uint16_t id) {
   m[1] = static_cast<uint8_t>(id);
 }
 
-sockaddr_in socket_address(Ipv4 a, uint16_t port) {
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr = a.to_in_addr();
-  sin.sin_port = htons(port);
-  return sin;
-}
-
 void set_timeouts(int fd, int seconds) {
   timeval tv{seconds, 0};
   ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);

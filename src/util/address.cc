@@ -27,6 +27,14 @@ std::string Ipv4::str() const {
 in_addr Ipv4::to_in_addr() const { return in_addr{htonl(value)}; }
 Ipv4 Ipv4::from_in_addr(in_addr a) { return Ipv4{ntohl(a.s_addr)}; }
 
+sockaddr_in socket_address(Ipv4 address, uint16_t port) {
+  sockaddr_in sin{};
+  sin.sin_family = AF_INET;
+  sin.sin_addr = address.to_in_addr();
+  sin.sin_port = htons(port);
+  return sin;
+}
+
 Ipv4Net Ipv4Net::of(Ipv4 addr, int prefix) {
   Ipv4Net n{addr, prefix};
   n.base.value &= ~n.host_mask();

@@ -18,6 +18,9 @@ struct Ipv4 {
   bool operator==(const Ipv4&) const = default;
 };
 
+// A socket address for address:port.
+sockaddr_in socket_address(Ipv4 address, uint16_t port);
+
 struct Ipv4Net {
   Ipv4 base;       // first address (host bits cleared)
   int prefix = 32;  // 0..32

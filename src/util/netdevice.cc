@@ -26,9 +26,7 @@ FileDescriptor ioctl_socket() {
 }
 
 void set_sockaddr(sockaddr& sa, Ipv4 a) {
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr = a.to_in_addr();
+  const sockaddr_in sin = socket_address(a, 0);
   std::memcpy(&sa, &sin, sizeof sin);
 }
 

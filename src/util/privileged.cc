@@ -62,14 +62,6 @@ void enable_forwarding() {
   if (read_small_file(path).rfind('1', 0) != 0) write_existing_file(path, "1");
 }
 
-sockaddr_in socket_address(Ipv4 a, uint16_t port) {
-  sockaddr_in sin{};
-  sin.sin_family = AF_INET;
-  sin.sin_addr = a.to_in_addr();
-  sin.sin_port = htons(port);
-  return sin;
-}
-
 FileDescriptor bound_socket(int type, Ipv4 address, uint16_t port) {
   FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)));
   const sockaddr_in sin = socket_address(address, port);
