@@ -100,6 +100,7 @@ class Ferry {
       }
       const Nanos now = monotonic_now();
       if ((space[0] >> 4) != 4) continue;  // IPv6 or other chatter: not carried
+      release(now);  // what was due before this packet arrived goes first (and uses the link first)
       queue_.commit(now, static_cast<uint32_t>(n));
       release(now);  // a packet due at once (no delay) leaves before the next read
     }

@@ -16,9 +16,21 @@
 #include "ferry.hh"
 #include "packet_shell.hh"
 #include "signals.hh"
+#include "timerfd.hh"
+
+// Logs written off the packet path (mm-link): the main thread drains them every 100 ms and
+// whenever wake_fd() becomes readable, and finishes them when the ferry stops.
+class FerryLogs {
+ public:
+  virtual ~FerryLogs() = default;
+  virtual int wake_fd() const = 0;
+  virtual void drain() = 0;
+  virtual void finish(Nanos end) = 0;
+};
 
 template <class Uplink, class Downlink>
-int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready) {
+int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready,
+                   FerryLogs* logs = nullptr) {
   ::prctl(PR_SET_TIMERSLACK, 1UL);  // wake at the due nanosecond, not up to 50 us later
   for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);  // keep carrying packets through job control
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -48,6 +60,13 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   Epoll epoll;
   epoll.add(term.fd(), EPOLLIN, 0);
   epoll.add(finished.get(), EPOLLIN, 1);
+  TimerFd log_timer;
+  constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
+  if (logs) {
+    epoll.add(logs->wake_fd(), EPOLLIN, 2);
+    epoll.add(log_timer.fd(), EPOLLIN, 3);
+    log_timer.arm(monotonic_now() + kLogPeriod);
+  }
   std::optional<DnsRelay> dns;
   if (tuns.dns && tuns.dns->active()) {
     dns.emplace(std::move(*tuns.dns));
@@ -61,6 +80,14 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
     for (int i = 0; i < n; i++) {
       if (events[i].data.u64 == 0) {
         terminated = true;
+      } else if (events[i].data.u64 == 2 || events[i].data.u64 == 3) {
+        uint64_t count;
+        (void)!::read(logs->wake_fd(), &count, sizeof count);
+        if (events[i].data.u64 == 3) {
+          log_timer.fired();
+          log_timer.arm(monotonic_now() + kLogPeriod);
+        }
+        logs->drain();
       } else if (dns && dns->owns(events[i].data.u64)) {
         dns->handle(events[i].data.u64);
       } else {
@@ -74,6 +101,10 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   (void)!::write(stop.get(), &one, sizeof one);
   up.join();
   down.join();
+  if (logs) {
+    logs->drain();
+    logs->finish(monotonic_now());
+  }
   for (auto& error : errors) {
     if (error) std::rethrow_exception(error);
   }

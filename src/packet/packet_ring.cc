@@ -12,8 +12,8 @@ PacketRing::PacketRing(size_t initial_bytes, size_t max_packet)
   buffer_.reset(new uint8_t[capacity_]);  // operator new aligns to 16 on every ABI we build for
 }
 
-std::span<uint8_t> PacketRing::reserve() {
-  const size_t needed = sizeof(Record) + max_packet_;
+std::span<uint8_t> PacketRing::reserve(size_t bytes) {
+  const size_t needed = sizeof(Record) + round16(bytes);
   if (packets_ == 0) head_ = tail_ = 0;  // keep an idle ring compact
   const bool wrapped = packets_ > 0 && tail_ <= head_;
   if (!wrapped) {
@@ -28,7 +28,7 @@ std::span<uint8_t> PacketRing::reserve() {
   } else if (head_ - tail_ <= needed) {
     grow(needed);
   }
-  return {buffer_.get() + tail_ + sizeof(Record), max_packet_};
+  return {buffer_.get() + tail_ + sizeof(Record), round16(bytes)};
 }
 
 void PacketRing::commit(Nanos arrival, uint32_t length, uint32_t tag) {
@@ -45,10 +45,9 @@ void PacketRing::pop() {
   bytes_ -= front().length;
   head_ += record_size(front().length);
   packets_--;
-  if (packets_ == 0) {
-    head_ = tail_ = 0;
-    return;
-  }
+  // An empty ring is compacted by the next reserve(), not here: space reserve()d before this
+  // pop must stay where it is.
+  if (packets_ == 0) return;
   if (head_ == capacity_ || (capacity_ - head_ >= sizeof(Record) && record_at(head_)->length == kWrapMarker)) head_ = 0;
 }
 

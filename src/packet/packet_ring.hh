@@ -21,8 +21,11 @@ class PacketRing {
   // max_packet bounds what one reserve() must hold (64 KiB covers any TUN packet, offloads included).
   explicit PacketRing(size_t initial_bytes = 256 * 1024, size_t max_packet = 65536);
 
-  // Writable space for one packet at the tail; valid until the next commit/reserve/pop.
-  std::span<uint8_t> reserve();
+  // Writable space for one packet at the tail; valid until the next commit or reserve (pop()
+  // may be called in between, e.g. to send due packets before the new one is queued).
+  std::span<uint8_t> reserve() { return reserve(max_packet_); }
+  // Space for a packet of exactly `bytes` (a ring holding copies of known sizes).
+  std::span<uint8_t> reserve(size_t bytes);
   // Appends the packet written into the last reserve()d space.
   void commit(Nanos arrival, uint32_t length, uint32_t tag = 0);
 

@@ -155,6 +155,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   check_syscall("pipe2", ::pipe2(ready, O_CLOEXEC));
   FileDescriptor ready_read(ready[0]), ready_write(ready[1]);
 
+  const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
+  const std::string outer_prefix = prefix ? prefix : "";
   const pid_t ferry = fork_child(info.name, [&] {
     if (realtime) use_realtime_scheduling();
     drop_privileges(user);
@@ -165,7 +167,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace.close();
     const int write_end = ready_write.get();
     const int status =
-        spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns}, [write_end] { write_all(write_end, "R"); });
+        spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix}, [write_end] { write_all(write_end, "R"); });
     write_all(write_end, "S");  // stopped: the supervisor may finish without waiting for our exit
     return status;
   });

@@ -16,6 +16,7 @@ struct FerryEndpoints {
   int outer;  // TUN, the caller's side: uplink packets are written here, downlink ones read
   int inner;  // TUN, the command's side
   DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
+  std::string outer_prefix;  // MAHIMAHI_SHELL_PREFIX of the shells around this one
 };
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with

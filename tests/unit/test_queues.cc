@@ -151,3 +151,16 @@ TEST(onoff_gate_mean_durations) {
   const double fraction = static_cast<double>(on) / samples;
   CHECK(fraction > 0.70 && fraction < 0.80);  // expected 0.75
 }
+
+TEST(ring_reservation_survives_pop_of_last_packet) {
+  PacketRing ring(8192, 1500);
+  auto first = ring.reserve();
+  first[0] = 1;
+  ring.commit(0, 100);
+  auto space = ring.reserve();
+  std::memset(space.data(), 7, 200);
+  ring.pop();  // the ring is now empty, with a packet being read into `space`
+  ring.commit(1, 200);
+  CHECK_EQ(ring.front().length, 200u);
+  CHECK_EQ(static_cast<int>(ring.front_data()[199]), 7);
+}

@@ -1,0 +1,168 @@
+// mm-link UPLINK-TRACE DOWNLINK-TRACE [OPTION]... [--] [COMMAND...]
+#include <fcntl.h>
+#include <sys/eventfd.h>
+
+#include <optional>
+
+#include "ferry_pair.hh"
+#include "link_log.hh"
+#include "link_queue.hh"
+#include "packet_shell.hh"
+#include "queue_discipline.hh"
+#include "trace.hh"
+
+namespace {
+const ProgramInfo kInfo{
+    "mm-link", "UPLINK-TRACE DOWNLINK-TRACE [OPTION]... [--] [COMMAND...]",
+    "Runs COMMAND (default: your login shell) behind a link whose delivery opportunities come\n"
+    "from a trace in each direction. A trace file holds one integer per line, a time in ms;\n"
+    "each line is one opportunity to deliver 1500 bytes of IP packets, and the trace repeats\n"
+    "with the last time as its period (a file with the single line 1 is 12 Mbit/s). Instead\n"
+    "of a file, rate:RATE gives a constant rate, e.g. rate:12Mbit/s, rate:500kbit/s, rate:1Gbit/s.\n"
+    "\n"
+    "Options (before COMMAND; use -- if COMMAND could be taken for one):\n"
+    "  --uplink-log=FILE, --downlink-log=FILE   log every opportunity, arrival, departure\n"
+    "                                           and drop of that direction to FILE\n"
+    "  --uplink-queue=TYPE, --downlink-queue=TYPE\n"
+    "        infinite (default), droptail, drophead, codel, pie, fq_codel\n"
+    "  --uplink-queue-args=ARGS, --downlink-queue-args=ARGS\n"
+    "        e.g. \"packets=100\", \"bytes=30000\", \"packets=500,target=5,interval=100\" (codel),\n"
+    "        \"packets=500,qdelay_ref=15,max_burst=150\" (pie); fq_codel defaults to\n"
+    "        packets=10240,target=5,interval=100,flows=1024 (times in ms)\n"
+    "  --once      end the shell (and COMMAND) when both traces have been played once\n"
+    "  --seed N    seed PIE's random drops\n"
+    "  --meter-uplink, --meter-downlink, --meter-uplink-delay, --meter-downlink-delay,\n"
+    "  --meter-all live graphs (not available yet: use the logs and mm-throughput-graph)\n"
+    "  --help, --version\n"};
+
+struct Direction {
+  Direction(const char* n, const char* o) : name(n), option(o) {}
+  const char* name;    // Uplink / Downlink
+  const char* option;  // --uplink-queue / --downlink-queue
+  std::string trace;
+  std::string log;
+  std::string queue = "infinite";
+  QueueArgs args;
+};
+
+std::string shell_quote(const std::string& word) {
+  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
+                           std::string::npos)
+    return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+FileDescriptor open_log(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (!fd.valid()) throw UserError("cannot write log " + path + ": " + std::strerror(errno));
+  return fd;
+}
+
+// The logs of both directions, written by the ferry's main thread.
+class LinkLogs final : public FerryLogs {
+ public:
+  LinkLogs() : wake_(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) {}
+  int wake_fd() const override { return wake_.get(); }
+  LinkEventRing* add(std::unique_ptr<LinkLogWriter> writer) {
+    writers_.push_back(std::move(writer));
+    rings_.push_back(std::make_unique<LinkEventRing>(wake_.get()));
+    return rings_.back().get();
+  }
+  void drain() override {
+    for (size_t i = 0; i < writers_.size(); i++) writers_[i]->drain(*rings_[i]);
+  }
+  void finish(Nanos end) override {
+    for (auto& w : writers_) w->finish(end);
+  }
+  bool empty() const { return writers_.empty(); }
+
+ private:
+  FileDescriptor wake_;
+  std::vector<std::unique_ptr<LinkLogWriter>> writers_;
+  std::vector<std::unique_ptr<LinkEventRing>> rings_;
+};
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
+    Direction up("Uplink", "--uplink-queue");
+    Direction down("Downlink", "--downlink-queue");
+    std::optional<std::string> up_args, down_args;
+    bool once = false;
+    std::optional<uint64_t> seed;
+    auto meter = [](std::string_view) {
+      throw UsageError("live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
+                       "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
+    };
+    ArgScanner scanner(
+        kInfo,
+        {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
+         {"u", true, [&](std::string_view v) { up.log = v; }},
+         {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
+         {"d", true, [&](std::string_view v) { down.log = v; }},
+         {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+         {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
+         {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
+         {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
+         {"once", false, [&](std::string_view) { once = true; }},
+         {"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }},
+         {"meter-uplink", false, meter},
+         {"meter-downlink", false, meter},
+         {"meter-uplink-delay", false, meter},
+         {"meter-downlink-delay", false, meter},
+         {"meter-all", false, meter}});
+    ShellSpec spec;
+    int traces = 0;
+    spec.command = scanner.scan(ac, av, [&](std::string_view word) {
+      if (traces == 2) return false;
+      if (word.empty()) throw UsageError("empty trace name");
+      if (Trace::is_rate(word)) Trace::parse_rate(word.substr(5));  // a bad rate is a usage error
+      (traces++ == 0 ? up : down).trace = word;
+      return true;
+    });
+    if (traces < 2) throw UsageError(traces == 0 ? "missing UPLINK-TRACE and DOWNLINK-TRACE" : "missing DOWNLINK-TRACE");
+    const uint64_t base_seed = seed ? *seed : Random::fresh_seed();
+    for (auto* d : {&up, &down}) {
+      const auto& text = d == &up ? up_args : down_args;
+      d->args = QueueArgs::parse(text.value_or(""), d->option);
+      make_queue_discipline(d->queue, d->args, d->option, 0);  // reject bad queues before any set-up
+    }
+    std::string command_line;
+    for (int i = 0; i < ac; i++) command_line += (i ? " " : "") + shell_quote(av[i]);
+
+    spec.device_kind = "link";
+    spec.tag = "[link] ";
+    spec.ferry = [=](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+      // As the user now: traces and logs are opened with the user's rights.
+      const Trace up_trace = Trace::from_argument(up.trace);
+      const Trace down_trace = Trace::from_argument(down.trace);
+      FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
+      FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
+
+      timespec wall;
+      clock_gettime(CLOCK_REALTIME, &wall);
+      const Nanos origin = monotonic_now();
+      const int64_t epoch_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
+      uint64_t seeds = base_seed;
+      LinkLogs logs;
+      auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file) {
+        auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
+        LinkEventRing* ring = nullptr;
+        if (log_file.valid()) {
+          std::string header = "# mahimahi mm-link (" + std::string(d.name) + ") [" + trace.name() + "] > " + d.log +
+                               "\n# command line: " + command_line + "\n# queue: " + queue->description() +
+                               "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
+          if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
+          ring = logs.add(std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, once, header));
+        }
+        return LinkQueue(trace, origin, once, std::move(queue), ring);
+      };
+      LinkQueue uplink = make(up, up_trace, up_log);
+      LinkQueue downlink = make(down, down_trace, down_log);
+      return run_ferry_pair(endpoints, uplink, downlink, ready, logs.empty() ? nullptr : &logs);
+    };
+    return spec;
+  });
+}

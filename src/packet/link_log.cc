@@ -1,0 +1,78 @@
+#include "link_log.hh"
+
+#include <unistd.h>
+
+#include <charconv>
+#include <ctime>
+
+#include "exception.hh"
+
+void LinkEventRing::push(const LinkEvent& event) {
+  const uint64_t tail = tail_.load(std::memory_order_relaxed);
+  uint64_t queued = tail - head_.load(std::memory_order_acquire);
+  if (queued >= kCapacity / 2) {
+    const uint64_t one = 1;
+    if (queued == kCapacity / 2) (void)!::write(wake_fd_, &one, sizeof one);
+    // Full: the writer is behind (a slow disk). Wait for it rather than lose a line.
+    while (queued >= kCapacity) {
+      (void)!::write(wake_fd_, &one, sizeof one);
+      const timespec pause{0, 50'000};
+      ::nanosleep(&pause, nullptr);
+      queued = tail - head_.load(std::memory_order_acquire);
+    }
+  }
+  events_[tail & (kCapacity - 1)] = event;
+  tail_.store(tail + 1, std::memory_order_release);
+}
+
+LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
+                             const std::string& header)
+    : file_(std::move(file)), cursor_(trace, trace_start, once), origin_(origin), buffer_(header) {
+  buffer_.reserve(1 << 17);
+}
+
+void LinkLogWriter::drain(LinkEventRing& ring) {
+  ring.drain([this](const LinkEvent& e) {
+    opportunities_until(e.time);
+    switch (e.kind) {
+      case '+': line(e.time, '+', e.bytes, 0, 1); break;
+      case '-': line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2); break;
+      case 'd': line(e.time, 'd', e.packets, e.bytes, 2); break;
+    }
+  });
+  if (buffer_.size() >= (1 << 16)) flush();
+}
+
+void LinkLogWriter::finish(Nanos end) {
+  opportunities_until(end);
+  flush();
+}
+
+void LinkLogWriter::opportunities_until(Nanos t) {
+  while (cursor_.next() <= t) {
+    line(cursor_.next(), '#', Trace::kOpportunityBytes, 0, 1);
+    cursor_.advance();
+    if (buffer_.size() >= (1 << 16)) flush();
+  }
+}
+
+void LinkLogWriter::line(Nanos t, char kind, uint64_t a, uint64_t b, int fields) {
+  char text[64];
+  char* p = std::to_chars(text, text + 24, (t - origin_) / kNanosPerMs).ptr;
+  *p++ = ' ';
+  *p++ = kind;
+  *p++ = ' ';
+  p = std::to_chars(p, text + 44, a).ptr;
+  if (fields == 2) {
+    *p++ = ' ';
+    p = std::to_chars(p, text + 63, b).ptr;
+  }
+  *p++ = '\n';
+  buffer_.append(text, static_cast<size_t>(p - text));
+}
+
+void LinkLogWriter::flush() {
+  if (buffer_.empty()) return;
+  write_all(file_.get(), buffer_);
+  buffer_.clear();
+}

@@ -1,0 +1,71 @@
+#pragma once
+// mm-link's per-direction log (--uplink-log / --downlink-log), in the original's format:
+//   # header lines
+//   T # 1500          an opportunity to send 1500 bytes (every one, used or not)
+//   T + SIZE          a packet of SIZE bytes arrived
+//   T - SIZE DELAY    a packet left after DELAY ms in the queue and on the link
+//   T d COUNT BYTES   COUNT packets of BYTES bytes in all were dropped
+// T is whole milliseconds since the shell started ("init timestamp"); whole milliseconds keep
+// the original's parsers and plot scripts working (they read integers).
+//
+// The ferry thread only pushes small binary events into a lock-free ring (no formatting, no
+// system call); the log writer, in another thread, formats them, generating the opportunity
+// lines itself from the trace, and writes in large blocks.
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "clock.hh"
+#include "file_descriptor.hh"
+#include "trace.hh"
+
+struct LinkEvent {
+  Nanos time;
+  Nanos arrival;  // departures: when the packet arrived
+  uint32_t bytes;
+  uint32_t packets;
+  char kind;  // '+', '-', 'd'
+};
+
+// One producer (a ferry thread), one consumer (the log writer).
+class LinkEventRing {
+ public:
+  static constexpr uint64_t kCapacity = 1 << 15;
+  explicit LinkEventRing(int wake_fd) : wake_fd_(wake_fd) {}
+
+  void push(const LinkEvent& event);
+  // Hands every queued event to `take`, oldest first.
+  template <class Take>
+  void drain(Take&& take) {
+    const uint64_t head = head_.load(std::memory_order_relaxed);
+    const uint64_t tail = tail_.load(std::memory_order_acquire);
+    for (uint64_t i = head; i != tail; i++) take(events_[i & (kCapacity - 1)]);
+    head_.store(tail, std::memory_order_release);
+  }
+
+ private:
+  std::unique_ptr<LinkEvent[]> events_{new LinkEvent[kCapacity]};
+  alignas(64) std::atomic<uint64_t> head_{0};
+  alignas(64) std::atomic<uint64_t> tail_{0};
+  int wake_fd_;  // eventfd: tells the writer to drain before the ring fills
+};
+
+class LinkLogWriter {
+ public:
+  // `header` is the text of the header lines, already prefixed with "# ".
+  LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
+                const std::string& header);
+  void drain(LinkEventRing& ring);
+  // Writes the opportunities up to `end` and everything buffered.
+  void finish(Nanos end);
+
+ private:
+  void opportunities_until(Nanos t);
+  void line(Nanos t, char kind, uint64_t a, uint64_t b, int fields);
+  void flush();
+
+  FileDescriptor file_;
+  OpportunityCursor cursor_;
+  Nanos origin_;
+  std::string buffer_;
+};

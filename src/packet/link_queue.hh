@@ -1,0 +1,107 @@
+#pragma once
+// One direction of mm-link: a queue discipline in front of a link whose delivery opportunities
+// come from a trace. Accounting is by bytes: each opportunity carries 1500 bytes; a packet may
+// span several, small packets share one, bytes an opportunity cannot use are lost, and a
+// packet cannot use an opportunity that passed before it arrived. The packet being sent is
+// copied out of the queue, so that the discipline only ever holds waiting packets.
+#include <algorithm>
+#include <memory>
+#include <span>
+
+#include "clock.hh"
+#include "link_log.hh"
+#include "queue_discipline.hh"
+#include "trace.hh"
+
+class LinkQueue {
+ public:
+  LinkQueue(const Trace& trace, Nanos start, bool once, std::unique_ptr<QueueDiscipline> queue, LinkEventRing* log)
+      : cursor_(trace, start, once), queue_(std::move(queue)), log_(log) {}
+
+  std::span<uint8_t> reserve() { return queue_->reserve(); }
+
+  // The ferry has called release(now) first: every opportunity up to `now` is used.
+  void commit(Nanos now, uint32_t length) {
+    if (log_) log_->push({now, 0, length, 1, '+'});
+    DropCount drops;
+    queue_->enqueue(now, length, drops);
+    log_drops(now, drops);
+  }
+
+  Nanos next_departure() const {
+    const Nanos end = cursor_.end();  // a --once link wakes at its end, even when idle
+    if (!sending_ && queue_->empty()) return cursor_.exhausted() ? kNever : end;
+    if (!sending_ && queue_->drops_when_dequeuing()) return std::min(cursor_.next(), end);
+    const uint64_t needed = sending_ ? remaining_ : queue_->front().length;
+    const uint64_t opportunities = (needed + Trace::kOpportunityBytes - 1) / Trace::kOpportunityBytes;
+    return std::min(cursor_.nth(std::max<uint64_t>(opportunities, 1)), end);
+  }
+
+  template <class Send>
+  void release(Nanos now, Send&& send) {
+    if (!sending_ && queue_->empty()) {
+      skip_idle_opportunities(now);
+      return;
+    }
+    while (cursor_.next() <= now) {
+      const Nanos t = cursor_.next();
+      uint32_t budget = Trace::kOpportunityBytes;
+      while (budget > 0 && (sending_ || start_sending(t))) {
+        const uint32_t used = std::min(budget, remaining_);
+        budget -= used;
+        remaining_ -= used;
+        if (remaining_ == 0) {
+          send(std::span<const uint8_t>(sending_buffer_.get(), sending_length_));
+          if (log_) log_->push({t, sending_arrival_, sending_length_, 1, '-'});
+          sending_ = false;
+        }
+      }
+      cursor_.advance();
+      if (!sending_ && queue_->empty()) {
+        skip_idle_opportunities(now);
+        return;
+      }
+    }
+  }
+
+  bool finished() const { return cursor_.exhausted(); }
+
+ private:
+  bool start_sending(Nanos t) {
+    DropCount drops;
+    const bool ready = queue_->next(t, drops);
+    log_drops(t, drops);
+    if (!ready) return false;
+    sending_length_ = queue_->front().length;
+    sending_arrival_ = queue_->front().arrival;
+    std::copy_n(queue_->front_data().data(), sending_length_, sending_buffer_.get());
+    queue_->pop();
+    remaining_ = sending_length_;
+    sending_ = true;
+    return true;
+  }
+
+  // Nothing to send: opportunities up to `now` pass unused (the log writer still lists them).
+  void skip_idle_opportunities(Nanos now) {
+    while (cursor_.next() <= now) {
+      if (cursor_.nth(1024) <= now) {
+        for (int i = 0; i < 1024; i++) cursor_.advance();  // a fast link idle for long
+      } else {
+        cursor_.advance();
+      }
+    }
+  }
+
+  void log_drops(Nanos t, const DropCount& drops) {
+    if (log_ && drops.packets) log_->push({t, 0, drops.bytes, drops.packets, 'd'});
+  }
+
+  OpportunityCursor cursor_;
+  std::unique_ptr<QueueDiscipline> queue_;
+  LinkEventRing* log_;
+  std::unique_ptr<uint8_t[]> sending_buffer_{new uint8_t[65536]};
+  bool sending_ = false;
+  uint32_t sending_length_ = 0;
+  uint32_t remaining_ = 0;
+  Nanos sending_arrival_ = 0;
+};

@@ -1,0 +1,58 @@
+#pragma once
+// The queue in front of a trace-driven link (mm-link --uplink-queue / --downlink-queue):
+// infinite, droptail, drophead, codel, pie and fq_codel. The link asks next() when an
+// opportunity can start sending a packet, then takes front() and pop()s it.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clock.hh"
+#include "packet_ring.hh"
+#include "random.hh"
+
+struct DropCount {
+  uint32_t packets = 0;
+  uint32_t bytes = 0;
+  void add(uint32_t length) {
+    packets++;
+    bytes += length;
+  }
+};
+
+// "bytes=N,packets=N,target=MS,interval=MS,qdelay_ref=MS,max_burst=MS" (any order, any subset).
+struct QueueArgs {
+  std::optional<uint64_t> bytes, packets;
+  std::optional<double> target, interval, qdelay_ref, max_burst;  // milliseconds
+  std::optional<uint64_t> flows;                                  // fq_codel
+  static QueueArgs parse(std::string_view text, std::string_view option);
+  bool empty() const { return !bytes && !packets && !target && !interval && !qdelay_ref && !max_burst && !flows; }
+};
+
+class QueueDiscipline {
+ public:
+  virtual ~QueueDiscipline() = default;
+  // Space for the packet the ferry reads next.
+  virtual std::span<uint8_t> reserve() = 0;
+  // The packet read into reserve() arrived at `now`: queue it, or drop it (or others).
+  virtual void enqueue(Nanos now, uint32_t length, DropCount& drops) = 0;
+  // An opportunity at `now` can start a packet: make the one to send the front (an AQM may
+  // drop packets first). False if there is none.
+  virtual bool next(Nanos now, DropCount& drops) = 0;
+  virtual const PacketRing::Record& front() const = 0;
+  virtual std::span<const uint8_t> front_data() const = 0;
+  virtual void pop() = 0;
+  virtual bool empty() const = 0;
+  // True if next() may drop (the link then wakes at every opportunity that starts a packet).
+  virtual bool drops_when_dequeuing() const { return false; }
+  // For the log header, e.g. "droptail [bytes=30000, packets=100]".
+  virtual std::string description() const = 0;
+};
+
+// Builds a discipline by name; throws UsageError naming `option` for unknown names and
+// missing or invalid parameters.
+std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, const QueueArgs& args,
+                                                       std::string_view option, uint64_t seed);

@@ -1,0 +1,105 @@
+#include "trace.hh"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <cmath>
+
+#include "exception.hh"
+#include "file_descriptor.hh"
+
+namespace {
+std::string read_whole_file(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) throw UserError("cannot read trace " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw UserError("cannot read trace " + path + ": " + std::strerror(errno));
+    }
+    if (n == 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+}  // namespace
+
+Trace Trace::load(const std::string& path) { return parse(read_whole_file(path), path); }
+
+Trace Trace::parse(std::string_view text, const std::string& name) {
+  Trace trace;
+  trace.name_ = name;
+  uint64_t line_number = 0;
+  uint64_t previous = 0;
+  size_t position = 0;
+  while (position < text.size()) {
+    line_number++;
+    size_t end = text.find('\n', position);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(position, end - position);
+    position = end + 1;
+    const std::string where = name + ":" + std::to_string(line_number) + ": ";
+    if (line.empty()) throw UserError(where + "empty line (each line must hold one timestamp in ms)");
+    if (line.back() == '\r') throw UserError(where + "DOS line ending (carriage return); convert it with dos2unix");
+    uint64_t ms = 0;
+    auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), ms);
+    if (ec != std::errc() || ptr != line.data() + line.size() || line[0] == '+') {
+      throw UserError(where + "\"" + std::string(line.substr(0, 40)) +
+                      "\" is not a non-negative integer number of milliseconds");
+    }
+    if (ms < previous) {
+      throw UserError(where + "timestamps must not decrease (" + std::to_string(ms) + " after " +
+                      std::to_string(previous) + ")");
+    }
+    if (ms > 1'000'000'000'000ULL) throw UserError(where + "timestamp " + std::to_string(ms) + " is too large");
+    previous = ms;
+    trace.offsets_.push_back(static_cast<Nanos>(ms) * kNanosPerMs);
+  }
+  if (trace.offsets_.empty()) throw UserError(name + ": empty trace (it needs at least one timestamp)");
+  if (trace.offsets_.back() == 0) {
+    throw UserError(name + ":" + std::to_string(line_number) +
+                    ": the last timestamp must be greater than 0 (it is the period after which the trace repeats)");
+  }
+  trace.period_ = trace.offsets_.back();
+  return trace;
+}
+
+Trace Trace::constant_rate(double bits_per_second, const std::string& name) {
+  Trace trace;
+  trace.name_ = name;
+  trace.period_ = static_cast<Nanos>(std::llround(kOpportunityBytes * 8 * 1e9 / bits_per_second));
+  if (trace.period_ <= 0) trace.period_ = 1;
+  trace.offsets_.push_back(trace.period_);
+  return trace;
+}
+
+double Trace::parse_rate(std::string_view text) {
+  double value = 0;
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit = text.substr(static_cast<size_t>(ptr - text.data()));
+  double scale = 0;
+  for (auto [names, factor] : {std::pair{std::initializer_list<std::string_view>{"bit/s", "bps"}, 1.0},
+                               std::pair{std::initializer_list<std::string_view>{"kbit/s", "kbps"}, 1e3},
+                               std::pair{std::initializer_list<std::string_view>{"Mbit/s", "Mbps"}, 1e6},
+                               std::pair{std::initializer_list<std::string_view>{"Gbit/s", "Gbps"}, 1e9}}) {
+    for (auto n : names) {
+      if (unit == n) scale = factor;
+    }
+  }
+  if (ec != std::errc() || scale == 0 || !std::isfinite(value) || value <= 0) {
+    throw UsageError("\"" + std::string(text) +
+                     "\" is not a rate; write e.g. 12Mbit/s, 500kbit/s or 1Gbit/s (units bit/s, kbit/s, Mbit/s, Gbit/s)");
+  }
+  const double bps = value * scale;
+  if (bps < 1 || bps > 1e12) throw UsageError("rate " + std::string(text) + " is out of range (1 bit/s to 1 Tbit/s)");
+  return bps;
+}
+
+Trace Trace::from_argument(const std::string& argument) {
+  if (is_rate(argument)) return constant_rate(parse_rate(std::string_view(argument).substr(5)), argument);
+  return load(argument);
+}

@@ -1,0 +1,76 @@
+#pragma once
+// A link's delivery opportunities. Each lets 1500 bytes of IP packets through (no TUN header
+// is charged, so a trace of one line "1" carries exactly 12 Mbit/s of IP packets). A trace
+// repeats with its period, the last timestamp; every line is one opportunity in every period.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "clock.hh"
+
+class Trace {
+ public:
+  static constexpr uint32_t kOpportunityBytes = 1500;
+
+  // A trace file: one non-negative integer (milliseconds) per line, non-decreasing, the last
+  // greater than 0. Throws UserError "PATH:LINE: what is wrong".
+  static Trace load(const std::string& path);
+  static Trace parse(std::string_view text, const std::string& name);
+  // A constant rate: one opportunity every 12000/bits_per_second seconds, exactly.
+  static Trace constant_rate(double bits_per_second, const std::string& name);
+  // "rate:12Mbit/s" (units bit/s, kbit/s, Mbit/s, Gbit/s; also kbps, Mbps, Gbps) or a path.
+  static Trace from_argument(const std::string& argument);
+  static bool is_rate(std::string_view argument) { return argument.rfind("rate:", 0) == 0; }
+  // Bits per second of "12Mbit/s"; throws UsageError.
+  static double parse_rate(std::string_view text);
+
+  const std::vector<Nanos>& offsets() const { return offsets_; }
+  Nanos period() const { return period_; }
+  const std::string& name() const { return name_; }
+  double mean_bits_per_second() const {
+    return static_cast<double>(offsets_.size()) * kOpportunityBytes * 8 / (static_cast<double>(period_) / 1e9);
+  }
+
+ private:
+  std::vector<Nanos> offsets_;  // from the start of a period, non-decreasing, last == period_
+  Nanos period_ = 0;
+  std::string name_;
+};
+
+// Walks a trace's opportunities from a start time, period after period (or once).
+class OpportunityCursor {
+ public:
+  OpportunityCursor(const Trace& trace, Nanos start, bool once) : trace_(&trace), start_(start), once_(once) {}
+
+  bool exhausted() const { return exhausted_; }
+  // Time of the next opportunity (kNever once exhausted).
+  Nanos next() const { return nth(1); }
+  // Time of the k-th opportunity from here (k >= 1); kNever past the end of a --once trace.
+  Nanos nth(uint64_t k) const {
+    if (exhausted_) return kNever;
+    const uint64_t size = trace_->offsets().size();
+    const uint64_t position = index_ + k - 1;
+    const uint64_t cycle = cycle_ + position / size;
+    if (once_ && cycle > 0) return kNever;
+    return start_ + static_cast<Nanos>(cycle) * trace_->period() + trace_->offsets()[position % size];
+  }
+  // Time of the last opportunity of a --once trace (kNever if it repeats).
+  Nanos end() const { return once_ ? start_ + trace_->period() : kNever; }
+  void advance() {
+    if (++index_ == trace_->offsets().size()) {
+      index_ = 0;
+      cycle_++;
+      if (once_) exhausted_ = true;
+    }
+  }
+  Nanos start() const { return start_; }
+
+ private:
+  const Trace* trace_;
+  Nanos start_;
+  bool once_;
+  uint64_t cycle_ = 0;
+  uint64_t index_ = 0;
+  bool exhausted_ = false;
+};
