@@ -472,15 +472,15 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, co
   }
   if (name == "codel") {
     allow_only(args, {"bytes", "packets", "target", "interval"}, name, option);
-    return std::make_unique<CoDelQueue>(required_limits(args, name, option),
-                                        required_ms(args.target, "target", name, option),
-                                        required_ms(args.interval, "interval", name, option));
+    const Limits limits = required_limits(args, name, option);
+    const double target = required_ms(args.target, "target", name, option);
+    return std::make_unique<CoDelQueue>(limits, target, required_ms(args.interval, "interval", name, option));
   }
   if (name == "pie") {
     allow_only(args, {"bytes", "packets", "qdelay_ref", "max_burst"}, name, option);
-    return std::make_unique<PieQueue>(required_limits(args, name, option),
-                                      required_ms(args.qdelay_ref, "qdelay_ref", name, option),
-                                      required_ms(args.max_burst, "max_burst", name, option), seed);
+    const Limits limits = required_limits(args, name, option);
+    const double qdelay_ref = required_ms(args.qdelay_ref, "qdelay_ref", name, option);
+    return std::make_unique<PieQueue>(limits, qdelay_ref, required_ms(args.max_burst, "max_burst", name, option), seed);
   }
   if (name == "fq_codel") {
     // Defaults as Linux's fq_codel: 10240 packets, target 5 ms, interval 100 ms, 1024 flows.

@@ -81,14 +81,15 @@ double Trace::parse_rate(std::string_view text) {
   double value = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   const std::string_view unit = text.substr(static_cast<size_t>(ptr - text.data()));
+  struct Unit {
+    std::string_view name;
+    double factor;
+  };
+  static constexpr Unit kUnits[] = {{"bit/s", 1},    {"bps", 1},     {"kbit/s", 1e3}, {"kbps", 1e3},
+                                    {"Mbit/s", 1e6}, {"Mbps", 1e6},  {"Gbit/s", 1e9}, {"Gbps", 1e9}};
   double scale = 0;
-  for (auto [names, factor] : {std::pair{std::initializer_list<std::string_view>{"bit/s", "bps"}, 1.0},
-                               std::pair{std::initializer_list<std::string_view>{"kbit/s", "kbps"}, 1e3},
-                               std::pair{std::initializer_list<std::string_view>{"Mbit/s", "Mbps"}, 1e6},
-                               std::pair{std::initializer_list<std::string_view>{"Gbit/s", "Gbps"}, 1e9}}) {
-    for (auto n : names) {
-      if (unit == n) scale = factor;
-    }
+  for (const Unit& u : kUnits) {
+    if (unit == u.name) scale = u.factor;
   }
   if (ec != std::errc() || scale == 0 || !std::isfinite(value) || value <= 0) {
     throw UsageError("\"" + std::string(text) +
