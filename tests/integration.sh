@@ -237,3 +237,130 @@ test_dns_through_a_loopback_resolver_udp_and_tcp() {
   kill "$dns"; wait "$dns" 2>/dev/null
   return $status
 }
+
+# ----- mm-link -----
+
+# Ideal TCP goodput through a link of RATE Mbit/s: full-size segments carry 1448 bytes of data
+# in 1500-byte IP packets (20 IP + 20 TCP + 12 timestamp option bytes).
+ideal_goodput() { awk -v r="$1" 'BEGIN { printf "%.3f", r * 1448 / 1500 }'; }
+
+# iperf3 goodput (Mbit/s, receiver side) through mm-link UP DOWN, steady state (first 2 s omitted).
+link_goodput() {  # UP DOWN up|down SECONDS [extra mm-link options]
+  up=$1 down=$2 dir=$3 secs=$4; shift 4
+  port=$((5400 + RANDOM % 500))
+  in_world iperf3 -s -1 -D -p "$port" >/dev/null
+  for _ in $(seq 50); do in_world ss -ltn | grep -q ":$port " && break; sleep 0.05; done
+  flag=; [ "$dir" = down ] && flag=-R
+  in_world "$BIN/mm-link" "$up" "$down" "$@" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port $flag -O 2 -t $secs -f k" |
+    awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Kbits/sec") printf "%.3f\n", $i / 1000 }'
+}
+
+test_link_goodput_12_and_96_mbit_both_directions() {
+  status=0
+  for rate in 12 96; do
+    ideal=$(ideal_goodput $rate)
+    for dir in up down; do
+      if [ $dir = up ]; then g=$(link_goodput rate:${rate}Mbit/s rate:1Gbit/s up 6); else g=$(link_goodput rate:1Gbit/s rate:${rate}Mbit/s down 6); fi
+      check_range "$rate Mbit/s $dir goodput (Mbit/s; ideal $ideal)" "$g" \
+        "$(awk -v i="$ideal" 'BEGIN { print i * 0.99 }')" "$(awk -v i="$ideal" 'BEGIN { print i * 1.01 }')" || status=1
+    done
+  done
+  return $status
+}
+
+test_link_trace_file_matches_rate() {
+  # A trace file of one line "1" is 12 Mbit/s, as rate:12Mbit/s is.
+  printf '1\n' > "$WORLD_TMP/one.trace"
+  g=$(link_goodput "$WORLD_TMP/one.trace" "$WORLD_TMP/one.trace" down 5)
+  ideal=$(ideal_goodput 12)
+  check_range "goodput through a \"1\" trace (Mbit/s; ideal $ideal)" "$g" "$(awk -v i="$ideal" 'BEGIN { print i * 0.99 }')" \
+    "$(awk -v i="$ideal" 'BEGIN { print i * 1.01 }')"
+}
+
+test_link_droptail_drops_and_bounds_delay() {
+  log=$WORLD_TMP/droptail.log
+  port=$((5400 + RANDOM % 500))
+  in_world iperf3 -s -1 -D -p "$port" >/dev/null; sleep 0.2
+  out=$(in_world "$BIN/mm-link" rate:12Mbit/s rate:1Gbit/s --uplink-queue=droptail --uplink-queue-args=packets=20 \
+        --uplink-log="$log" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -t 4 >/dev/null & sleep 1; ping -n -c 10 -i 0.2 -q \$MAHIMAHI_BASE; wait")
+  set -- $(echo "$out" | ping_stats)
+  drops=$(awk '$2 == "d" { n += $3 } END { print n + 0 }' "$log")
+  maxdelay=$(awk '$2 == "-" && $4 > m { m = $4 } END { print m + 0 }' "$log")
+  echo "  $drops packets dropped; largest delay in the log $maxdelay ms; ping RTT under load avg $3 ms"
+  [ "$drops" -gt 0 ] || fail "no drops with a 20-packet queue" || return 1
+  # 20 queued full-size packets drain in 20 ms at 12 Mbit/s (+1 ms for the packet being sent).
+  check_range "largest queueing delay (ms)" "$maxdelay" 1 22 && check_range "ping RTT under load (ms)" "$3" 1 24
+}
+
+test_link_once_ends_the_shell_on_time() {
+  printf '100\n200\n500\n' > "$WORLD_TMP/half.trace"
+  s=$(date +%s%N)
+  in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- sleep 10; rc=$?
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  [ "$rc" = 0 ] || fail "--once exit status $rc, expected 0" || return 1
+  check_range "time until --once ended a 500 ms trace (ms)" "$ms" 500 900
+}
+
+test_link_log_format() {
+  log=$WORLD_TMP/fmt.log
+  in_world "$BIN/mm-link" rate:12Mbit/s rate:12Mbit/s --downlink-log="$log" -- sh -c 'ping -n -c 3 -i 0.1 -q $MAHIMAHI_BASE >/dev/null'
+  head -5 "$log" | sed 's/^/  /'
+  grep -q '^# mahimahi mm-link (Downlink) \[rate:12Mbit/s\] > ' "$log" || fail "header" || return 1
+  grep -q '^# queue: infinite$' "$log" || fail "queue header" || return 1
+  grep -q '^# init timestamp: [0-9]*$' "$log" || fail "init timestamp" || return 1
+  bad=$(grep -v '^#' "$log" | grep -v -E '^[0-9]+ (# 1500|\+ [0-9]+|- [0-9]+ [0-9]+|d [0-9]+ [0-9]+)$' | head -3)
+  [ -z "$bad" ] || fail "malformed lines: $bad" || return 1
+  arrivals=$(grep -c ' + ' "$log"); departures=$(grep -c ' - ' "$log")
+  opportunities=$(grep -c ' # 1500' "$log")
+  last=$(tail -1 "$log" | cut -d' ' -f1)
+  echo "  $arrivals arrivals, $departures departures, $opportunities opportunities over $last ms"
+  [ "$arrivals" = 3 ] && [ "$departures" = 3 ] || fail "expected 3 pings' replies in and out" || return 1
+  # Every opportunity of a 1-per-ms link is listed, used or not.
+  check_range "opportunities per ms" "$(awk -v o="$opportunities" -v l="$last" 'BEGIN { print o / l }')" 0.98 1.0
+}
+
+test_link_bad_input() {
+  printf '' > "$WORLD_TMP/empty.trace"
+  printf '1\n2\nabc\n' > "$WORLD_TMP/word.trace"
+  printf '5\n3\n' > "$WORLD_TMP/down.trace"
+  printf '0\n' > "$WORLD_TMP/zero.trace"
+  printf '1\n' > "$WORLD_TMP/ok.trace"
+  chmod 644 "$WORLD_TMP"/*.trace
+  rc_msg() {
+    want=$1 frag=$2; shift 2
+    msg=$("$@" 2>&1 >/dev/null); rc=$?
+    [ "$rc" = "$want" ] || { echo "FAIL: '$*' exited $rc, expected $want ($msg)"; return 1; }
+    echo "$msg" | head -1 | grep -qF -- "$frag" || { echo "FAIL: '$*' said: $msg"; return 1; }
+    echo "  -> $rc: $(echo "$msg" | head -1)"
+  }
+  ok=$WORLD_TMP/ok.trace
+  rc_msg 1 "empty.trace: empty trace" in_world "$BIN/mm-link" "$WORLD_TMP/empty.trace" "$ok" true || return 1
+  rc_msg 1 "word.trace:3: \"abc\" is not a non-negative integer" in_world "$BIN/mm-link" "$ok" "$WORLD_TMP/word.trace" true || return 1
+  rc_msg 1 "down.trace:2: timestamps must not decrease (3 after 5)" in_world "$BIN/mm-link" "$WORLD_TMP/down.trace" "$ok" true || return 1
+  rc_msg 1 "zero.trace:1: the last timestamp must be greater than 0" in_world "$BIN/mm-link" "$WORLD_TMP/zero.trace" "$ok" true || return 1
+  rc_msg 1 "cannot read trace /nonexistent.trace: No such file or directory" in_world "$BIN/mm-link" /nonexistent.trace "$ok" true || return 1
+  AS_USER=$TEST_USER rc_msg 1 "cannot read trace /etc/shadow: Permission denied" in_world "$BIN/mm-link" /etc/shadow /etc/shadow true || return 1
+  AS_USER=$TEST_USER rc_msg 1 "cannot write log /etc/mm.log: Permission denied" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-log=/etc/mm.log true || return 1
+  [ ! -e /etc/mm.log ] || fail "a log was created with root's rights" || return 1
+  rc_msg 2 "unknown queue \"red\"" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=red true || return 1
+  rc_msg 2 "droptail needs a queue limit" in_world "$BIN/mm-link" "$ok" "$ok" --downlink-queue=droptail true || return 1
+  rc_msg 2 "codel needs target=MS" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --uplink-queue-args=packets=10 true || return 1
+  rc_msg 2 "\"12Mb\" is not a rate" in_world "$BIN/mm-link" rate:12Mb "$ok" true || return 1
+  rc_msg 2 "missing DOWNLINK-TRACE" in_world "$BIN/mm-link" "$ok" || return 1
+  rc_msg 2 "live graphs (--meter-*) are not available" in_world "$BIN/mm-link" "$ok" "$ok" --meter-all true || return 1
+}
+
+test_link_cellular_trace_goodput_matches_capacity() {
+  # A real LTE trace (120 s, from ../shared/traces/cellular): over one whole period, TCP's
+  # goodput must be within 5 % of the trace's mean capacity, less the 3.5 % of header bytes.
+  trace=$CELLULAR/ATT-LTE-driving-2016.down
+  [ -r "$trace" ] || fail "missing $trace" || return 1
+  capacity=$(awk 'END { printf "%.3f", NR * 12000 / $1 / 1000 }' "$trace")
+  ideal=$(ideal_goodput "$capacity")
+  port=$((5400 + RANDOM % 500))
+  in_world iperf3 -s -1 -D -p "$port" >/dev/null; sleep 0.2
+  g=$(in_world "$BIN/mm-link" rate:1Gbit/s "$trace" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -R -t 120 -f k" |
+      awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Kbits/sec") printf "%.3f\n", $i / 1000 }')
+  check_range "goodput over 120 s of ATT-LTE-driving-2016.down (Mbit/s; capacity $capacity, ideal $ideal)" "$g" \
+    "$(awk -v i="$ideal" 'BEGIN { print i * 0.95 }')" "$(awk -v i="$ideal" 'BEGIN { print i * 1.05 }')"
+}
