@@ -364,3 +364,55 @@ test_link_cellular_trace_goodput_matches_capacity() {
   check_range "goodput over 120 s of ATT-LTE-driving-2016.down (Mbit/s; capacity $capacity, ideal $ideal)" "$g" \
     "$(awk -v i="$ideal" 'BEGIN { print i * 0.95 }')" "$(awk -v i="$ideal" 'BEGIN { print i * 1.05 }')"
 }
+
+test_plot_tools_draw_logs_and_their_figures_match() {
+  log=$WORLD_TMP/plot.log
+  port=$((5400 + RANDOM % 500))
+  in_world iperf3 -s -1 -D -p "$port" >/dev/null; sleep 0.2
+  in_world "$BIN/mm-link" rate:1Gbit/s rate:12Mbit/s --downlink-queue=droptail --downlink-queue-args=packets=30 \
+    --downlink-log="$log" -- sh -c "iperf3 -R -c \$MAHIMAHI_BASE -p $port -t 3 >/dev/null"
+  grep -q ' d ' "$log" || fail "the log has no drop lines to test with" || return 1
+  for out in "$WORLD_TMP/t.svg" "$WORLD_TMP/t.png" "$WORLD_TMP/d.svg" "$WORLD_TMP/d.png"; do rm -f "$out"; done
+  summary=$("$BIN/mm-throughput-graph" 100 "$log" -o "$WORLD_TMP/t.svg" 2>&1) || fail "throughput graph (svg): $summary" || return 1
+  "$BIN/mm-throughput-graph" 100 "$log" -o "$WORLD_TMP/t.png" 2>/dev/null || fail "throughput graph (png)" || return 1
+  "$BIN/mm-delay-graph" "$log" -o "$WORLD_TMP/d.svg" 2>/dev/null || fail "delay graph (svg)" || return 1
+  "$BIN/mm-delay-graph" "$log" -o "$WORLD_TMP/d.png" 2>/dev/null || fail "delay graph (png)" || return 1
+  "$BIN/mm-throughput-graph" 100 < "$log" 2>/dev/null | grep -q '</svg>' || fail "SVG on standard output" || return 1
+  for f in t.svg d.svg; do grep -q '</svg>' "$WORLD_TMP/$f" || fail "$f is not a complete SVG" || return 1; done
+  for f in t.png d.png; do
+    [ "$(head -c 8 "$WORLD_TMP/$f" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "$f is not a PNG" || return 1
+    [ "$(stat -c %s "$WORLD_TMP/$f")" -gt 10000 ] || fail "$f is almost empty" || return 1
+  done
+  echo "$summary" | sed 's/^/  /'
+  # The same figures computed from the log here.
+  set -- $(awk '!/^#/ { if (!n++) first = $1; last = $1 }
+                $2 == "#" { c += $3 } $2 == "-" { d += $3 } $2 == "d" { drops += $3 }
+                END { s = (last - first) / 1000; printf "%.2f %.2f %d", c * 8 / s / 1e6, d * 8 / s / 1e6, drops }' "$log")
+  echo "$summary" | grep -q "^Average capacity: $1 Mbits/s" || fail "capacity differs from the log's $1" || return 1
+  echo "$summary" | grep -q "^Average throughput: $2 Mbits/s" || fail "throughput differs from the log's $2" || return 1
+  echo "$summary" | grep -q "^Dropped packets: $3$" || fail "drops differ from the log's $3" || return 1
+  check_range "capacity of a 12 Mbit/s link (Mbit/s)" "$1" 11.9 12.1
+  rc=0; msg=$("$BIN/mm-throughput-graph" 100 "$log" -o "$WORLD_TMP/x.jpg" 2>&1) || rc=$?
+  [ "$rc" = 2 ] && echo "$msg" | grep -q "must end in .svg or .png" || fail "bad output type accepted ($rc: $msg)"
+}
+
+test_mm_trace_makes_converts_and_checks() {
+  t=$BIN/mm-trace
+  [ "$("$t" constant 12Mbit/s)" = 1 ] || fail "12 Mbit/s is not the trace \"1\"" || return 1
+  "$t" constant 1Gbit/s -o "$WORLD_TMP/g.trace" || return 1
+  out=$("$t" check "$WORLD_TMP/g.trace") || fail "check of a made trace: $out" || return 1
+  echo "  $out"
+  echo "$out" | grep -q "250 opportunities, period 3.000 ms, 1000.000 Mbit/s" || fail "1 Gbit/s trace wrong" || return 1
+  printf 'seconds,mbps\n0,10\n1,20\n2,6\n' | "$t" convert --format=csv - -o "$WORLD_TMP/c.trace" || return 1
+  n=$(wc -l < "$WORLD_TMP/c.trace")
+  # (10 + 20 + 6) Mbit over 3 s = 36 Mbit = 3000 opportunities of 12000 bit
+  [ "$n" = 3000 ] || fail "CSV conversion gave $n opportunities, expected 3000" || return 1
+  yes 14.7 | head -n 1000 | awk '{ print $1 * 1000 }' | "$t" convert - -o "$WORLD_TMP/k.trace" || return 1
+  n=$(wc -l < "$WORLD_TMP/k.trace")
+  [ "$n" = 1225 ] || fail "14.7 Mbit/s for 1 s gave $n opportunities, expected 1225" || return 1
+  "$t" info "$CELLULAR/Verizon-LTE-short.up" | sed 's/^/  /'
+  "$t" info "$CELLULAR/Verizon-LTE-short.up" | grep -q "mean rate  *5.946 Mbit/s" || fail "info mean rate" || return 1
+  printf '1\n2\nx\n' > "$WORLD_TMP/bad.trace"
+  msg=$("$t" check "$WORLD_TMP/bad.trace" 2>&1); rc=$?
+  [ "$rc" = 1 ] && echo "$msg" | grep -q "bad.trace:3: \"x\" is not a non-negative integer" || fail "check: $rc $msg"
+}

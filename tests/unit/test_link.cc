@@ -302,3 +302,36 @@ TEST(fq_codel_isolates_a_light_flow_from_a_heavy_one) {
   CHECK(light_fifo > 500);
   CHECK(fq.dropped > 0);  // CoDel works on the heavy flow
 }
+
+#include <unistd.h>
+
+#include "link_log_reader.hh"
+
+TEST(log_reader_summary_and_signal_delay) {
+  char path[] = "/tmp/mm-unit-log.XXXXXX";
+  const int fd = ::mkstemp(path);
+  CHECK(fd >= 0);
+  const std::string text =
+      "# mahimahi mm-link (Downlink) [x] > y\n# base timestamp: 10\n"
+      "11 # 1500\n11 + 1000\n12 # 1500\n12 - 1000 1\n13 # 1500\n13 d 2 3000\n14 # 1500\n14 + 500\n20 # 1500\n"
+      "20 - 500 6\n";
+  CHECK(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  const LinkLog log = LinkLog::read(path);
+  ::unlink(path);
+  CHECK_EQ(log.opportunities.size(), 5u);
+  CHECK_EQ(log.first, 1.0);  // base timestamp subtracted
+  CHECK_EQ(log.last, 10.0);
+  const LinkSummary s = summarize(log);
+  CHECK(std::abs(s.capacity_mbps - 5 * 1500 * 8 / 0.009 / 1e6) < 1e-9);
+  CHECK(std::abs(s.throughput_mbps - 1500 * 8 / 0.009 / 1e6) < 1e-9);
+  CHECK_EQ(s.dropped_packets, 2u);
+  // Signal delay: packet sent at 1 arrived at 2; packet sent at 4 arrived at 10.
+  const auto sd = signal_delays(log);  // ms 1..10
+  CHECK_EQ(sd.size(), 10u);
+  CHECK_EQ(sd[0], 1.0);  // at 1: 2 - 1
+  CHECK_EQ(sd[1], 8.0);  // at 2: nothing sent at 2 or 3 arrives before the one sent at 4 (10 - 2)
+  CHECK_EQ(sd[3], 6.0);  // at 4: 10 - 4
+  CHECK(std::isnan(sd[9]));  // after the last send nothing arrives
+  CHECK_THROWS(UserError, LinkLog::read("/nonexistent.log"), "cannot read log /nonexistent.log");
+}

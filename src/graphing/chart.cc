@@ -1,0 +1,246 @@
+#include "chart.hh"
+
+#include <cairo-svg.h>
+#include <cairo.h>
+#include <fcntl.h>
+#include <pango/pangocairo.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <set>
+
+#include "exception.hh"
+#include "file_descriptor.hh"
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Where cairo's output goes: a file descriptor, with the first write error kept for the message.
+struct Sink {
+  int fd;
+  int error = 0;
+};
+cairo_status_t write_to_sink(void* closure, const unsigned char* data, unsigned int length) {
+  auto* sink = static_cast<Sink*>(closure);
+  while (length > 0 && sink->error == 0) {
+    const ssize_t n = ::write(sink->fd, data, length);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      sink->error = errno;
+      return CAIRO_STATUS_WRITE_ERROR;
+    }
+    data += n;
+    length -= static_cast<unsigned int>(n);
+  }
+  return sink->error ? CAIRO_STATUS_WRITE_ERROR : CAIRO_STATUS_SUCCESS;
+}
+
+// 1, 2 or 5 times a power of ten, about range/count.
+double nice_step(double range, int count) {
+  const double raw = range / count;
+  const double power = std::pow(10, std::floor(std::log10(raw)));
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    if (raw <= m * power) return m * power;
+  }
+  return 10 * power;
+}
+
+std::string format_tick(double v) {
+  char text[32];
+  if (std::abs(v) >= 1 || v == 0) std::snprintf(text, sizeof text, "%g", std::round(v * 1000) / 1000);
+  else std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+class Painter {
+ public:
+  explicit Painter(cairo_t* cr) : cr_(cr) {}
+  void text(const std::string& s, double x, double y, double align_x, double align_y, int size = 11,
+            bool bold = false, bool vertical = false) {
+    PangoLayout* layout = pango_cairo_create_layout(cr_);
+    std::string font = std::string("DejaVu Sans") + (bold ? " Bold " : " ") + std::to_string(size);
+    PangoFontDescription* description = pango_font_description_from_string(font.c_str());
+    pango_layout_set_font_description(layout, description);
+    pango_layout_set_text(layout, s.c_str(), -1);
+    int w, h;
+    pango_layout_get_pixel_size(layout, &w, &h);
+    cairo_save(cr_);
+    cairo_translate(cr_, x, y);
+    if (vertical) cairo_rotate(cr_, -M_PI / 2);
+    cairo_move_to(cr_, -align_x * w, -align_y * h);
+    pango_cairo_show_layout(cr_, layout);
+    cairo_restore(cr_);
+    pango_font_description_free(description);
+    g_object_unref(layout);
+  }
+
+ private:
+  cairo_t* cr_;
+};
+
+void draw(cairo_t* cr, const Chart& chart, int width, int height) {
+  const double left = 80, right = 24, top = 48, bottom = 58;
+  const double pw = width - left - right, ph = height - top - bottom;
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+
+  double x_min = INFINITY, x_max = -INFINITY, y_max = 0, y_min_positive = INFINITY;
+  for (const auto& s : chart.series) {
+    for (auto [x, y] : s.points) {
+      if (std::isnan(y)) continue;
+      x_min = std::min(x_min, x);
+      x_max = std::max(x_max, x);
+      y_max = std::max(y_max, y);
+      if (y > 0) y_min_positive = std::min(y_min_positive, y);
+    }
+  }
+  if (!std::isfinite(x_min)) x_min = 0, x_max = 1;
+  if (x_max <= x_min) x_max = x_min + 1;
+  double y_lo, y_hi;
+  if (chart.log_y) {
+    if (!std::isfinite(y_min_positive)) y_min_positive = 1;
+    y_lo = std::pow(10, std::floor(std::log10(y_min_positive)));
+    y_hi = std::pow(10, std::ceil(std::log10(std::max(y_max, y_lo * 10))));
+  } else {
+    y_lo = 0;
+    y_hi = y_max > 0 ? y_max * 1.08 : 1;
+  }
+  auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * pw; };
+  auto py = [&](double y) {
+    if (chart.log_y) {
+      const double v = std::log10(std::max(y, y_lo));
+      return top + ph - (v - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo)) * ph;
+    }
+    return top + ph - (y - y_lo) / (y_hi - y_lo) * ph;
+  };
+
+  Painter painter(cr);
+  // grid and ticks
+  cairo_set_line_width(cr, 1);
+  const double x_step = nice_step(x_max - x_min, 10);
+  for (double x = std::ceil(x_min / x_step) * x_step; x <= x_max + 1e-9; x += x_step) {
+    cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+    cairo_move_to(cr, px(x), top);
+    cairo_line_to(cr, px(x), top + ph);
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    painter.text(format_tick(x), px(x), top + ph + 6, 0.5, 0);
+  }
+  std::vector<double> y_ticks;
+  if (chart.log_y) {
+    for (double y = y_lo; y <= y_hi * 1.001; y *= 10) y_ticks.push_back(y);
+  } else {
+    const double y_step = nice_step(y_hi - y_lo, 6);
+    for (double y = 0; y <= y_hi + 1e-9; y += y_step) y_ticks.push_back(y);
+  }
+  for (double y : y_ticks) {
+    cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
+    cairo_move_to(cr, left, py(y));
+    cairo_line_to(cr, left + pw, py(y));
+    cairo_stroke(cr);
+    cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+    painter.text(format_tick(y), left - 6, py(y), 1, 0.5);
+  }
+
+  // series, clipped to the plot area
+  cairo_save(cr);
+  cairo_rectangle(cr, left, top, pw, ph);
+  cairo_clip(cr);
+  for (const auto& s : chart.series) {
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 1);
+    if (s.style == Series::Style::Dots) {
+      std::set<std::pair<int, int>> drawn;  // one dot per pixel keeps big logs' SVGs small
+      for (auto [x, y] : s.points) {
+        if (std::isnan(y)) continue;
+        const int ix = static_cast<int>(px(x)), iy = static_cast<int>(py(y));
+        if (!drawn.insert({ix, iy}).second) continue;
+        cairo_arc(cr, ix + 0.5, iy + 0.5, 1.2, 0, 2 * M_PI);
+        cairo_fill(cr);
+      }
+      continue;
+    }
+    bool started = false;
+    double first_x = 0, last_x = 0;
+    for (auto [x, y] : s.points) {
+      if (std::isnan(y)) continue;
+      if (!started) {
+        cairo_move_to(cr, px(x), py(y));
+        first_x = x;
+        started = true;
+      } else {
+        cairo_line_to(cr, px(x), py(y));
+      }
+      last_x = x;
+    }
+    if (!started) continue;
+    if (s.style == Series::Style::Area) {
+      cairo_path_t* outline = cairo_copy_path(cr);
+      cairo_line_to(cr, px(last_x), top + ph);
+      cairo_line_to(cr, px(first_x), top + ph);
+      cairo_close_path(cr);
+      cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
+      cairo_fill(cr);
+      cairo_append_path(cr, outline);
+      cairo_path_destroy(outline);
+      cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
+    }
+    cairo_set_line_width(cr, s.style == Series::Style::Area ? 1 : 1.6);
+    cairo_stroke(cr);
+  }
+  cairo_restore(cr);
+
+  // frame, labels, legend
+  cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
+  cairo_rectangle(cr, left, top, pw, ph);
+  cairo_stroke(cr);
+  painter.text(chart.title, left + pw / 2, 14, 0.5, 0, 13, true);
+  painter.text(chart.x_label, left + pw / 2, height - 8, 0.5, 1);
+  painter.text(chart.y_label, 18, top + ph / 2, 0.5, 0.5, 11, false, true);
+  double ly = top + 10;
+  for (const auto& s : chart.series) {
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, s.style == Series::Style::Area ? 0.5 : 1);
+    cairo_rectangle(cr, left + pw - 330, ly + 4, 18, 8);
+    cairo_fill(cr);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    painter.text(s.label, left + pw - 306, ly, 0, 0, 10);
+    ly += 18;
+  }
+}
+
+}  // namespace
+
+void check_chart_output(const std::string& output) {
+  if (!output.empty() && !ends_with(output, ".svg") && !ends_with(output, ".png")) {
+    throw UsageError("output file " + output + " must end in .svg or .png (the type is taken from the name)");
+  }
+}
+
+void render_chart(const Chart& chart, const std::string& output, int width, int height) {
+  check_chart_output(output);
+  FileDescriptor file;
+  if (!output.empty()) {
+    file = FileDescriptor(::open(output.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+    if (!file.valid()) throw UserError("cannot write " + output + ": " + std::strerror(errno));
+  }
+  Sink sink{output.empty() ? 1 : file.get()};
+  const bool png = ends_with(output, ".png");
+  cairo_surface_t* surface = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height)
+                                 : cairo_svg_surface_create_for_stream(write_to_sink, &sink, width, height);
+  cairo_t* cr = cairo_create(surface);
+  draw(cr, chart, width, height);
+  cairo_destroy(cr);
+  cairo_status_t status = png ? cairo_surface_write_to_png_stream(surface, write_to_sink, &sink) : CAIRO_STATUS_SUCCESS;
+  cairo_surface_finish(surface);
+  if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
+  cairo_surface_destroy(surface);
+  if (sink.error) throw UserError("cannot write " + (output.empty() ? std::string("standard output") : output) + ": " +
+                                  std::strerror(sink.error));
+  if (status != CAIRO_STATUS_SUCCESS) throw UserError(std::string("drawing failed: ") + cairo_status_to_string(status));
+}

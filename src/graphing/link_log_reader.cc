@@ -1,0 +1,140 @@
+#include "link_log_reader.hh"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "exception.hh"
+#include "file_descriptor.hh"
+
+namespace {
+std::string read_text(const std::string& path) {
+  FileDescriptor fd(path == "-" ? ::dup(0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) throw UserError("cannot read log " + path + ": " + std::strerror(errno));
+  std::string text;
+  char buffer[1 << 16];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw UserError("cannot read log " + path + ": " + std::strerror(errno));
+    }
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+bool parse_number(std::string_view& rest, double& value) {
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (ec != std::errc() || !std::isfinite(value)) return false;
+  rest.remove_prefix(static_cast<size_t>(ptr - rest.data()));
+  return true;
+}
+}  // namespace
+
+LinkLog LinkLog::read(const std::string& path) {
+  const std::string text = read_text(path);
+  LinkLog log;
+  double base = 0;
+  bool any = false;
+  size_t position = 0;
+  uint64_t line_number = 0;
+  while (position < text.size()) {
+    line_number++;
+    size_t end = text.find('\n', position);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + position, end - position);
+    position = end + 1;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.empty()) continue;
+    if (line.front() == '#') {
+      constexpr std::string_view kBase = "# base timestamp:";
+      if (line.rfind(kBase, 0) == 0) {
+        std::string_view rest = line.substr(kBase.size());
+        parse_number(rest, base);
+      }
+      continue;
+    }
+    const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    std::string_view rest = line;
+    double t = 0, a = 0, b = 0;
+    if (!parse_number(rest, t)) throw UserError(where + "expected a time, found \"" + std::string(line) + "\"");
+    while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+    if (rest.empty()) throw UserError(where + "missing event type");
+    const char kind = rest.front();
+    rest.remove_prefix(1);
+    t -= base;
+    bool ok = parse_number(rest, a);
+    switch (kind) {
+      case '#': log.opportunities.push_back({t, a}); break;
+      case '+': log.arrivals.push_back({t, a}); break;
+      case '-':
+        ok = ok && parse_number(rest, b);
+        log.departures.push_back({t, a, b});
+        break;
+      case 'd':
+        ok = ok && parse_number(rest, b);
+        log.drops.push_back({t, a, b});
+        break;
+      default: throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
+    }
+    if (!ok) throw UserError(where + "malformed '" + std::string(1, kind) + "' line \"" + std::string(line) + "\"");
+    if (!any || t < log.first) log.first = t;
+    if (!any || t > log.last) log.last = t;
+    any = true;
+  }
+  if (!any) throw UserError(path + ": no events in this log (is it an mm-link log?)");
+  return log;
+}
+
+double percentile(std::vector<double> values, double p) {
+  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }), values.end());
+  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const size_t index = std::min(values.size() - 1, static_cast<size_t>(std::ceil(p / 100.0 * values.size())) - 1);
+  std::nth_element(values.begin(), values.begin() + static_cast<long>(index), values.end());
+  return values[index];
+}
+
+std::vector<double> signal_delays(const LinkLog& log) {
+  // For each ms t: the least (departure - t) over packets that arrived at or after t.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const long first = static_cast<long>(std::floor(log.first)), last = static_cast<long>(std::floor(log.last));
+  std::vector<double> best(static_cast<size_t>(last - first + 1), std::numeric_limits<double>::infinity());
+  for (const auto& d : log.departures) {
+    const long arrival = static_cast<long>(std::floor(d.time - d.delay));
+    if (arrival < first || arrival > last) continue;
+    double& b = best[static_cast<size_t>(arrival - first)];
+    b = std::min(b, d.time - static_cast<double>(arrival));
+  }
+  std::vector<double> out(best.size(), nan);
+  double next = std::numeric_limits<double>::infinity();
+  for (size_t i = best.size(); i-- > 0;) {
+    next = std::min(best[i], next + 1);
+    out[i] = std::isinf(next) ? nan : next;
+  }
+  return out;
+}
+
+LinkSummary summarize(const LinkLog& log) {
+  LinkSummary s{};
+  const double span_ms = std::max(log.last - log.first, 1.0);
+  s.duration_s = span_ms / 1000;
+  double capacity = 0, delivered = 0;
+  for (const auto& o : log.opportunities) capacity += o.bytes;
+  for (const auto& d : log.departures) delivered += d.bytes;
+  s.capacity_mbps = capacity * 8 / (span_ms / 1000) / 1e6;
+  s.throughput_mbps = delivered * 8 / (span_ms / 1000) / 1e6;
+  s.utilization_percent = capacity > 0 ? 100 * delivered / capacity : 0;
+  std::vector<double> delays;
+  delays.reserve(log.departures.size());
+  for (const auto& d : log.departures) delays.push_back(d.delay);
+  s.queueing_delay_p95_ms = percentile(delays, 95);
+  s.signal_delay_p95_ms = percentile(signal_delays(log), 95);
+  for (const auto& d : log.drops) s.dropped_packets += static_cast<uint64_t>(d.packets);
+  return s;
+}
