@@ -60,11 +60,20 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
     trace.offsets_.push_back(static_cast<Nanos>(ms) * kNanosPerMs);
   }
   if (trace.offsets_.empty()) throw UserError(name + ": empty trace (it needs at least one timestamp)");
-  if (trace.offsets_.back() == 0) {
+  if (previous == 0) {
     throw UserError(name + ":" + std::to_string(line_number) +
                     ": the last timestamp must be greater than 0 (it is the period after which the trace repeats)");
   }
-  trace.period_ = trace.offsets_.back();
+  // n opportunities in the same millisecond T are spread over it, at T + k/n ms, as a link
+  // sends them one after the other; a single one stays at T.
+  for (size_t first = 0; first < trace.offsets_.size();) {
+    size_t end = first + 1;
+    while (end < trace.offsets_.size() && trace.offsets_[end] == trace.offsets_[first]) end++;
+    const Nanos n = static_cast<Nanos>(end - first);
+    for (size_t k = first + 1; k < end; k++) trace.offsets_[k] += static_cast<Nanos>(k - first) * kNanosPerMs / n;
+    first = end;
+  }
+  trace.period_ = static_cast<Nanos>(previous) * kNanosPerMs;
   return trace;
 }
 

@@ -2,6 +2,8 @@
 // A link's delivery opportunities. Each lets 1500 bytes of IP packets through (no TUN header
 // is charged, so a trace of one line "1" carries exactly 12 Mbit/s of IP packets). A trace
 // repeats with its period, the last timestamp; every line is one opportunity in every period.
+// Opportunities sharing a millisecond are spread evenly over it (the 84 of a ~1 Gbit/s trace
+// come every 11.9 us, not all at once), which logs, at whole milliseconds, cannot tell apart.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -33,7 +35,7 @@ class Trace {
   }
 
  private:
-  std::vector<Nanos> offsets_;  // from the start of a period, non-decreasing, last == period_
+  std::vector<Nanos> offsets_;  // from the start of a period, non-decreasing, within (.., period_ + 1 ms)
   Nanos period_ = 0;
   std::string name_;
 };
@@ -56,7 +58,7 @@ class OpportunityCursor {
     return start_ + static_cast<Nanos>(cycle) * trace_->period() + trace_->offsets()[position % size];
   }
   // Time of the last opportunity of a --once trace (kNever if it repeats).
-  Nanos end() const { return once_ ? start_ + trace_->period() : kNever; }
+  Nanos end() const { return once_ ? start_ + trace_->offsets().back() : kNever; }
   void advance() {
     if (++index_ == trace_->offsets().size()) {
       index_ = 0;

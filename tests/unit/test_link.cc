@@ -51,6 +51,12 @@ TEST(trace_parse_and_errors) {
   Trace t = Trace::parse("0\n5\n5\n10\n", "t");
   CHECK_EQ(t.offsets().size(), 4u);
   CHECK_EQ(t.period(), 10 * ms);
+  CHECK_EQ(t.offsets()[1], 5 * ms);  // two in the 5th millisecond: at 5 and 5.5 ms
+  CHECK_EQ(t.offsets()[2], 5 * ms + ms / 2);
+  Trace spread = Trace::parse("1\n1\n1\n1\n3\n3\n3\n", "t");
+  CHECK_EQ(spread.offsets()[3], ms + 3 * ms / 4);
+  CHECK_EQ(spread.offsets()[6], 3 * ms + 2 * ms / 3);
+  CHECK_EQ(spread.period(), 3 * ms);
   CHECK(std::abs(t.mean_bits_per_second() - 4 * 12000 / 0.010) < 1);
   CHECK_EQ(Trace::parse("1", "t").period(), ms);  // no final newline is fine
   CHECK_THROWS(UserError, Trace::parse("", "up.trace"), "up.trace: empty trace");
