@@ -47,21 +47,6 @@ const char* kHelp =
   throw UsageError(message);
 }
 
-std::string read_input(const std::string& path) {
-  FileDescriptor fd(path == "-" ? ::dup(0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw UserError("cannot read " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[65536];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw UserError("cannot read " + path + ": " + std::strerror(errno));
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
-
 void write_output(const std::optional<std::string>& path, const std::string& text) {
   if (!path) {
     write_all(1, text);
@@ -147,7 +132,7 @@ double number(const std::string& text, const std::string& where) {
 }
 
 std::string convert(const std::string& format, const std::string& path) {
-  const std::string text = read_input(path);
+  const std::string text = read_user_file(path, "rates");
   std::istringstream lines(text);
   std::string line;
   TraceBuilder builder;
@@ -190,7 +175,7 @@ std::string convert(const std::string& format, const std::string& path) {
 
 // A trace named on the command line: a file, rate:RATE, or - for standard input.
 Trace load_trace(const std::string& argument) {
-  if (argument == "-") return Trace::parse(read_input("-"), "standard input");
+  if (argument == "-") return Trace::parse(read_user_file("-", "trace"), "standard input");
   return Trace::from_argument(argument);
 }
 

@@ -1,8 +1,5 @@
 #include "link_log_reader.hh"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -13,21 +10,6 @@
 #include "file_descriptor.hh"
 
 namespace {
-std::string read_text(const std::string& path) {
-  FileDescriptor fd(path == "-" ? ::dup(0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw UserError("cannot read log " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[1 << 16];
-  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) != 0;) {
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw UserError("cannot read log " + path + ": " + std::strerror(errno));
-    }
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
-
 bool parse_number(std::string_view& rest, double& value) {
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
@@ -38,7 +20,7 @@ bool parse_number(std::string_view& rest, double& value) {
 }  // namespace
 
 LinkLog LinkLog::read(const std::string& path) {
-  const std::string text = read_text(path);
+  const std::string text = read_user_file(path, "log");
   LinkLog log;
   double base = 0;
   bool any = false;

@@ -1,34 +1,12 @@
 #include "trace.hh"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <charconv>
 #include <cmath>
 
 #include "exception.hh"
 #include "file_descriptor.hh"
 
-namespace {
-std::string read_whole_file(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.valid()) throw UserError("cannot read trace " + path + ": " + std::strerror(errno));
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw UserError("cannot read trace " + path + ": " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
-}  // namespace
-
-Trace Trace::load(const std::string& path) { return parse(read_whole_file(path), path); }
+Trace Trace::load(const std::string& path) { return parse(read_user_file(path, "trace"), path); }
 
 Trace Trace::parse(std::string_view text, const std::string& name) {
   Trace trace;

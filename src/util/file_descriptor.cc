@@ -50,6 +50,23 @@ std::string read_small_file(const std::string& path) {
   return out;
 }
 
+std::string read_user_file(const std::string& path, const std::string& what) {
+  FileDescriptor fd(path == "-" ? ::fcntl(0, F_DUPFD_CLOEXEC, 0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  auto fail = [&] { return UserError("cannot read " + what + " " + path + ": " + std::strerror(errno)); };
+  if (!fd.valid()) throw fail();
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw fail();
+    }
+    if (n == 0) return text;
+    text.append(buffer, static_cast<size_t>(n));
+  }
+}
+
 void write_existing_file(const std::string& path, std::string_view value) {
   FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd.valid()) throw SystemError(path);

@@ -30,5 +30,8 @@ class FileDescriptor {
 void write_all(int fd, std::string_view data);
 // Reads a whole (small) file such as a /proc entry; throws SystemError naming the path.
 std::string read_small_file(const std::string& path);
+// Reads a whole file the user named ("-": standard input); throws UserError
+// "cannot read WHAT PATH: reason".
+std::string read_user_file(const std::string& path, const std::string& what);
 // Overwrites a /proc/sys entry (or any existing file) with value.
 void write_existing_file(const std::string& path, std::string_view value);
