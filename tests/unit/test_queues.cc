@@ -50,6 +50,36 @@ TEST(ring_keeps_fifo_order_across_wraps_and_growth) {
   }
 }
 
+// The ferry's order: reserve, read, then pop what is due (possibly everything, possibly after
+// the reservation wrapped to the start of the buffer), then commit.
+TEST(ring_pops_between_reserve_and_commit_match_a_model) {
+  PacketRing ring(4096, 1500);
+  std::deque<std::pair<uint32_t, uint8_t>> model;
+  Random random(7);
+  uint8_t fill = 0;
+  for (int step = 0; step < 50000; step++) {
+    const uint32_t length = 1 + static_cast<uint32_t>(random.next() % 1500);
+    auto space = ring.reserve();
+    std::memset(space.data(), ++fill, length);
+    const uint64_t pops = random.next() % 4;
+    for (uint64_t i = 0; i < pops && !model.empty(); i++) {
+      CHECK_EQ(ring.front().length, model.front().first);
+      CHECK_EQ(static_cast<int>(ring.front_data()[0]), static_cast<int>(model.front().second));
+      ring.pop();
+      model.pop_front();
+    }
+    if (random.uniform() < 0.9) {
+      ring.commit(step, length);
+      model.emplace_back(length, fill);
+    }
+    CHECK_EQ(ring.packets(), model.size());
+    if (!model.empty()) {
+      CHECK_EQ(ring.front().length, model.front().first);
+      CHECK_EQ(static_cast<int>(ring.front_data()[ring.front().length - 1]), static_cast<int>(model.front().second));
+    }
+  }
+}
+
 TEST(ring_does_not_grow_in_steady_state) {
   PacketRing ring(64 * 1024, 1500);
   const size_t capacity = ring.capacity();
