@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -109,9 +110,10 @@ void drop_privileges(const UserIdentity& user) {
 }
 
 void use_realtime_scheduling() {
-  sched_param param{};
-  param.sched_priority = 1;
-  (void)::sched_setscheduler(0, SCHED_FIFO, &param);
+  // The highest normal-scheduler priority, not SCHED_FIFO: a ferry carrying ~1 Gbit/s can keep
+  // a core busy, and the kernel's real-time throttling (sched_rt_runtime_us, 95 %) would then
+  // stop it for tens of milliseconds every second, wasting the link's opportunities.
+  (void)::setpriority(PRIO_PROCESS, 0, -20);
 }
 
 void enter_namespace(const FileDescriptor& ns) {

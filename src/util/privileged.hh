@@ -60,10 +60,10 @@ constexpr const char* kInnerDevice = "ingress";
 // reachable (MAHIMAHI_BASE), never allocated.
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid);
 
-// Gives the calling process (the ferry, before its threads start) the lowest real-time
-// priority, so that a packet due now is sent now even when other programs keep every core
-// busy: the ferry does microseconds of work per wake-up. Set MAHIMAHI_REALTIME=0 to keep the
-// normal scheduler. Failure (e.g. no real-time scheduling in this kernel) is not an error.
+// Gives the calling process (the ferry, before its threads start) the highest priority of the
+// normal scheduler (nice -20), so that a packet due now is sent now even when other programs
+// keep every core busy: the ferry does microseconds of work per wake-up. Set
+// MAHIMAHI_REALTIME=0 to keep the inherited priority. Failure is not an error.
 constexpr const char* kRealtimeVariable = "MAHIMAHI_REALTIME";
 void use_realtime_scheduling();
 
