@@ -44,6 +44,7 @@ world_create() {
 
 world_destroy() {
   [ -n "${WORLD:-}" ] || return 0
+  if declare -F origins_destroy >/dev/null; then origins_destroy; fi
   for pid in $(ip netns pids "$WORLD" 2>/dev/null) $(ip netns pids "$SERVER" 2>/dev/null); do
     kill -9 "$pid" 2>/dev/null || true
   done
@@ -87,7 +88,7 @@ world_leftovers() {
 world_leftovers_now() {
   {
     in_world nft list tables 2>/dev/null | grep mahimahi_ || true
-    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link)-' || true
+    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|record)-' || true
     for pid in $(ip netns pids "$WORLD" 2>/dev/null); do
       comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
       case "$comm" in mm-*) echo "process $pid $comm" ;; esac

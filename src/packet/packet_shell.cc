@@ -150,6 +150,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const pid_t supervisor = ::getpid();
 
   ShellNetwork net = create_shell_network(spec.device_kind, pool, base);
+  FileDescriptor intercepted;
+  if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
 
   int ready[2];
   check_syscall("pipe2", ::pipe2(ready, O_CLOEXEC));
@@ -160,6 +162,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const pid_t ferry = fork_child(info.name, [&] {
     if (realtime) use_realtime_scheduling();
     drop_privileges(user);
+    env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only
     // Dies with the supervisor, even on SIGKILL, so that the TUN devices vanish with it.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != supervisor) return 1;
@@ -167,13 +170,15 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace.close();
     const int write_end = ready_write.get();
     const int status =
-        spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix}, [write_end] { write_all(write_end, "R"); });
+        spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get()},
+                   [write_end] { write_all(write_end, "R"); });
     write_all(write_end, "S");  // stopped: the supervisor may finish without waiting for our exit
     return status;
   });
   net.outer_tun.close();  // the ferry holds the only copies now
   net.inner_tun.close();
   net.dns = DnsRelaySockets{};
+  intercepted.close();
   ready_write.close();
   if (!wait_until_ready(ready_read.get())) {
     const int status = wait_for(ferry);

@@ -17,6 +17,7 @@ struct FerryEndpoints {
   int inner;  // TUN, the command's side
   DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
   std::string outer_prefix;  // MAHIMAHI_SHELL_PREFIX of the shells around this one
+  int intercepted = -1;      // listening socket receiving the namespace's TCP connections (mm-record)
 };
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
@@ -27,6 +28,8 @@ struct ShellSpec {
   std::string device_kind;  // short word for the outer device name: delay, loss, onoff, inter, link
   std::string tag;          // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
   std::vector<std::string> command;  // empty: the user's login shell
+  bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted
+  bool refuse_quic = true;           // with intercept_tcp: refuse UDP to port 443
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

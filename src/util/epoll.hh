@@ -19,6 +19,15 @@ class Epoll {
     check_syscall("epoll_ctl", ::epoll_ctl(fd_.get(), EPOLL_CTL_ADD, fd, &ev));
   }
 
+  void modify(int fd, uint32_t events, uint64_t tag) {
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.u64 = tag;
+    check_syscall("epoll_ctl", ::epoll_ctl(fd_.get(), EPOLL_CTL_MOD, fd, &ev));
+  }
+
+  void remove(int fd) { (void)::epoll_ctl(fd_.get(), EPOLL_CTL_DEL, fd, nullptr); }
+
   // Waits until an event or until `timeout` nanoseconds have passed (kNever: forever).
   // Returns the number of events (0 on timeout or EINTR).
   int wait(epoll_event* events, int max_events, Nanos timeout) {

@@ -199,3 +199,24 @@ std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
   }
   return found;
 }
+
+FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
+  // Listening on the outer address (not loopback): a DNAT to a local address on the TUN needs
+  // no route_localnet, and only this shell's packets reach it.
+  FileDescriptor listener = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
+  check_syscall("listen", ::listen(listener.get(), 4096));
+  const sockaddr_in bound = local_address(listener);
+  const std::string& table = net.nat->name();
+  std::ostringstream s;
+  s << "add chain ip " << table << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+    << "add rule ip " << table << " prerouting iifname \"" << net.outer_device << "\" ip saddr "
+    << net.addresses.inner.str() << " meta l4proto tcp dnat to " << net.addresses.outer.str() << ":"
+    << ntohs(bound.sin_port) << "\n";
+  if (refuse_quic) {
+    // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
+    s << "add chain ip " << table << " forward { type filter hook forward priority filter; policy accept; }\n"
+      << "add rule ip " << table << " forward iifname \"" << net.outer_device << "\" udp dport 443 reject\n";
+  }
+  run_nft(s.str());
+  return listener;
+}

@@ -67,5 +67,10 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
 constexpr const char* kRealtimeVariable = "MAHIMAHI_REALTIME";
 void use_realtime_scheduling();
 
+// Sends every TCP connection leaving the shell's namespace to the returned listening socket (on
+// the outer address; the accepted sockets' SO_ORIGINAL_DST is where the program connected), and
+// if refuse_quic, answers UDP to port 443 with ICMP port unreachable. Undone with net.nat.
+FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic);
+
 // Moves the calling process into a namespace created by create_shell_network (needs root).
 void enter_namespace(const FileDescriptor& ns);

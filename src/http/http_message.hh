@@ -1,0 +1,27 @@
+#pragma once
+// One HTTP/1.x message as recorded: the first line (no CRLF), the header fields in their order
+// with names as sent (values without leading whitespace), and the body exactly as it crossed
+// the wire (still chunk-encoded, with its trailers, if it was sent chunked).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+struct HttpHeader {
+  std::string key;
+  std::string value;
+};
+
+struct HttpMessage {
+  std::string first_line;
+  std::vector<HttpHeader> headers;
+  std::string body;
+
+  // The value of the first header named `key` (compared case-insensitively), if any.
+  std::optional<std::string_view> header(std::string_view key) const;
+  // The message as bytes on the wire: first line, headers, blank line, body.
+  std::string serialize() const;
+};
+
+// ASCII case-insensitive comparison, as HTTP field names need.
+bool equals_ignoring_case(std::string_view a, std::string_view b);

@@ -1,0 +1,204 @@
+# Integration tests of mm-record and its tools, against the web origins of web.sh. Sourced by
+# run-all after integration.sh (which defines fail and check_range).
+
+# mm-record as the test user would run it: the local CA in the world's scratch space, the
+# origins' CA trusted upstream. Usage: record DIR [mm-record options] -- COMMAND...
+record() {
+  origins_create || return 1
+  in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/mmca" SSL_CERT_FILE="$ORIGIN_CA" "$BIN/mm-record" "$@"
+}
+
+# A recording as JSON lines, one per pair, for checks in Python: the HAR that mm-recording
+# writes, flattened. Usage: recording_json DIR > FILE
+recording_har() { "$BIN/mm-recording" to-har "$1" -; }
+
+# Runs a Python check over the HAR of DIR; the script sees `har` (parsed), `entries` and `raw(e, side)`.
+check_recording() {  # DIR PYTHON-CODE
+  recording_har "$1" > "$WORLD_TMP/check.har" || fail "mm-recording to-har $1 failed" || return 1
+  /usr/bin/python3 - "$WORLD_TMP/check.har" "$2" <<'EOF'
+import base64, gzip, json, sys, zlib
+har = json.load(open(sys.argv[1]))
+entries = har["log"]["entries"]
+def mm(e): return e["_mahimahi"]
+def raw(e, side):
+    return base64.b64decode(mm(e)[side + "_body_raw_base64"] or "")
+def dechunk(b):
+    out, i = b"", 0
+    while True:
+        j = b.index(b"\r\n", i); size = int(b[i:j].split(b";")[0], 16); i = j + 2
+        if size == 0: return out
+        out += b[i:i + size]; i += size + 2
+def header(e, side, name):
+    for h in e[side]["headers"]:
+        if h["name"].lower() == name.lower(): return h["value"]
+    return None
+def by_url(url):
+    found = [e for e in entries if e["request"]["url"] == url]
+    assert found, "no pair for %s; recorded: %s" % (url, sorted(e["request"]["url"] for e in entries))
+    return found
+try:
+    exec(sys.argv[2])
+except AssertionError as error:
+    print("FAIL:", error); sys.exit(1)
+EOF
+}
+
+test_record_http_and_https_over_several_origins() {
+  local dir=$WORLD_TMP/rec-basic web=$WORLD_TMP/web
+  record "$dir" -- sh -c "
+    curl -sf -o /dev/null http://a.test/index.html &&
+    curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem https://b.test/style.css https://www.b.test/index.html &&
+    curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem 'https://c.test/pixel.png?v=1' 'http://c.test/app.js?x=1&y=2'
+  " || fail "mm-record or a curl inside it failed" || return 1
+  [ "$(ls "$dir" | wc -l)" = 5 ] || fail "expected 5 files, got: $(ls "$dir")" || return 1
+  check_recording "$dir" "
+web = '$web'
+expect = [('http://a.test/index.html', '10.78.1.2', 80, 'http', 'a/www/a.test/index.html'),
+          ('https://b.test/style.css', '10.78.2.2', 443, 'https', 'b/www/b.test/style.css'),
+          ('https://www.b.test/index.html', '10.78.2.2', 443, 'https', 'b/www/www.b.test/index.html'),
+          ('https://c.test/pixel.png?v=1', '10.78.3.2', 443, 'https', 'c/www/c.test/pixel.png'),
+          ('http://c.test/app.js?x=1&y=2', '10.78.3.2', 80, 'http', 'c/www/c.test/app.js')]
+for url, ip, port, scheme, path in expect:
+    (e,) = by_url(url)
+    m = mm(e)
+    assert (m['ip'], m['port'], m['scheme']) == (ip, port, scheme), (url, m['ip'], m['port'], m['scheme'])
+    assert e['response']['status'] == 200, (url, e['response']['status'])
+    host = url.split('/')[2]
+    assert header(e, 'request', 'Host') == host, (url, header(e, 'request', 'Host'))
+    assert m['request_first_line'] == 'GET ' + url.split(host, 1)[1] + ' HTTP/1.1', m['request_first_line']
+    body = raw(e, 'response')
+    if header(e, 'response', 'Transfer-Encoding') == 'chunked': body = dechunk(body)
+    if header(e, 'response', 'Content-Encoding') == 'gzip': body = gzip.decompress(body)
+    assert body == open(web + '/' + path, 'rb').read(), 'body of ' + url + ' differs from the origin file'
+    if scheme == 'https': assert m['server_name'] == host, (url, m['server_name'])
+    assert m['protocol'] == 'http/1.1', (url, m['protocol'])
+print('  5 pairs: ip, port, scheme, first line, Host, status and body as served')
+"
+}
+
+test_record_post_put_chunked_gzip_and_100_continue() {
+  local dir=$WORLD_TMP/rec-methods ca=$WORLD_TMP/mmca/ca.pem
+  head -c 300000 /dev/urandom > "$WORLD_TMP/upload.bin"; chmod 644 "$WORLD_TMP/upload.bin"
+  record "$dir" -- sh -c "
+    curl -sf -o /dev/null --cacert $ca -d 'name=value&x=1' https://a.test/form &&
+    curl -sf -o /dev/null --cacert $ca -H 'Expect: 100-continue' -T $WORLD_TMP/upload.bin https://c.test/upload/u.bin &&
+    curl -sf -o /dev/null --cacert $ca --compressed https://b.test/app.js &&
+    curl -sf -o /dev/null -X DELETE http://c.test/upload/u.bin &&
+    curl -sf -o /dev/null -I http://a.test/style.css
+  " || fail "mm-record or a curl inside it failed" || return 1
+  check_recording "$dir" "
+(e,) = by_url('https://a.test/form')
+assert e['request']['method'] == 'POST' and raw(e, 'request') == b'name=value&x=1', raw(e, 'request')[:40]
+(e,) = by_url('https://c.test/upload/u.bin')
+assert e['request']['method'] == 'PUT' and raw(e, 'request') == open('$WORLD_TMP/upload.bin', 'rb').read(), 'PUT body'
+assert header(e, 'request', 'Expect') == '100-continue'
+assert e['response']['status'] == 201, e['response']['status']
+(e,) = by_url('https://b.test/app.js')
+assert header(e, 'response', 'Transfer-Encoding') == 'chunked' and header(e, 'response', 'Content-Encoding') == 'gzip'
+assert gzip.decompress(dechunk(raw(e, 'response'))) == open('$WORLD_TMP/web/b/www/b.test/app.js', 'rb').read()
+(e,) = by_url('http://c.test/upload/u.bin')
+assert e['request']['method'] == 'DELETE' and e['response']['status'] == 204, e['response']['status']
+(e,) = by_url('http://a.test/style.css')
+assert e['request']['method'] == 'HEAD' and raw(e, 'response') == b'' and header(e, 'response', 'Content-Length') != '0'
+assert len(entries) == 5, len(entries)
+print('  POST and PUT bodies, 100-continue upload, chunked gzip, DELETE, HEAD: as sent')
+"
+}
+
+test_record_streams_a_200MB_download() {
+  local dir=$WORLD_TMP/rec-big
+  set -- $(record "$dir" -- curl -sf -o /dev/null -w '%{time_starttransfer} %{time_total} %{size_download}\n' http://a.test/big.bin)
+  [ "${3:-0}" = 209715200 ] || fail "downloaded ${3:-nothing} bytes, expected 209715200" || return 1
+  # Streamed: the first byte arrives long before the last (store-and-forward would make them equal).
+  awk -v f="$1" -v t="$2" 'BEGIN { exit !(f < t / 4) }' || fail "first byte at $1 s of $2 s: not streamed" || return 1
+  echo "  first byte after $1 s, last after $2 s"
+  local size; size=$("$BIN/mm-recording" ls "$dir" | awk '/big.bin/ { for (i = 1; i <= NF; i++) if ($i == 209715200) print $i }')
+  [ "$size" = 209715200 ] || fail "recorded body size: '${size}'" || return 1
+}
+
+test_record_500_concurrent_connections_lose_no_pair() {
+  local dir=$WORLD_TMP/rec-500 urls=$WORLD_TMP/urls.txt
+  for i in $(seq 500); do echo "url = \"http://c.test/app.js?n=$i\""; done > "$urls"
+  chmod 644 "$urls"
+  local out; out=$(record "$dir" -- curl -s --parallel --parallel-immediate --parallel-max 500 -K "$urls" \
+    -o /dev/null -w '%{http_code}\n' 2>&1)
+  [ "$(echo "$out" | grep -c '^200$')" = 500 ] || fail "curl got $(echo "$out" | grep -c '^200$') of 500 responses" || return 1
+  local n; n=$(ls "$dir" | wc -l)
+  [ "$n" = 500 ] || fail "$n of 500 pairs recorded" || return 1
+  echo "  500 parallel connections, 500 pairs recorded"
+}
+
+test_record_bad_input() {
+  local dir=$WORLD_TMP/rec-exists out status
+  mkdir -p "$dir"
+  out=$(record "$dir" -- true 2>&1); status=$?
+  [ "$status" != 0 ] && echo "$out" | grep -q "already exists" || fail "existing DIR: status $status, '$out'" || return 1
+  out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/userca" "$BIN/mm-record" /proc/rec -- true 2>&1); status=$?
+  [ "$status" != 0 ] && echo "$out" | grep -q "/proc" || fail "unwritable DIR: status $status, '$out'" || return 1
+  [ ! -e "$WORLD_TMP/userca" ] || [ "$(stat -c %U "$WORLD_TMP/userca")" = "$TEST_USER" ] || fail "CA not the user's" || return 1
+  # A server whose certificate nobody trusts: the client gets a connection error, the log says why.
+  out=$(in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/mmca" "$BIN/mm-record" "$WORLD_TMP/rec-untrusted" -- \
+    curl -s --cacert "$WORLD_TMP/mmca/ca.pem" -o /dev/null -w 'http %{http_code}\n' https://a.test/ 2>&1); status=$?
+  echo "$out" | grep -q "http 000" || fail "the client got a response from an untrusted server: $out" || return 1
+  echo "$out" | grep -q "certificate is not trusted" || fail "no reason logged: $out" || return 1
+  echo "$out" | grep -q "0 pairs recorded" || fail "$out" || return 1
+  out=$("$BIN/mm-record" 2>&1); [ $? = 2 ] && echo "$out" | grep -q "missing DIR" || fail "no DIR: $out" || return 1
+  echo "  existing DIR, unwritable DIR, untrusted server, missing DIR: refused with reasons"
+}
+
+test_record_as_ordinary_user_files_are_the_users() {
+  local dir=$WORLD_TMP/rec-user
+  origins_create || return 1
+  AS_USER=$TEST_USER in_world env HOME="$WORLD_TMP/home" MAHIMAHI_CA_DIR="$WORLD_TMP/userca2" SSL_CERT_FILE="$ORIGIN_CA" \
+    "$BIN/mm-record" "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/userca2/ca.pem" https://b.test/ ||
+    fail "mm-record as $TEST_USER failed" || return 1
+  [ "$(stat -c '%U %a' "$dir")" = "$TEST_USER 700" ] || fail "DIR: $(stat -c '%U %a' "$dir")" || return 1
+  [ "$(stat -c '%U %a' "$dir"/* | sort -u)" = "$TEST_USER 600" ] || fail "files: $(stat -c '%U %a' "$dir"/*)" || return 1
+  [ "$(stat -c '%a' "$WORLD_TMP/userca2/ca.key")" = 600 ] || fail "CA key mode $(stat -c %a "$WORLD_TMP/userca2/ca.key")" || return 1
+  echo "  recording and CA owned by $TEST_USER, modes 700/600"
+}
+
+test_record_original_schema_decodes_our_files() {
+  local dir=$WORLD_TMP/rec-schema
+  record "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/mmca/ca.pem" https://www.b.test/style.css || return 1
+  local f; f=$(ls "$dir" | head -1)
+  local text; text=$(protoc --decode=MahimahiProtobufs.RequestResponse -I "$top/tests/fixtures" \
+    "$top/tests/fixtures/original_http_record.proto" < "$dir/$f") || fail "protoc could not decode $f" || return 1
+  echo "$text" | grep -q 'ip: "10.78.2.2"' && echo "$text" | grep -q 'scheme: HTTPS' &&
+    echo "$text" | grep -q 'first_line: "GET /style.css HTTP/1.1"' || fail "decoded: $(echo "$text" | head -20)" || return 1
+  echo "  the original's schema decodes ip, port, scheme, messages"
+}
+
+test_record_har_round_trip_keeps_every_pair() {
+  local dir=$WORLD_TMP/rec-har
+  record "$dir" -- sh -c "curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem --compressed https://b.test/style.css https://c.test/pixel.png http://a.test/index.html" || return 1
+  "$BIN/mm-recording" to-har "$dir" "$WORLD_TMP/one.har" && "$BIN/mm-recording" from-har "$WORLD_TMP/one.har" "$WORLD_TMP/rec-har2" >/dev/null &&
+    "$BIN/mm-recording" to-har "$WORLD_TMP/rec-har2" "$WORLD_TMP/two.har" || fail "HAR conversion failed" || return 1
+  /usr/bin/python3 - "$WORLD_TMP/one.har" "$WORLD_TMP/two.har" <<'EOF' || fail "HAR round trip changed pairs"
+import json, sys
+a, b = (sorted((json.dumps(e["_mahimahi"], sort_keys=True) for e in json.load(open(p))["log"]["entries"])) for p in sys.argv[1:])
+assert len(a) == 3 and a == b, (len(a), len(b))
+print("  3 pairs identical after to-har, from-har, to-har")
+EOF
+}
+
+test_record_chromium_loads_a_multi_origin_page() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  local dir=$WORLD_TMP/rec-chromium home=$WORLD_TMP/chome
+  origins_create || return 1
+  mkdir -p "$home"; chown "$TEST_USER" "$home"
+  # The CA is trusted through NSS (no ignore flag), as a user would do once with mm-ca trust.
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-ca" trust >/dev/null ||
+    fail "mm-ca trust failed" || return 1
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" SSL_CERT_FILE="$ORIGIN_CA" \
+    "$BIN/mm-record" "$dir" -- timeout 60 chromium --headless=new --no-sandbox --disable-gpu --no-first-run --user-data-dir="$home/profile" \
+    --virtual-time-budget=5000 --dump-dom https://a.test/index.html > "$WORLD_TMP/dom.html" 2>"$WORLD_TMP/chromium.err" ||
+    fail "chromium in mm-record failed: $(tail -5 "$WORLD_TMP/chromium.err")" || return 1
+  grep -q "(plain)" "$WORLD_TMP/dom.html" || fail "the page's scripts did not run: $(head -c 300 "$WORLD_TMP/dom.html")" || return 1
+  check_recording "$dir" "
+for url in ['https://a.test/index.html', 'https://b.test/style.css', 'https://c.test/app.js', 'http://a.test/plain.js',
+            'https://www.b.test/pixel.png', 'https://c.test/pixel.png?v=1', 'http://c.test/pixel.png?v=2']:
+    assert any(e['response']['status'] == 200 for e in by_url(url)), url + ': no 200'
+print('  chromium: page and 6 subresources over 3 origins, HTTP and HTTPS, all 200')
+"
+}
