@@ -47,8 +47,8 @@ test_record_http_and_https_over_several_origins() {
   local dir=$WORLD_TMP/rec-basic web=$WORLD_TMP/web
   record "$dir" -- sh -c "
     curl -sf -o /dev/null http://a.test/index.html &&
-    curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem https://b.test/style.css https://www.b.test/index.html &&
-    curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem 'https://c.test/pixel.png?v=1' 'http://c.test/app.js?x=1&y=2'
+    curl -sf -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem https://b.test/style.css https://www.b.test/index.html &&
+    curl -sf -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem 'https://c.test/pixel.png?v=1' 'http://c.test/app.js?x=1&y=2'
   " || fail "mm-record or a curl inside it failed" || return 1
   [ "$(ls "$dir" | wc -l)" = 5 ] || fail "expected 5 files, got: $(ls "$dir")" || return 1
   check_recording "$dir" "
@@ -147,14 +147,14 @@ test_record_bad_input() {
 }
 
 test_record_as_ordinary_user_files_are_the_users() {
-  local dir=$WORLD_TMP/rec-user
-  origins_create || return 1
-  AS_USER=$TEST_USER in_world env HOME="$WORLD_TMP/home" MAHIMAHI_CA_DIR="$WORLD_TMP/userca2" SSL_CERT_FILE="$ORIGIN_CA" \
-    "$BIN/mm-record" "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/userca2/ca.pem" https://b.test/ ||
+  local dir=$WORLD_TMP/user/rec
+  mkdir -p "$WORLD_TMP/user" && chown "$TEST_USER" "$WORLD_TMP/user"
+  AS_USER=$TEST_USER in_world env HOME="$WORLD_TMP/home" MAHIMAHI_CA_DIR="$WORLD_TMP/user/ca" SSL_CERT_FILE="$ORIGIN_CA" \
+    "$BIN/mm-record" "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/user/ca/ca.pem" https://b.test/ ||
     fail "mm-record as $TEST_USER failed" || return 1
   [ "$(stat -c '%U %a' "$dir")" = "$TEST_USER 700" ] || fail "DIR: $(stat -c '%U %a' "$dir")" || return 1
   [ "$(stat -c '%U %a' "$dir"/* | sort -u)" = "$TEST_USER 600" ] || fail "files: $(stat -c '%U %a' "$dir"/*)" || return 1
-  [ "$(stat -c '%a' "$WORLD_TMP/userca2/ca.key")" = 600 ] || fail "CA key mode $(stat -c %a "$WORLD_TMP/userca2/ca.key")" || return 1
+  [ "$(stat -c '%a' "$WORLD_TMP/user/ca/ca.key")" = 600 ] || fail "CA key mode $(stat -c %a "$WORLD_TMP/user/ca/ca.key")" || return 1
   echo "  recording and CA owned by $TEST_USER, modes 700/600"
 }
 
@@ -171,12 +171,15 @@ test_record_original_schema_decodes_our_files() {
 
 test_record_har_round_trip_keeps_every_pair() {
   local dir=$WORLD_TMP/rec-har
-  record "$dir" -- sh -c "curl -sf -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem --compressed https://b.test/style.css https://c.test/pixel.png http://a.test/index.html" || return 1
+  record "$dir" -- sh -c "curl -sf -o /dev/null -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem --compressed https://b.test/style.css https://c.test/pixel.png http://a.test/index.html" || return 1
   "$BIN/mm-recording" to-har "$dir" "$WORLD_TMP/one.har" && "$BIN/mm-recording" from-har "$WORLD_TMP/one.har" "$WORLD_TMP/rec-har2" >/dev/null &&
     "$BIN/mm-recording" to-har "$WORLD_TMP/rec-har2" "$WORLD_TMP/two.har" || fail "HAR conversion failed" || return 1
   /usr/bin/python3 - "$WORLD_TMP/one.har" "$WORLD_TMP/two.har" <<'EOF' || fail "HAR round trip changed pairs"
 import json, sys
-a, b = (sorted((json.dumps(e["_mahimahi"], sort_keys=True) for e in json.load(open(p))["log"]["entries"])) for p in sys.argv[1:])
+def pairs(path):  # what was recorded; the file names are new ones, naturally
+    return sorted(json.dumps({k: v for k, v in e["_mahimahi"].items() if k != "file"}, sort_keys=True)
+                  for e in json.load(open(path))["log"]["entries"])
+a, b = pairs(sys.argv[1]), pairs(sys.argv[2])
 assert len(a) == 3 and a == b, (len(a), len(b))
 print("  3 pairs identical after to-har, from-har, to-har")
 EOF
@@ -184,7 +187,7 @@ EOF
 
 test_record_chromium_loads_a_multi_origin_page() {
   command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
-  local dir=$WORLD_TMP/rec-chromium home=$WORLD_TMP/chome
+  local home=$WORLD_TMP/chome; local dir=$home/rec
   origins_create || return 1
   mkdir -p "$home"; chown "$TEST_USER" "$home"
   # The CA is trusted through NSS (no ignore flag), as a user would do once with mm-ca trust.
@@ -192,13 +195,26 @@ test_record_chromium_loads_a_multi_origin_page() {
     fail "mm-ca trust failed" || return 1
   AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" SSL_CERT_FILE="$ORIGIN_CA" \
     "$BIN/mm-record" "$dir" -- timeout 60 chromium --headless=new --no-sandbox --disable-gpu --no-first-run --user-data-dir="$home/profile" \
-    --virtual-time-budget=5000 --dump-dom https://a.test/index.html > "$WORLD_TMP/dom.html" 2>"$WORLD_TMP/chromium.err" ||
-    fail "chromium in mm-record failed: $(tail -5 "$WORLD_TMP/chromium.err")" || return 1
-  grep -q "(plain)" "$WORLD_TMP/dom.html" || fail "the page's scripts did not run: $(head -c 300 "$WORLD_TMP/dom.html")" || return 1
+    --virtual-time-budget=5000 --dump-dom http://a.test/index.html > "$home/dom.html" 2>"$home/chromium.err" ||
+    fail "chromium in mm-record failed: $(tail -5 "$home/chromium.err")" || return 1
+  # (An http page: an https one may not load the http script, mixed content.)
+  grep -q "<title>a.test (app) (plain)</title>" "$home/dom.html" || fail "the page's scripts did not run: $(head -c 300 "$home/dom.html")" || return 1
   check_recording "$dir" "
-for url in ['https://a.test/index.html', 'https://b.test/style.css', 'https://c.test/app.js', 'http://a.test/plain.js',
+for url in ['http://a.test/index.html', 'https://b.test/style.css', 'https://c.test/app.js', 'http://a.test/plain.js',
             'https://www.b.test/pixel.png', 'https://c.test/pixel.png?v=1', 'http://c.test/pixel.png?v=2']:
     assert any(e['response']['status'] == 200 for e in by_url(url)), url + ': no 200'
 print('  chromium: page and 6 subresources over 3 origins, HTTP and HTTPS, all 200')
 "
+}
+
+test_record_websocket_passes_through_unrecorded() {
+  local dir=$WORLD_TMP/rec-ws
+  ip netns exec "mmt-oc$$" /usr/bin/python3 "$top/tests/tools/ws_echo.py" serve 10.78.3.2 8080 &
+  local server=$!
+  for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8080 ' && break; sleep 0.1; done
+  local out; out=$(record "$dir" -- sh -c "curl -sf -o /dev/null http://c.test/style.css && /usr/bin/python3 $top/tests/tools/ws_echo.py call c.test 8080 hello" 2>&1)
+  kill "$server"; wait "$server" 2>/dev/null
+  echo "$out" | grep -q "^echo: hello 2hello 2.* 1413$" || fail "WebSocket echo through mm-record: $out" || return 1
+  [ "$(ls "$dir" | wc -l)" = 1 ] || fail "expected only the HTTP pair recorded, got $(ls "$dir" | wc -l) files" || return 1
+  echo "  WebSocket frames both ways after the upgrade; only the plain HTTP pair recorded"
 }

@@ -84,7 +84,7 @@ origin_content() {  # DIR NAME
 EOF
   local k
   { echo "/* $2 */"; for k in $(seq 200); do echo ".rule$k { margin: ${k}px; }"; done; } > "$1/style.css"
-  { echo "// $2"; for k in $(seq 200); do echo "var v$k = $k;"; done; } > "$1/app.js"
+  { echo "// $2"; for k in $(seq 200); do echo "var v$k = $k;"; done; echo "document.title += ' (app)';"; } > "$1/app.js"
   echo "document.title += ' (plain)';" > "$1/plain.js"
   # A 1x1 PNG.
   printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\1\0\0\0\1\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xff\xff?\0\x05\xfe\x02\xfe\xa7\x35\x81\x84\0\0\0\0IEND\xaeB`\x82' > "$1/pixel.png"

@@ -50,7 +50,7 @@ bool wait_until_ready(int ready_fd) {
   for (;;) {
     ssize_t n = ::read(ready_fd, &byte, 1);
     if (n < 0 && errno == EINTR) continue;
-    return n == 1;
+    return n == 1 && byte == 'R';  // 'S': it stopped without ever being ready
   }
 }
 
