@@ -218,3 +218,65 @@ test_record_websocket_passes_through_unrecorded() {
   [ "$(ls "$dir" | wc -l)" = 1 ] || fail "expected only the HTTP pair recorded, got $(ls "$dir" | wc -l) files" || return 1
   echo "  WebSocket frames both ways after the upgrade; only the plain HTTP pair recorded"
 }
+
+test_record_malformed_http_is_relayed_and_the_proxy_lives_on() {
+  local dir=$WORLD_TMP/rec-malformed
+  # A server that answers anything with bytes that are not HTTP.
+  ip netns exec "mmt-oc$$" /usr/bin/python3 -c '
+import socket
+s = socket.create_server(("10.78.3.2", 8081))
+while True:
+    c, _ = s.accept(); c.recv(65536); c.sendall(b"\x00\x01garbage that is not HTTP\r\n\r\n"); c.close()' &
+  local server=$!
+  for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8081 ' && break; sleep 0.1; done
+  local out; out=$(record "$dir" -- bash -c '
+    exec 3<>/dev/tcp/c.test/80; printf "GET / HTTP/1.1\r\nHost: c.test\r\nno colon here\r\n\r\n" >&3; head -c 12 <&3; echo; exec 3>&-
+    exec 4<>/dev/tcp/c.test/8081; printf "GET / HTTP/1.1\r\nHost: c.test\r\n\r\n" >&4; head -c 9 <&4 | tail -c 7; echo; exec 4>&-
+    curl -sf -o /dev/null -w "after: %{http_code}\n" http://c.test/app.js' 2>&1)
+  kill "$server"; wait "$server" 2>/dev/null
+  echo "$out" | grep -q "^HTTP/1.1 400" || fail "a malformed request did not reach the server as sent: $out" || return 1
+  echo "$out" | grep -q "^garbage$" || fail "a malformed response was not relayed: $out" || return 1
+  echo "$out" | grep -q "^after: 200$" || fail "the proxy did not live on: $out" || return 1
+  [ "$(ls "$dir" | wc -l)" = 1 ] || fail "expected 1 pair (the good one), got $(ls "$dir" | wc -l)" || return 1
+  echo "  malformed request and response relayed as sent, unrecorded; the next request recorded"
+}
+
+test_record_refuses_quic_unless_allowed() {
+  ip netns exec "mmt-oc$$" /usr/bin/python3 -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.78.3.2", 443))
+while True:
+    data, peer = s.recvfrom(2048); s.sendto(b"pong", peer)' &
+  local server=$!
+  sleep 0.3
+  local probe='import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.connect(("c.test", 443))
+try:
+    s.send(b"ping"); print(s.recv(100).decode())
+except ConnectionRefusedError:
+    print("refused")'
+  local refused allowed
+  refused=$(record "$WORLD_TMP/rec-quic1" -- /usr/bin/python3 -c "$probe" 2>/dev/null)
+  allowed=$(record "$WORLD_TMP/rec-quic2" --allow-quic -- /usr/bin/python3 -c "$probe" 2>/dev/null)
+  kill "$server"; wait "$server" 2>/dev/null
+  [ "$refused" = refused ] && [ "$allowed" = pong ] || fail "UDP/443: default '$refused' (want refused), --allow-quic '$allowed' (want pong)"
+}
+
+test_record_disk_full_client_still_served_nothing_half_written() {
+  local full=$WORLD_TMP/full
+  mkdir -p "$full"
+  mount -t tmpfs -o size=256k tmpfs "$full" || { echo "  cannot mount a tmpfs here"; return 1; }
+  local out; out=$(record "$full/rec" -- sh -c 'curl -sf -o /dev/null -w "%{size_download}\n" "http://c.test/big.bin" -r 0-1048575; curl -sf -o /dev/null -w "%{size_download}\n" http://c.test/style.css' 2>&1)
+  local leftovers; leftovers=$(ls -A "$full/rec" 2>/dev/null | grep -c '^\.tmp')
+  local files; files=$(ls "$full/rec" 2>/dev/null | wc -l)
+  umount "$full"
+  echo "$out" | grep -q "^1048576$" || fail "the client did not get its 1 MiB: $out" || return 1
+  echo "$out" | grep -q "No space left on device" || fail "the error was not reported: $out" || return 1
+  [ "$leftovers" = 0 ] || fail "$leftovers half-written temporary files left" || return 1
+  [ "$files" = 1 ] || fail "expected the small pair only, $files files" || return 1
+  echo "  1 MiB response served, ENOSPC reported, no partial file; the small pair saved"
+}
+
+test_record_webrecord_alias() {
+  "$BIN/mm-webrecord" --help | grep -q "records every HTTP" || fail "mm-webrecord --help"
+}
