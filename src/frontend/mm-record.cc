@@ -72,6 +72,7 @@ int main(int argc, char** argv) {
         create_record_directory(dir);
         CertificateAuthority ca = CertificateAuthority::load_or_create(
             ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
+        ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
         RecordWriter writer(dir, [](const std::string& error) { std::cerr << "mm-record: " << error << std::endl; });
         RecordProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, writer, proxy_options);
         std::thread proxy_thread([&proxy] { proxy.run(); });

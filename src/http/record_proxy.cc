@@ -280,6 +280,11 @@ void RecordProxy::run() {
       if (key == kStopKey) {
         for (auto& [id, c] : connections_) close(*c, false);
         connections_.clear();
+        if (options_.verbose) {
+          timespec cpu;
+          ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+          std::cerr << "mm-record: the proxy used " << cpu.tv_sec * 1000.0 + cpu.tv_nsec / 1e6 << " ms of CPU" << std::endl;
+        }
         return;
       }
       if (key == kListenerKey) {
