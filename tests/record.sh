@@ -3,7 +3,7 @@
 
 # mm-record as the test user would run it: the local CA in the world's scratch space, the
 # origins' CA trusted upstream. Usage: record DIR [mm-record options] -- COMMAND...
-record() {
+recording_shell() {
   origins_create || return 1
   in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/mmca" SSL_CERT_FILE="$ORIGIN_CA" "$BIN/mm-record" "$@"
 }
@@ -45,7 +45,7 @@ EOF
 
 test_record_http_and_https_over_several_origins() {
   local dir=$WORLD_TMP/rec-basic web=$WORLD_TMP/web
-  record "$dir" -- sh -c "
+  recording_shell "$dir" -- sh -c "
     curl -sf -o /dev/null http://a.test/index.html &&
     curl -sf -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem https://b.test/style.css https://www.b.test/index.html &&
     curl -sf -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem 'https://c.test/pixel.png?v=1' 'http://c.test/app.js?x=1&y=2'
@@ -79,7 +79,7 @@ print('  5 pairs: ip, port, scheme, first line, Host, status and body as served'
 test_record_post_put_chunked_gzip_and_100_continue() {
   local dir=$WORLD_TMP/rec-methods ca=$WORLD_TMP/mmca/ca.pem
   head -c 300000 /dev/urandom > "$WORLD_TMP/upload.bin"; chmod 644 "$WORLD_TMP/upload.bin"
-  record "$dir" -- sh -c "
+  recording_shell "$dir" -- sh -c "
     curl -sf -o /dev/null --cacert $ca -d 'name=value&x=1' https://a.test/form &&
     curl -sf -o /dev/null --cacert $ca -H 'Expect: 100-continue' -T $WORLD_TMP/upload.bin https://c.test/upload/u.bin &&
     curl -sf -o /dev/null --cacert $ca --compressed https://b.test/app.js &&
@@ -107,7 +107,7 @@ print('  POST and PUT bodies, 100-continue upload, chunked gzip, DELETE, HEAD: a
 
 test_record_streams_a_200MB_download() {
   local dir=$WORLD_TMP/rec-big
-  set -- $(record "$dir" -- curl -sf -o /dev/null -w '%{time_starttransfer} %{time_total} %{size_download}\n' http://a.test/big.bin)
+  set -- $(recording_shell "$dir" -- curl -sf -o /dev/null -w '%{time_starttransfer} %{time_total} %{size_download}\n' http://a.test/big.bin)
   [ "${3:-0}" = 209715200 ] || fail "downloaded ${3:-nothing} bytes, expected 209715200" || return 1
   # Streamed: the first byte arrives long before the last (store-and-forward would make them equal).
   awk -v f="$1" -v t="$2" 'BEGIN { exit !(f < t / 4) }' || fail "first byte at $1 s of $2 s: not streamed" || return 1
@@ -120,7 +120,7 @@ test_record_500_concurrent_connections_lose_no_pair() {
   local dir=$WORLD_TMP/rec-500 urls=$WORLD_TMP/urls.txt
   for i in $(seq 500); do echo "url = \"http://c.test/app.js?n=$i\""; done > "$urls"
   chmod 644 "$urls"
-  local out; out=$(record "$dir" -- curl -s --parallel --parallel-immediate --parallel-max 500 -K "$urls" \
+  local out; out=$(recording_shell "$dir" -- curl -s --parallel --parallel-immediate --parallel-max 500 -K "$urls" \
     -o /dev/null -w '%{http_code}\n' 2>&1)
   [ "$(echo "$out" | grep -c '^200$')" = 500 ] || fail "curl got $(echo "$out" | grep -c '^200$') of 500 responses" || return 1
   local n; n=$(ls "$dir" | wc -l)
@@ -131,7 +131,7 @@ test_record_500_concurrent_connections_lose_no_pair() {
 test_record_bad_input() {
   local dir=$WORLD_TMP/rec-exists out status
   mkdir -p "$dir"
-  out=$(record "$dir" -- true 2>&1); status=$?
+  out=$(recording_shell "$dir" -- true 2>&1); status=$?
   [ "$status" != 0 ] && echo "$out" | grep -q "already exists" || fail "existing DIR: status $status, '$out'" || return 1
   out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/userca" "$BIN/mm-record" /proc/rec -- true 2>&1); status=$?
   [ "$status" != 0 ] && echo "$out" | grep -q "/proc" || fail "unwritable DIR: status $status, '$out'" || return 1
@@ -160,7 +160,7 @@ test_record_as_ordinary_user_files_are_the_users() {
 
 test_record_original_schema_decodes_our_files() {
   local dir=$WORLD_TMP/rec-schema
-  record "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/mmca/ca.pem" https://www.b.test/style.css || return 1
+  recording_shell "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/mmca/ca.pem" https://www.b.test/style.css || return 1
   local f; f=$(ls "$dir" | head -1)
   local text; text=$(protoc --decode=MahimahiProtobufs.RequestResponse -I "$top/tests/fixtures" \
     "$top/tests/fixtures/original_http_record.proto" < "$dir/$f") || fail "protoc could not decode $f" || return 1
@@ -171,7 +171,7 @@ test_record_original_schema_decodes_our_files() {
 
 test_record_har_round_trip_keeps_every_pair() {
   local dir=$WORLD_TMP/rec-har
-  record "$dir" -- sh -c "curl -sf -o /dev/null -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem --compressed https://b.test/style.css https://c.test/pixel.png http://a.test/index.html" || return 1
+  recording_shell "$dir" -- sh -c "curl -sf -o /dev/null -o /dev/null -o /dev/null --cacert $WORLD_TMP/mmca/ca.pem --compressed https://b.test/style.css https://c.test/pixel.png http://a.test/index.html" || return 1
   "$BIN/mm-recording" to-har "$dir" "$WORLD_TMP/one.har" && "$BIN/mm-recording" from-har "$WORLD_TMP/one.har" "$WORLD_TMP/rec-har2" >/dev/null &&
     "$BIN/mm-recording" to-har "$WORLD_TMP/rec-har2" "$WORLD_TMP/two.har" || fail "HAR conversion failed" || return 1
   /usr/bin/python3 - "$WORLD_TMP/one.har" "$WORLD_TMP/two.har" <<'EOF' || fail "HAR round trip changed pairs"
@@ -212,7 +212,7 @@ test_record_websocket_passes_through_unrecorded() {
   ip netns exec "mmt-oc$$" /usr/bin/python3 "$top/tests/tools/ws_echo.py" serve 10.78.3.2 8080 &
   local server=$!
   for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8080 ' && break; sleep 0.1; done
-  local out; out=$(record "$dir" -- sh -c "curl -sf -o /dev/null http://c.test/style.css && /usr/bin/python3 $top/tests/tools/ws_echo.py call c.test 8080 hello" 2>&1)
+  local out; out=$(recording_shell "$dir" -- sh -c "curl -sf -o /dev/null http://c.test/style.css && /usr/bin/python3 $top/tests/tools/ws_echo.py call c.test 8080 hello" 2>&1)
   kill "$server"; wait "$server" 2>/dev/null
   echo "$out" | grep -q "^echo: hello 2hello 2.* 1413$" || fail "WebSocket echo through mm-record: $out" || return 1
   [ "$(ls "$dir" | wc -l)" = 1 ] || fail "expected only the HTTP pair recorded, got $(ls "$dir" | wc -l) files" || return 1
@@ -229,7 +229,7 @@ while True:
     c, _ = s.accept(); c.recv(65536); c.sendall(b"\x00\x01garbage that is not HTTP\r\n\r\n"); c.close()' &
   local server=$!
   for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8081 ' && break; sleep 0.1; done
-  local out; out=$(record "$dir" -- bash -c '
+  local out; out=$(recording_shell "$dir" -- bash -c '
     exec 3<>/dev/tcp/c.test/80; printf "GET / HTTP/1.1\r\nHost: c.test\r\nno colon here\r\n\r\n" >&3; head -c 12 <&3; echo; exec 3>&-
     exec 4<>/dev/tcp/c.test/8081; printf "GET / HTTP/1.1\r\nHost: c.test\r\n\r\n" >&4; head -c 9 <&4 | tail -c 7; echo; exec 4>&-
     curl -sf -o /dev/null -w "after: %{http_code}\n" http://c.test/app.js' 2>&1)
@@ -256,8 +256,8 @@ try:
 except ConnectionRefusedError:
     print("refused")'
   local refused allowed
-  refused=$(record "$WORLD_TMP/rec-quic1" -- /usr/bin/python3 -c "$probe" 2>/dev/null)
-  allowed=$(record "$WORLD_TMP/rec-quic2" --allow-quic -- /usr/bin/python3 -c "$probe" 2>/dev/null)
+  refused=$(recording_shell "$WORLD_TMP/rec-quic1" -- /usr/bin/python3 -c "$probe" 2>/dev/null)
+  allowed=$(recording_shell "$WORLD_TMP/rec-quic2" --allow-quic -- /usr/bin/python3 -c "$probe" 2>/dev/null)
   kill "$server"; wait "$server" 2>/dev/null
   [ "$refused" = refused ] && [ "$allowed" = pong ] || fail "UDP/443: default '$refused' (want refused), --allow-quic '$allowed' (want pong)"
 }
@@ -266,7 +266,7 @@ test_record_disk_full_client_still_served_nothing_half_written() {
   local full=$WORLD_TMP/full
   mkdir -p "$full"
   mount -t tmpfs -o size=256k tmpfs "$full" || { echo "  cannot mount a tmpfs here"; return 1; }
-  local out; out=$(record "$full/rec" -- sh -c 'curl -sf -o /dev/null -w "%{size_download}\n" "http://c.test/big.bin" -r 0-1048575; curl -sf -o /dev/null -w "%{size_download}\n" http://c.test/style.css' 2>&1)
+  local out; out=$(recording_shell "$full/rec" -- sh -c 'curl -sf -o /dev/null -w "%{size_download}\n" "http://c.test/big.bin" -r 0-1048575; curl -sf -o /dev/null -w "%{size_download}\n" http://c.test/style.css' 2>&1)
   local leftovers; leftovers=$(ls -A "$full/rec" 2>/dev/null | grep -c '^\.tmp')
   local files; files=$(ls "$full/rec" 2>/dev/null | wc -l)
   umount "$full"
