@@ -27,7 +27,7 @@ std::vector<std::string> login_shell(uid_t uid) {
 }
 
 void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const ShellNetwork& net) {
-  if (!env.get("MAHIMAHI_BASE")) env.set("MAHIMAHI_BASE", net.addresses.outer.str());
+  if (!env.get("MAHIMAHI_BASE") && !spec.isolated_addresses) env.set("MAHIMAHI_BASE", net.addresses.outer.str());
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   env.set("MAHIMAHI_SHELL_PREFIX", std::string(prefix ? prefix : "") + spec.tag);
   env.set("PROMPT_COMMAND", "PS1=\"$MAHIMAHI_SHELL_PREFIX$PS1\"; unset PROMPT_COMMAND");
@@ -149,9 +149,17 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
 
-  ShellNetwork net = create_shell_network(spec.device_kind, pool, base);
+  const bool isolated = static_cast<bool>(spec.isolated_addresses);
+  ShellNetwork net;
   FileDescriptor intercepted;
-  if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
+  if (isolated) {
+    std::vector<Ipv4> addresses;
+    with_user_rights(user, [&] { addresses = spec.isolated_addresses(); });
+    net.inner_namespace = create_isolated_namespace(addresses);
+  } else {
+    net = create_shell_network(spec.device_kind, pool, base);
+    if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
+  }
 
   int ready[2];
   check_syscall("pipe2", ::pipe2(ready, O_CLOEXEC));
@@ -161,6 +169,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const std::string outer_prefix = prefix ? prefix : "";
   const pid_t ferry = fork_child(info.name, [&] {
     if (realtime) use_realtime_scheduling();
+    if (isolated) enter_namespace(net.inner_namespace);  // its servers live there
     drop_privileges(user);
     env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only
     // Dies with the supervisor, even on SIGKILL, so that the TUN devices vanish with it.

@@ -30,6 +30,10 @@ struct ShellSpec {
   std::vector<std::string> command;  // empty: the user's login shell
   bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted
   bool refuse_quic = true;           // with intercept_tcp: refuse UDP to port 443
+  // Set for a shell with no way out (mm-replay): called with the user's rights before the
+  // set-up, it returns the addresses to put on the new namespace's lo. There are then no TUN
+  // devices and no NAT, and the ferry runs inside the new namespace.
+  std::function<std::vector<Ipv4>()> isolated_addresses;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

@@ -4,6 +4,8 @@
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <net/route.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -86,4 +88,43 @@ void add_default_route(const std::string& device, Ipv4 gateway) {
   std::string dev = device;
   route.rt_dev = dev.data();
   if (::ioctl(sock.get(), SIOCADDRT, &route) < 0) throw SystemError("adding default route via " + gateway.str());
+}
+
+void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses) {
+  // One netlink socket, one request per address (ioctl aliases would need a label each).
+  const unsigned index = ::if_nametoindex(device.c_str());
+  if (index == 0) throw SystemError("no interface " + device);
+  FileDescriptor sock(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
+  uint32_t sequence = 0;
+  for (Ipv4 address : addresses) {
+    struct {
+      nlmsghdr header;
+      ifaddrmsg message;
+      char attributes[64];
+    } request{};
+    request.header.nlmsg_len = NLMSG_LENGTH(sizeof(ifaddrmsg));
+    request.header.nlmsg_type = RTM_NEWADDR;
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    request.header.nlmsg_seq = ++sequence;
+    request.message.ifa_family = AF_INET;
+    request.message.ifa_prefixlen = 32;
+    request.message.ifa_scope = RT_SCOPE_UNIVERSE;
+    request.message.ifa_index = index;
+    const in_addr a = socket_address(address, 0).sin_addr;
+    for (unsigned short type : {IFA_LOCAL, IFA_ADDRESS}) {
+      auto* attribute = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
+      attribute->rta_type = type;
+      attribute->rta_len = RTA_LENGTH(sizeof a);
+      std::memcpy(RTA_DATA(attribute), &a, sizeof a);
+      request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
+    }
+    check_syscall("netlink send", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
+    char reply[512];
+    const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
+    const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
+    if (n < static_cast<ssize_t>(sizeof(nlmsghdr)) || answer->nlmsg_type != NLMSG_ERROR)
+      throw std::runtime_error("netlink: unexpected answer adding " + address.str());
+    const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
+    if (error != 0) throw SystemError("adding address " + address.str() + " to " + device, -error);
+  }
 }

@@ -220,3 +220,43 @@ FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
   run_nft(s.str());
   return listener;
 }
+
+FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses) {
+  FileDescriptor caller_namespace = open_current_namespace();
+  if (::unshare(CLONE_NEWNET) < 0) {
+    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
+    throw SystemError("creating a network namespace");
+  }
+  try {
+    bring_up("lo");
+    add_addresses("lo", addresses);
+    write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
+    write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    FileDescriptor isolated = open_current_namespace();
+    enter_namespace(caller_namespace);
+    return isolated;
+  } catch (...) {
+    enter_namespace(caller_namespace);
+    throw;
+  }
+}
+
+void with_user_rights(const UserIdentity& user, const std::function<void()>& fn) {
+  if (user.uid == 0) {
+    fn();
+    return;
+  }
+  const gid_t root_gid = ::getegid();
+  check_syscall("setegid", ::setegid(user.gid));
+  if (::seteuid(user.uid) < 0) {
+    (void)!::setegid(root_gid);
+    throw SystemError("seteuid");
+  }
+  try {
+    fn();
+  } catch (...) {
+    if (::seteuid(0) < 0 || ::setegid(root_gid) < 0) ::abort();
+    throw;
+  }
+  if (::seteuid(0) < 0 || ::setegid(root_gid) < 0) ::abort();  // cannot continue half-privileged
+}

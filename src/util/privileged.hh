@@ -5,6 +5,7 @@
 // wait for its children and to undo what create_shell_network() did.
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -71,6 +72,15 @@ void use_realtime_scheduling();
 // the outer address; the accepted sockets' SO_ORIGINAL_DST is where the program connected), and
 // if refuse_quic, answers UDP to port 443 with ICMP port unreachable. Undone with net.nat.
 FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic);
+
+// A namespace with no way out (mm-replay): only lo, up, carrying each address as a /32;
+// ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.
+// The calling process stays in (returns to) its namespace; the new one is returned.
+FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses);
+
+// Runs fn with the user's effective uid and gid (reading the user's files with the user's rights
+// while root's can still be regained), then restores root's.
+void with_user_rights(const UserIdentity& user, const std::function<void()>& fn);
 
 // Moves the calling process into a namespace created by create_shell_network (needs root).
 void enter_namespace(const FileDescriptor& ns);

@@ -1,0 +1,218 @@
+// mm-replay DIR [OPTION]... [--] [COMMAND...]: runs COMMAND where every server of a recording
+// exists at its recorded IP and port and answers from the recording, with no outside network.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include "certificate_authority.hh"
+#include "exception.hh"
+#include "file_descriptor.hh"
+#include "packet_shell.hh"
+#include "replay_fastcgi.hh"
+#include "replay_index.hh"
+#include "replay_servers.hh"
+#include "signals.hh"
+
+namespace {
+const ProgramInfo kInfo{
+    "mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
+    "Runs COMMAND (default: your login shell) in a new network namespace with no way out, where\n"
+    "every server of the recording in DIR (made by mm-record, or by the original Mahimahi)\n"
+    "exists at its recorded IP address and port and answers from the recording: one Apache\n"
+    "httpd per recorded IP:port (HTTPS where recorded, with certificates from your local CA,\n"
+    "see mm-ca), one matcher behind them all, and a DNS server that knows every recorded name\n"
+    "(any other name fails at once).\n"
+    "\n"
+    "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
+    "and path match; among those, the one whose query string has the longest common substring\n"
+    "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
+    "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
+    "names the nearest recorded requests.\n"
+    "\n"
+    "Options:\n"
+    "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
+    "                        says the origin spoke h2)\n"
+    "  --ignore-user-agent   match requests whatever their User-Agent\n"
+    "  --single-server       one server (one IP) answers everything and every name resolves to\n"
+    "                        it: a control for what multi-origin emulation changes\n"
+    "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
+    "  --verbose             a line per request that found no recorded response\n"
+    "  --help, --version\n"
+    "\n"
+    "Also installed as mm-webreplay. Nests with the other shells:\n"
+    "  mm-replay /tmp/site mm-delay 50 mm-link up.trace down.trace -- chromium ...\n"};
+
+// The IPv4 resolvers the command will ask (glibc reads the first three nameserver lines;
+// without any it asks 127.0.0.1): they must exist in the namespace, answered by dnsmasq.
+std::vector<Ipv4> resolver_addresses() {
+  std::vector<Ipv4> found;
+  std::string text;
+  try {
+    text = read_small_file("/etc/resolv.conf");
+  } catch (const SystemError&) {
+  }
+  std::istringstream lines(text);
+  std::string line;
+  int nameservers = 0;
+  while (std::getline(lines, line) && nameservers < 3) {
+    std::istringstream words(line);
+    std::string keyword, address;
+    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+    nameservers++;
+    if (auto ip = Ipv4::parse(address)) found.push_back(*ip);
+  }
+  if (nameservers == 0) found.push_back(*Ipv4::parse("127.0.0.1"));
+  return found;
+}
+
+// A private directory for the daemons' files, removed with everything in it.
+class WorkDirectory {
+ public:
+  WorkDirectory() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "mm-replay.XXXXXX").string();
+    if (!::mkdtemp(pattern.data())) throw SystemError("creating a directory in " + std::filesystem::temp_directory_path().string());
+    path_ = pattern;
+  }
+  ~WorkDirectory() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  WorkDirectory(const WorkDirectory&) = delete;
+  WorkDirectory& operator=(const WorkDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct ReplayPlan {
+  std::unique_ptr<ReplayIndex> index;
+  std::vector<ReplayServerSpec> servers;
+  ReplayDns dns;
+};
+
+ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
+  ReplayPlan p;
+  std::vector<std::string> warnings;
+  p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
+  for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
+  const auto& origins = p.index->origins();
+  if (single_server) {
+    // Every recorded port, on the first recorded address; every name resolves to it.
+    const std::string ip = origins.front().ip;
+    std::set<std::pair<uint16_t, bool>> ports;
+    std::set<std::string> names;
+    bool h2 = http2;
+    for (const ReplayOrigin& o : origins) {
+      ports.insert({o.port, o.https});
+      names.insert(o.names.begin(), o.names.end());
+      h2 = h2 || o.h2;
+    }
+    std::set<uint16_t> taken;
+    for (auto [port, https] : ports) {
+      if (!taken.insert(port).second) {
+        throw UserError("--single-server: port " + std::to_string(port) +
+                        " was recorded both with and without TLS; replay without --single-server");
+      }
+      p.servers.push_back({ip, port, https, {names.begin(), names.end()}, https && h2});
+    }
+    for (const auto& [name, ips] : p.index->names()) p.dns.names[name] = {ip};
+  } else {
+    for (const ReplayOrigin& o : origins) p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2)});
+    p.dns.names = p.index->names();
+  }
+  for (Ipv4 r : resolver_addresses()) p.dns.listen.push_back(r.str());
+  return p;
+}
+
+int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan& p, const std::string& dir,
+          const std::optional<std::string>& ca_dir, const ReplayOptions& options, bool verbose) {
+  (void)::setpriority(PRIO_PROCESS, 0, 0);  // the servers must not outrank the command
+  SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
+  handled.block();  // inherited by the threads; SIGTERM (from the supervisor) is read below
+  SignalFd term(SignalSet{SIGTERM});
+  for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);
+
+  CertificateAuthority ca = CertificateAuthority::load_or_create(
+      ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
+  WorkDirectory work;
+  const bool rescan = std::getenv("MAHIMAHI_REPLAY_RESCAN") != nullptr;  // the original's way, for bench/replay
+  ReplayFastCgi matcher(
+      *p.index, options, work.path() / "matcher.sock", 8,
+      [verbose](const std::string& line) {
+        if (verbose) std::cerr << "mm-replay: " << line << std::endl;
+      },
+      rescan, dir);
+  matcher.start();
+  {
+    ReplayServers servers(p.servers, p.dns, ca, work.path() / "matcher.sock", work.path());
+    ready();
+    (void)term.read_signal();
+    servers.stop();
+  }
+  matcher.stop();
+  if (verbose) {
+    std::cerr << "mm-replay: " << matcher.served() << " requests answered from the recording, " << matcher.missed()
+              << " not found" << std::endl;
+  }
+  return 0;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
+    std::optional<std::string> dir, ca_dir;
+    bool http2 = false, single_server = false, verbose = false;
+    ReplayOptions options;
+    ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
+                               {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
+                               {"single-server", false, [&](std::string_view) { single_server = true; }},
+                               {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                               {"verbose", false, [&](std::string_view) { verbose = true; }}});
+    ShellSpec spec;
+    spec.command = scanner.scan(ac, av, [&](std::string_view word) {
+      if (dir) return false;
+      dir = std::string(word);
+      return true;
+    });
+    if (!dir || dir->empty()) throw UsageError("missing DIR (a recording made by mm-record)");
+    if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+    spec.device_kind = "replay";
+    spec.tag = "[replay " + *dir + "] ";
+    auto replay = std::make_shared<ReplayPlan>();
+    // Read with the user's rights, before the namespace exists: it needs the recorded addresses.
+    spec.isolated_addresses = [replay, dir = *dir, http2, single_server] {
+      *replay = plan(dir, http2, single_server);
+      std::vector<Ipv4> addresses;
+      for (const ReplayServerSpec& s : replay->servers) {
+        const auto ip = Ipv4::parse(s.ip);
+        if (ip && std::find(addresses.begin(), addresses.end(), *ip) == addresses.end()) addresses.push_back(*ip);
+      }
+      for (const std::string& r : replay->dns.listen) {
+        const auto ip = Ipv4::parse(r);
+        if (ip && (ip->value >> 24) != 127 && std::find(addresses.begin(), addresses.end(), *ip) == addresses.end())
+          addresses.push_back(*ip);
+      }
+      return addresses;
+    };
+    spec.ferry = [replay, dir = *dir, ca_dir, options, verbose](const FerryEndpoints& endpoints,
+                                                               const std::function<void()>& ready) {
+      try {
+        return serve(endpoints, ready, *replay, dir, ca_dir, options, verbose);
+      } catch (const std::exception& e) {
+        std::cerr << "mm-replay: " << e.what() << std::endl;
+        return 1;
+      }
+    };
+    return spec;
+  });
+}

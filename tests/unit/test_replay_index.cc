@@ -1,0 +1,762 @@
+// The replay matcher and its FastCGI server: matching rules (scheme, Host normalisation, method,
+// path, closest query, User-Agent, repeated requests), response preparation (de-chunking,
+// hop-by-hop fields, Content-Length, HEAD), misses that explain themselves, loading with
+// warnings, origins and DNS names, agreement with a per-request rescan, and the FastCGI server
+// driven end to end by a minimal FastCGI client over its unix socket.
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "exception.hh"
+#include "harness.hh"
+#include "record_file.hh"
+#include "replay_fastcgi.hh"
+#include "replay_index.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+struct TempDir {
+  fs::path path;
+  TempDir() {
+    char name[] = "/tmp/mm-replay-test-XXXXXX";
+    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
+    path = name;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+struct PairSpec {
+  std::string ip = "10.0.0.1";
+  uint16_t port = 80;
+  bool https = false;
+  std::string request_line = "GET / HTTP/1.1";
+  std::vector<HttpHeader> request_headers = {{"Host", "example.com"}, {"User-Agent", "UA"}};
+  std::string status_line = "HTTP/1.1 200 OK";
+  std::vector<HttpHeader> response_headers = {{"Content-Type", "text/plain"}};
+  std::string body = "hello";
+  uint64_t start_us = 0;
+  std::string server_name, protocol;
+};
+
+RecordedPair make_pair(const PairSpec& s) {
+  RecordedPair p;
+  p.ip = s.ip;
+  p.port = s.port;
+  p.https = s.https;
+  p.request.first_line = s.request_line;
+  p.request.headers = s.request_headers;
+  p.response.first_line = s.status_line;
+  p.response.headers = s.response_headers;
+  p.response.body = s.body;
+  p.request_start_us = s.start_us;
+  p.server_name = s.server_name;
+  p.protocol = s.protocol;
+  return p;
+}
+
+void write_file(const fs::path& file, const std::string& bytes) {
+  std::ofstream out(file, std::ios::binary);
+  out << bytes;
+  if (!out) throw std::runtime_error("cannot write " + file.string());
+}
+
+void write_pair(const fs::path& dir, const std::string& name, const PairSpec& spec) {
+  write_file(dir / name, serialize_pair(make_pair(spec)));
+}
+
+ReplayRequest get(std::string target, std::string host = "example.com", bool https = false,
+                  std::optional<std::string> ua = std::string("UA"), std::string method = "GET") {
+  ReplayRequest r;
+  r.method = std::move(method);
+  r.target = std::move(target);
+  r.host = std::move(host);
+  r.has_host = true;
+  r.https = https;
+  if (ua) {
+    r.user_agent = *ua;
+    r.has_user_agent = true;
+  }
+  return r;
+}
+
+std::optional<std::string> header(const ReplayResponse& r, std::string_view key) {
+  for (const HttpHeader& h : r.headers) {
+    if (equals_ignoring_case(h.key, key)) return h.value;
+  }
+  return std::nullopt;
+}
+
+size_t count_headers(const ReplayResponse& r, std::string_view key) {
+  size_t n = 0;
+  for (const HttpHeader& h : r.headers) n += equals_ignoring_case(h.key, key);
+  return n;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// One recording with one pair per spec, files named in order, loaded.
+struct Recording {
+  TempDir dir;
+  std::vector<std::string> warnings;
+  std::optional<ReplayIndex> index;
+  explicit Recording(const std::vector<PairSpec>& specs) {
+    for (size_t i = 0; i < specs.size(); i++) write_pair(dir.path, "save." + std::to_string(100 + i), specs[i]);
+    index.emplace(ReplayIndex::load(dir.path, &warnings));
+  }
+  ReplayMatch match(const ReplayRequest& r, ReplayOptions options = {}) { return index->match(r, options); }
+};
+
+PairSpec at(std::string request_line, std::string body, std::string host = "example.com") {
+  PairSpec s;
+  s.request_line = std::move(request_line);
+  s.body = std::move(body);
+  s.request_headers = {{"Host", std::move(host)}, {"User-Agent", "UA"}};
+  return s;
+}
+
+// ---- A minimal FastCGI client (the web server's side of the protocol) ----
+constexpr uint8_t kBeginRequest = 1, kEndRequest = 3, kParams = 4, kStdin = 5, kStdout = 6;
+
+std::string record(uint8_t type, uint16_t id, std::string_view content) {
+  std::string r;
+  r += static_cast<char>(1);
+  r += static_cast<char>(type);
+  r += static_cast<char>(id >> 8);
+  r += static_cast<char>(id & 0xff);
+  r += static_cast<char>(content.size() >> 8);
+  r += static_cast<char>(content.size() & 0xff);
+  r += static_cast<char>(0);  // padding
+  r += static_cast<char>(0);
+  r += content;
+  return r;
+}
+
+std::string name_value_length(size_t n) {
+  if (n < 128) return std::string(1, static_cast<char>(n));
+  return {static_cast<char>(0x80 | (n >> 24)), static_cast<char>((n >> 16) & 0xff), static_cast<char>((n >> 8) & 0xff),
+          static_cast<char>(n & 0xff)};
+}
+
+using Params = std::vector<std::pair<std::string, std::string>>;
+
+std::string request_bytes(uint16_t id, const Params& params, bool keep_connection) {
+  std::string begin = {0, 1, static_cast<char>(keep_connection ? 1 : 0), 0, 0, 0, 0, 0};  // role RESPONDER
+  std::string out = record(kBeginRequest, id, begin);
+  std::string encoded;
+  for (const auto& [name, value] : params) encoded += name_value_length(name.size()) + name_value_length(value.size()) + name + value;
+  out += record(kParams, id, encoded);
+  out += record(kParams, id, "");
+  out += record(kStdin, id, "");
+  return out;
+}
+
+int connect_unix(const fs::path& path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof address.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd);
+    throw std::runtime_error("connect " + path.string() + ": " + std::strerror(errno));
+  }
+  return fd;
+}
+
+void send_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("send failed");
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+bool read_exact(int fd, char* buffer, size_t n) {
+  while (n > 0) {
+    const ssize_t got = ::read(fd, buffer, n);
+    if (got <= 0) return false;
+    buffer += got;
+    n -= static_cast<size_t>(got);
+  }
+  return true;
+}
+
+// The application's FCGI_STDOUT up to FCGI_END_REQUEST; throws if the connection ends first.
+std::string read_reply(int fd) {
+  std::string out;
+  for (;;) {
+    unsigned char h[8];
+    if (!read_exact(fd, reinterpret_cast<char*>(h), 8)) throw std::runtime_error("connection ended before END_REQUEST");
+    const size_t length = (size_t{h[4]} << 8) | h[5];
+    std::string content(length + h[6], '\0');
+    if (!read_exact(fd, content.data(), content.size())) throw std::runtime_error("truncated record");
+    if (h[1] == kStdout) out.append(content, 0, length);
+    if (h[1] == kEndRequest) return out;
+  }
+}
+
+std::string fcgi_request(const fs::path& socket, const Params& params) {
+  const int fd = connect_unix(socket);
+  std::string reply;
+  try {
+    send_all(fd, request_bytes(1, params, false));
+    reply = read_reply(fd);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  return reply;
+}
+
+Params params_for(const std::string& method, const std::string& uri, const std::string& host, bool https = false) {
+  Params p = {{"REQUEST_METHOD", method}, {"REQUEST_URI", uri}, {"HTTP_HOST", host}, {"HTTP_USER_AGENT", "UA"},
+              {"SERVER_ADDR", "10.0.0.1"}, {"SERVER_PORT", https ? "443" : "80"}, {"SERVER_PROTOCOL", "HTTP/1.1"}};
+  if (https) p.emplace_back("HTTPS", "on");
+  return p;
+}
+
+struct CgiReply {
+  std::string status;
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+  std::string header(const std::string& key) const {
+    for (const auto& [k, v] : headers) {
+      if (equals_ignoring_case(k, key)) return v;
+    }
+    return "";
+  }
+};
+
+CgiReply parse_cgi(const std::string& out) {
+  CgiReply reply;
+  const size_t end = out.find("\r\n\r\n");
+  if (end == std::string::npos) throw std::runtime_error("no end of CGI headers in: " + out.substr(0, 200));
+  reply.body = out.substr(end + 4);
+  size_t pos = 0;
+  while (pos < end) {
+    size_t eol = out.find("\r\n", pos);
+    if (eol > end) eol = end;
+    const std::string line = out.substr(pos, eol - pos);
+    const size_t colon = line.find(": ");
+    if (colon == std::string::npos) throw std::runtime_error("bad CGI header line " + line);
+    if (line.compare(0, colon, "Status") == 0) {
+      reply.status = line.substr(colon + 2);
+    } else {
+      reply.headers.emplace_back(line.substr(0, colon), line.substr(colon + 2));
+    }
+    pos = eol + 2;
+  }
+  return reply;
+}
+}  // namespace
+
+TEST(replay_exact_match) {
+  PairSpec s = at("GET /index.html HTTP/1.1", "hello");
+  s.response_headers = {{"Content-Type", "text/html"}, {"Content-Length", "5"}, {"Set-Cookie", "a=1"}};
+  Recording rec({s});
+  CHECK(rec.warnings.empty());
+  CHECK_EQ(rec.index->pairs(), size_t{1});
+  const ReplayMatch m = rec.match(get("/index.html"));
+  CHECK(m.found);
+  CHECK_EQ(m.response.status, 200);
+  CHECK_EQ(m.response.reason, std::string("OK"));
+  CHECK_EQ(m.response.body, std::string("hello"));
+  CHECK_EQ(m.response.headers.size(), size_t{3});
+  CHECK_EQ(m.response.headers[0].key, std::string("Content-Type"));
+  CHECK_EQ(m.response.headers[1].value, std::string("5"));
+  CHECK_EQ(m.response.headers[2].key, std::string("Set-Cookie"));
+  CHECK(m.log_line.empty());
+  // The HTTP version plays no part: a browser speaking HTTP/2 to Apache still matches.
+  PairSpec old = at("GET /old HTTP/1.0", "old");
+  Recording rec2({old});
+  CHECK(rec2.match(get("/old")).found);
+}
+
+TEST(replay_scheme_mismatch) {
+  Recording rec({at("GET /a HTTP/1.1", "plain")});
+  const ReplayMatch m = rec.match(get("/a", "example.com", true));
+  CHECK(!m.found);
+  CHECK_EQ(m.response.status, 404);
+  CHECK(contains(m.response.body, "scheme"));
+  CHECK(rec.match(get("/a", "example.com", false)).found);
+}
+
+TEST(replay_host_normalization) {
+  PairSpec s = at("GET /x HTTP/1.1", "secure", "Example.COM");
+  s.https = true;
+  s.port = 443;
+  PairSpec t = at("GET /y HTTP/1.1", "plain", "www.a.com:80");
+  Recording rec({s, t});
+  CHECK(rec.match(get("/x", "example.com", true)).found);
+  CHECK(rec.match(get("/x", "EXAMPLE.com.:443", true)).found);
+  CHECK(rec.match(get("/x", "example.com:443", true)).found);
+  CHECK(!rec.match(get("/x", "example.com:80", true)).found);  // not the https default port
+  CHECK(rec.match(get("/y", "WWW.A.COM")).found);
+  CHECK(rec.match(get("/y", "www.a.com.")).found);
+  CHECK_EQ(normalize_host("Example.COM.:443", true), std::string("example.com"));
+  CHECK_EQ(normalize_host("example.com:443", false), std::string("example.com:443"));
+  CHECK_EQ(normalize_host("[::1]:80", false), std::string("[::1]"));
+  CHECK_EQ(normalize_host("a.com:", false), std::string("a.com"));
+}
+
+TEST(replay_non_default_port_must_match) {
+  Recording rec({at("GET /p HTTP/1.1", "eight", "a.com:8080")});
+  CHECK(rec.match(get("/p", "a.com:8080")).found);
+  CHECK(rec.match(get("/p", "A.com:8080")).found);
+  const ReplayMatch m = rec.match(get("/p", "a.com"));
+  CHECK(!m.found);
+  CHECK(!rec.match(get("/p", "a.com:8081")).found);
+}
+
+TEST(replay_method_mismatch) {
+  Recording rec({at("GET /form HTTP/1.1", "form")});
+  const ReplayMatch m = rec.match(get("/form", "example.com", false, "UA", "POST"));
+  CHECK(!m.found);
+  CHECK(contains(m.response.body, "method"));
+  CHECK(contains(m.log_line, "method"));
+}
+
+TEST(replay_path_mismatch) {
+  Recording rec({at("GET /a/b HTTP/1.1", "ab")});
+  const ReplayMatch m = rec.match(get("/a/c"));
+  CHECK(!m.found);
+  CHECK(contains(m.response.body, "path"));
+  CHECK(contains(m.response.body, "GET http://example.com/a/b"));
+  CHECK(!rec.match(get("/a/b/")).found);
+}
+
+TEST(replay_query_closest_by_longest_common_substring) {
+  Recording rec({at("GET /q?id=123&t=1 HTTP/1.1", "first"), at("GET /q?id=999&t=2 HTTP/1.1", "second")});
+  CHECK_EQ(rec.match(get("/q?id=123&t=7")).response.body, std::string("first"));
+  CHECK_EQ(rec.match(get("/q?id=999&t=7")).response.body, std::string("second"));
+  CHECK_EQ(rec.match(get("/q?id=999&t=2")).response.body, std::string("second"));
+  CHECK_EQ(rec.match(get("/q")).response.body, std::string("first"));  // a tie: the earliest
+  CHECK_EQ(rec.match(get("/q?zzz")).response.body, std::string("first"));
+  // Unlike the original, a query on one side only is no obstacle.
+  Recording bare({at("GET /r HTTP/1.1", "r")});
+  CHECK(bare.match(get("/r?cachebust=42")).found);
+  CHECK_EQ(longest_common_substring("id=123&t=7", "id=123&t=1"), size_t{9});
+  CHECK_EQ(longest_common_substring("", "abc"), size_t{0});
+  CHECK_EQ(longest_common_substring("xabcy", "zzabczz"), size_t{3});
+}
+
+TEST(replay_user_agent_rule) {
+  PairSpec none = at("GET /n HTTP/1.1", "no-ua");
+  none.request_headers = {{"Host", "example.com"}};
+  Recording rec({at("GET /u HTTP/1.1", "with-ua"), none});
+  const ReplayMatch other = rec.match(get("/u", "example.com", false, "Other"));
+  CHECK(!other.found);
+  CHECK(contains(other.response.body, "user-agent"));
+  CHECK(!rec.match(get("/u", "example.com", false, std::nullopt)).found);
+  CHECK(rec.match(get("/u", "example.com", false, "UA")).found);
+  CHECK(rec.match(get("/u", "example.com", false, "Other"), {true}).found);
+  CHECK(rec.match(get("/u", "example.com", false, std::nullopt), {true}).found);
+  CHECK(!rec.match(get("/n", "example.com", false, "UA")).found);
+  CHECK(rec.match(get("/n", "example.com", false, std::nullopt)).found);
+  CHECK(rec.match(get("/n", "example.com", false, "UA"), {true}).found);
+}
+
+TEST(replay_repeated_identical_requests_in_recorded_order) {
+  PairSpec a = at("GET /counter HTTP/1.1", "third"), b = at("GET /counter HTTP/1.1", "first"),
+           c = at("GET /counter HTTP/1.1", "second");
+  a.start_us = 300;
+  b.start_us = 100;
+  c.start_us = 200;
+  PairSpec other = at("GET /counter?x=1 HTTP/1.1", "query");
+  other.start_us = 50;
+  Recording rec({a, b, c, other});
+  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("first"));
+  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("second"));
+  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("third"));
+  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("third"));
+  // Another Host spelling of the same request shares the counter; another User-Agent does not.
+  CHECK_EQ(rec.match(get("/counter", "EXAMPLE.COM:80")).response.body, std::string("third"));
+  CHECK_EQ(rec.match(get("/counter", "example.com", false, "Other"), {true}).response.body, std::string("first"));
+  CHECK_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
+  CHECK_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
+}
+
+TEST(replay_chunked_body_served_dechunked) {
+  PairSpec s = at("GET /chunked HTTP/1.1", "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
+  s.response_headers = {{"Content-Type", "text/plain"}, {"Transfer-Encoding", "chunked"}, {"Trailer", "X-Trailer"}};
+  Recording rec({s});
+  const ReplayMatch m = rec.match(get("/chunked"));
+  CHECK(m.found);
+  CHECK_EQ(m.response.body, std::string("hello world"));
+  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("11"));
+  CHECK(!header(m.response, "Transfer-Encoding"));
+  CHECK(!header(m.response, "Trailer"));
+}
+
+TEST(replay_hop_by_hop_headers_removed) {
+  PairSpec s = at("GET /h HTTP/1.1", "abc");
+  s.response_headers = {{"Connection", "keep-alive, X-Private"}, {"Keep-Alive", "timeout=5"}, {"X-Private", "p"},
+                        {"Proxy-Connection", "keep-alive"},        {"Upgrade", "h2c"},          {"TE", "trailers"},
+                        {"X-Kept", "yes"},                          {"Content-Length", "99"},    {"content-length", "3"},
+                        {"Content-Encoding", "identity"}};
+  Recording rec({s});
+  const ReplayMatch m = rec.match(get("/h"));
+  CHECK(m.found);
+  CHECK_EQ(m.response.headers.size(), size_t{3});
+  CHECK_EQ(header(m.response, "X-Kept").value_or(""), std::string("yes"));
+  CHECK_EQ(header(m.response, "Content-Encoding").value_or(""), std::string("identity"));
+  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("3"));  // fixed, duplicates dropped
+  CHECK_EQ(count_headers(m.response, "Content-Length"), size_t{1});
+  // A right Content-Length is kept as recorded; a missing one is added.
+  PairSpec ok = at("GET /ok HTTP/1.1", "abcd");
+  ok.response_headers = {{"Content-Length", "4"}};
+  PairSpec missing = at("GET /close-delimited HTTP/1.1", std::string("bin\0ary", 7));
+  missing.response_headers = {{"Content-Type", "application/octet-stream"}};
+  Recording rec2({ok, missing});
+  CHECK_EQ(header(rec2.match(get("/ok")).response, "Content-Length").value_or(""), std::string("4"));
+  const ReplayMatch added = rec2.match(get("/close-delimited"));
+  CHECK_EQ(header(added.response, "Content-Length").value_or(""), std::string("7"));
+  CHECK_EQ(added.response.body.size(), size_t{7});
+}
+
+TEST(replay_head_keeps_content_length_without_body) {
+  PairSpec head = at("HEAD /big HTTP/1.1", "");
+  head.response_headers = {{"Content-Type", "video/mp4"}, {"Content-Length", "1234"}};
+  PairSpec not_modified = at("GET /cached HTTP/1.1", "stray");
+  not_modified.status_line = "HTTP/1.1 304 Not Modified";
+  not_modified.response_headers = {{"ETag", "\"1\""}};
+  PairSpec no_content = at("GET /nothing HTTP/1.1", "");
+  no_content.status_line = "HTTP/1.1 204 No Content";
+  no_content.response_headers = {};
+  Recording rec({head, not_modified, no_content});
+  const ReplayMatch m = rec.match(get("/big", "example.com", false, "UA", "HEAD"));
+  CHECK(m.found);
+  CHECK(m.response.body.empty());
+  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("1234"));
+  const ReplayMatch n = rec.match(get("/cached"));
+  CHECK_EQ(n.response.status, 304);
+  CHECK_EQ(n.response.reason, std::string("Not Modified"));
+  CHECK(n.response.body.empty());
+  CHECK(!header(n.response, "Content-Length"));
+  const ReplayMatch o = rec.match(get("/nothing"));
+  CHECK_EQ(o.response.status, 204);
+  CHECK(o.response.body.empty());
+  CHECK(!header(o.response, "Content-Length"));
+  // HEAD is a method of its own: a recorded GET does not answer it.
+  CHECK(!rec.match(get("/cached", "example.com", false, "UA", "HEAD")).found);
+}
+
+TEST(replay_miss_explains_nearest_candidates) {
+  PairSpec other_host = at("GET /b HTTP/1.1", "b", "other.com");
+  other_host.https = true;
+  other_host.port = 443;
+  Recording rec({at("GET /a?x=1 HTTP/1.1", "a"), other_host, at("GET /zz HTTP/1.1", "zz")});
+  const ReplayMatch scheme = rec.match(get("/a?x=1", "example.com", true));
+  CHECK(!scheme.found);
+  CHECK_EQ(scheme.response.status, 404);
+  CHECK_EQ(scheme.response.reason, std::string("Not Found"));
+  CHECK(contains(header(scheme.response, "Content-Type").value_or(""), "text/plain"));
+  CHECK_EQ(header(scheme.response, "Content-Length").value_or(""), std::to_string(scheme.response.body.size()));
+  CHECK(contains(scheme.response.body, "GET https://example.com/a?x=1"));                     // what was asked
+  CHECK(contains(scheme.response.body, "GET http://example.com/a?x=1 (differs in: scheme)"));  // nearest first
+  CHECK(contains(scheme.log_line, "GET https://example.com/a?x=1"));
+  CHECK(contains(scheme.log_line, "(differs in: scheme)"));
+  CHECK(scheme.log_line.find('\n') == std::string::npos);
+
+  const ReplayMatch host = rec.match(get("/b", "third.com", true));
+  CHECK(!host.found);
+  CHECK(contains(host.response.body, "https://other.com/b (differs in: host)"));
+
+  const ReplayMatch nothing = rec.match(get("/c", "nowhere.org"));
+  CHECK(!nothing.found);
+  CHECK(contains(nothing.response.body, "Nothing was recorded for host nowhere.org or path /c"));
+  CHECK(contains(nothing.log_line, "nothing recorded"));
+
+  // At most three candidates, same host first.
+  const ReplayMatch many = rec.match(get("/b", "example.com", false, "Other", "POST"));
+  size_t lines = 0;
+  for (size_t pos = 0; (pos = many.response.body.find("(differs in:", pos)) != std::string::npos; pos++) lines++;
+  CHECK_EQ(lines, size_t{3});
+  CHECK(many.response.body.find("example.com/zz") < many.response.body.find("other.com/b"));
+  CHECK(contains(many.response.body, "method, path, query, user-agent"));
+
+  // A HEAD miss has the 404's length but no body.
+  const ReplayMatch head = rec.match(get("/nope", "example.com", false, "UA", "HEAD"));
+  CHECK(!head.found);
+  CHECK(head.response.body.empty());
+  CHECK(header(head.response, "Content-Length").value_or("0") != "0");
+}
+
+TEST(replay_load_warns_and_skips) {
+  TempDir dir;
+  write_pair(dir.path, "save.good", at("GET / HTTP/1.1", "ok"));
+  write_file(dir.path / "save.corrupt", "this is not a protobuf \xff\xff\xff\xff");
+  PairSpec no_host = at("GET / HTTP/1.1", "x");
+  no_host.request_headers = {{"User-Agent", "UA"}};
+  write_pair(dir.path, "save.nohost", no_host);
+  PairSpec bad_ip = at("GET / HTTP/1.1", "x");
+  bad_ip.ip = "not-an-ip";
+  write_pair(dir.path, "save.badip", bad_ip);
+  PairSpec bad_status = at("GET / HTTP/1.1", "x");
+  bad_status.status_line = "garbage";
+  write_pair(dir.path, "save.badstatus", bad_status);
+  std::vector<std::string> warnings;
+  ReplayIndex index = ReplayIndex::load(dir.path, &warnings);
+  CHECK_EQ(index.pairs(), size_t{1});
+  CHECK_EQ(warnings.size(), size_t{4});
+  auto warned = [&](const std::string& a, const std::string& b) {
+    for (const std::string& w : warnings) {
+      if (contains(w, a) && contains(w, b)) return true;
+    }
+    return false;
+  };
+  CHECK(warned("save.corrupt", "skipped"));
+  CHECK(warned((dir.path / "save.nohost").string() + ": the request has no Host header; skipped", ""));
+  CHECK(warned("save.badip", "invalid server address"));
+  CHECK(warned("save.badstatus", "status line"));
+  CHECK(index.match(get("/"), {}).found);
+  // warnings may be null
+  CHECK_EQ(ReplayIndex::load(dir.path, nullptr).pairs(), size_t{1});
+}
+
+TEST(replay_load_errors) {
+  TempDir dir;
+  write_file(dir.path / "save.corrupt", "garbage");
+  PairSpec no_host = at("GET / HTTP/1.1", "x");
+  no_host.request_headers = {};
+  write_pair(dir.path, "save.nohost", no_host);
+  std::vector<std::string> warnings;
+  CHECK_THROWS(UserError, ReplayIndex::load(dir.path, &warnings), "holds no valid recorded pair");
+  CHECK_EQ(warnings.size(), size_t{2});
+  TempDir empty;
+  CHECK_THROWS(UserError, ReplayIndex::load(empty.path, nullptr), "holds no valid recorded pair (the directory has no files)");
+  CHECK_THROWS(UserError, ReplayIndex::load(dir.path / "missing", nullptr), "cannot read recording directory");
+}
+
+TEST(replay_origins_and_names) {
+  PairSpec tls = at("GET / HTTP/1.1", "1", "a.com");
+  tls.ip = "10.0.0.2";
+  tls.port = 443;
+  tls.https = true;
+  tls.server_name = "A.com";
+  tls.protocol = "h2";
+  PairSpec sni_only = tls;
+  sni_only.request_headers = {{"Host", "a.com"}};
+  sni_only.server_name = "cdn.a.com.";
+  PairSpec clear = at("GET / HTTP/1.1", "2", "A.com:80");
+  clear.ip = "10.0.0.2";
+  clear.port = 80;
+  PairSpec alt = at("GET / HTTP/1.1", "3", "b.com:8080");
+  alt.ip = "10.0.0.10";
+  alt.port = 8080;
+  PairSpec literal = at("GET / HTTP/1.1", "4", "10.0.0.3");
+  literal.ip = "10.0.0.3";
+  literal.port = 443;
+  literal.https = true;
+  PairSpec second_ip = at("GET /x HTTP/1.1", "5", "a.com");
+  second_ip.ip = "10.0.0.9";
+  PairSpec weird = at("GET / HTTP/1.1", "6", "bad name");
+  weird.ip = "10.0.0.9";
+  Recording rec({tls, sni_only, clear, alt, literal, second_ip, weird});
+  const auto& origins = rec.index->origins();
+  CHECK_EQ(origins.size(), size_t{5});
+  CHECK_EQ(origins[0].ip + ":" + std::to_string(origins[0].port), std::string("10.0.0.2:80"));
+  CHECK_EQ(origins[1].ip + ":" + std::to_string(origins[1].port), std::string("10.0.0.2:443"));
+  CHECK_EQ(origins[2].ip, std::string("10.0.0.3"));
+  CHECK_EQ(origins[3].ip, std::string("10.0.0.9"));
+  CHECK_EQ(origins[4].ip + ":" + std::to_string(origins[4].port), std::string("10.0.0.10:8080"));
+  CHECK(!origins[0].https && !origins[0].h2);
+  CHECK(origins[1].https && origins[1].h2);
+  CHECK(origins[2].https && origins[2].names.empty());
+  CHECK_EQ(join(origins[0].names), std::string("a.com"));
+  CHECK_EQ(join(origins[1].names), std::string("a.com,cdn.a.com"));
+  CHECK_EQ(join(origins[4].names), std::string("b.com"));
+  const auto& names = rec.index->names();
+  CHECK_EQ(names.size(), size_t{3});
+  CHECK_EQ(join(names.at("a.com")), std::string("10.0.0.2,10.0.0.9"));
+  CHECK_EQ(join(names.at("b.com")), std::string("10.0.0.10"));
+  CHECK_EQ(join(names.at("cdn.a.com")), std::string("10.0.0.2"));
+  CHECK(!names.count("10.0.0.3"));
+  CHECK_EQ(rec.warnings.size(), size_t{1});  // "bad name" is not resolvable
+  CHECK(contains(rec.warnings[0], "not a valid host name"));
+}
+
+TEST(replay_rescanning_agrees_with_index) {
+  PairSpec chunked = at("GET /c HTTP/1.1", "3\r\nabc\r\n0\r\n\r\n");
+  chunked.response_headers = {{"Transfer-Encoding", "chunked"}};
+  PairSpec late = at("GET /same HTTP/1.1", "later");
+  late.start_us = 20;
+  PairSpec early = at("GET /same HTTP/1.1", "earlier");
+  early.start_us = 10;
+  Recording rec({chunked, late, early, at("GET /q?id=1&b=2 HTTP/1.1", "q1"), at("GET /q?id=7&b=9 HTTP/1.1", "q7")});
+  const std::vector<ReplayRequest> requests = {get("/c"),    get("/same"), get("/q?id=7&b=0"), get("/q"),
+                                               get("/none"), get("/c", "example.com", true)};
+  for (const ReplayRequest& r : requests) {
+    std::vector<std::string> unused;
+    ReplayIndex fresh = ReplayIndex::load(rec.dir.path, &unused);
+    const ReplayMatch a = fresh.match(r, {});
+    const ReplayMatch b = ReplayIndex::match_by_rescanning(rec.dir.path, r, {});
+    CHECK_EQ(a.found, b.found);
+    CHECK_EQ(a.response.status, b.response.status);
+    CHECK_EQ(a.response.body, b.response.body);
+    CHECK_EQ(a.log_line, b.log_line);
+    CHECK_EQ(a.response.headers.size(), b.response.headers.size());
+  }
+  // No state: always the first of identical requests.
+  CHECK_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
+  CHECK_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
+  CHECK_THROWS(UserError, ReplayIndex::match_by_rescanning(rec.dir.path / "gone", get("/"), {}), "cannot read");
+}
+
+TEST(replay_fastcgi_end_to_end) {
+  PairSpec page = at("GET /page?v=1 HTTP/1.1", "<html>hi</html>");
+  page.response_headers = {{"Content-Type", "text/html"}, {"Connection", "close"}, {"Set-Cookie", "a=1"},
+                           {"Set-Cookie", "b=2"}};
+  page.status_line = "HTTP/1.1 201 Created Here";
+  PairSpec secure = at("GET /s HTTP/1.1", "tls", "example.com");
+  secure.https = true;
+  secure.port = 443;
+  Recording rec({page, secure});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  std::vector<std::string> logged;
+  std::mutex log_mutex;
+  {
+    ReplayFastCgi server(*rec.index, {}, socket, 2, [&](const std::string& line) {
+      std::lock_guard lock(log_mutex);
+      logged.push_back(line);
+    });
+    struct stat st;
+    CHECK(::lstat(socket.c_str(), &st) == 0);
+    CHECK(S_ISSOCK(st.st_mode));
+    CHECK_EQ(st.st_mode & 0777, 0600u);
+    server.start();
+
+    const CgiReply ok = parse_cgi(fcgi_request(socket, params_for("GET", "/page?v=1", "example.com")));
+    CHECK_EQ(ok.status, std::string("201 Created Here"));
+    CHECK_EQ(ok.header("Content-Type"), std::string("text/html"));
+    CHECK_EQ(ok.header("Content-Length"), std::string("15"));
+    CHECK_EQ(ok.header("Connection"), std::string(""));
+    CHECK_EQ(ok.headers.size(), size_t{4});  // both cookies, in order
+    CHECK_EQ(ok.headers[1].second, std::string("a=1"));
+    CHECK_EQ(ok.headers[2].second, std::string("b=2"));
+    CHECK_EQ(ok.body, std::string("<html>hi</html>"));
+
+    const CgiReply tls = parse_cgi(fcgi_request(socket, params_for("GET", "/s", "example.com:443", true)));
+    CHECK_EQ(tls.status, std::string("200 OK"));
+    CHECK_EQ(tls.body, std::string("tls"));
+
+    const CgiReply head = parse_cgi(fcgi_request(socket, params_for("HEAD", "/nope", "example.com")));
+    CHECK_EQ(head.status, std::string("404 Not Found"));
+    CHECK(head.body.empty());
+
+    const CgiReply miss = parse_cgi(fcgi_request(socket, params_for("GET", "/nope", "example.com")));
+    CHECK_EQ(miss.status, std::string("404 Not Found"));
+    CHECK(contains(miss.header("Content-Type"), "text/plain"));
+    CHECK(contains(miss.body, "GET http://example.com/nope"));
+    CHECK_EQ(miss.header("Content-Length"), std::to_string(miss.body.size()));
+    CHECK_EQ(server.served(), uint64_t{2});
+    CHECK_EQ(server.missed(), uint64_t{2});
+    server.stop();
+    server.stop();  // idempotent
+  }
+  CHECK(!fs::exists(socket));  // removed on destruction
+  CHECK_EQ(logged.size(), size_t{2});
+  CHECK(contains(logged[1], "no recorded response for GET http://example.com/nope"));
+}
+
+TEST(replay_fastcgi_robustness) {
+  PairSpec big = at("GET /big HTTP/1.1", std::string(4 << 20, 'x'));
+  Recording rec({big, at("GET /small HTTP/1.1", "small")});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayFastCgi server(*rec.index, {}, socket, 2, nullptr);
+  server.start();
+  // A web server that goes away mid-response, twice as many times as there are threads.
+  for (int i = 0; i < 4; i++) {
+    const int fd = connect_unix(socket);
+    send_all(fd, request_bytes(1, params_for("GET", "/big", "example.com"), false));
+    char some[1000];
+    CHECK(read_exact(fd, some, sizeof some));
+    ::close(fd);
+  }
+  // Garbage instead of FastCGI, and a connection closed before a word.
+  {
+    const int fd = connect_unix(socket);
+    send_all(fd, std::string(100, '\x7f'));
+    ::close(fd);
+    ::close(connect_unix(socket));
+  }
+  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/small", "example.com"))).body, std::string("small"));
+  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/big", "example.com"))).body.size(), size_t{4} << 20);
+
+  // FCGI_KEEP_CONN: several requests on one connection; then stop() with the connection idle.
+  const int kept = connect_unix(socket);
+  for (uint16_t id = 1; id <= 3; id++) {
+    send_all(kept, request_bytes(id, params_for("GET", "/small", "example.com"), true));
+    CHECK_EQ(parse_cgi(read_reply(kept)).body, std::string("small"));
+  }
+  const auto before = std::chrono::steady_clock::now();
+  server.stop();
+  CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(1));
+  char byte;
+  CHECK(::read(kept, &byte, 1) == 0);  // closed by the server
+  ::close(kept);
+}
+
+TEST(replay_fastcgi_concurrent_requests) {
+  std::vector<PairSpec> specs;
+  for (int i = 0; i < 50; i++) specs.push_back(at("GET /item/" + std::to_string(i) + " HTTP/1.1", "body " + std::to_string(i)));
+  Recording rec(specs);
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayFastCgi server(*rec.index, {}, socket, 8, nullptr);
+  server.start();
+  std::atomic<int> correct{0}, wrong{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; t++) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; i < 200; i++) {
+        const int item = (t * 200 + i) % 50;
+        try {
+          const CgiReply r =
+              parse_cgi(fcgi_request(socket, params_for("GET", "/item/" + std::to_string(item), "example.com")));
+          const std::string expected = "body " + std::to_string(item);
+          (r.status == "200 OK" && r.body == expected && r.header("Content-Length") == std::to_string(expected.size())
+               ? correct
+               : wrong)++;
+        } catch (const std::exception&) {
+          wrong++;
+        }
+      }
+    });
+  }
+  for (std::thread& c : clients) c.join();
+  CHECK_EQ(wrong.load(), 0);
+  CHECK_EQ(correct.load(), 1600);
+  CHECK_EQ(server.served(), uint64_t{1600});
+}
+
+TEST(replay_fastcgi_rescanning_mode) {
+  Recording rec({at("GET /r HTTP/1.1", "rescanned")});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayFastCgi server(*rec.index, {}, socket, 1, nullptr, true, rec.dir.path);
+  server.start();
+  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/r", "example.com"))).body, std::string("rescanned"));
+  // The directory is read per request: a pair added later is served.
+  write_pair(rec.dir.path, "save.999", at("GET /added HTTP/1.1", "added"));
+  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/added", "example.com"))).body, std::string("added"));
+}
