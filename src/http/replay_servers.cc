@@ -17,15 +17,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <iterator>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 
 #include "certificate_authority.hh"
@@ -41,12 +44,14 @@ constexpr auto kStartTimeout = std::chrono::seconds(10);
 constexpr auto kStopGrace = std::chrono::seconds(2);
 constexpr auto kPollInterval = std::chrono::milliseconds(5);
 
+}  // namespace
+
 // Where the programs are: Debian's by default, anything else through the environment.
-struct Programs {
+struct ReplayServers::Programs {
   fs::path apache, modules, dnsmasq;
 };
 
-Programs find_programs() {
+ReplayServers::Programs ReplayServers::find_programs() {
   auto from_env = [](const char* variable, const char* fallback) {
     const char* value = std::getenv(variable);
     return fs::path(value && *value ? value : fallback);
@@ -55,6 +60,8 @@ Programs find_programs() {
           from_env("MAHIMAHI_DNSMASQ", "/usr/sbin/dnsmasq")};
 }
 
+namespace {
+
 void require_executable(const fs::path& program, const std::string& what, const std::string& install) {
   if (::access(program.c_str(), X_OK) != 0) {
     throw UserError("replay needs " + what + ", but " + program.string() + " cannot be run (" + std::strerror(errno) +
@@ -62,13 +69,23 @@ void require_executable(const fs::path& program, const std::string& what, const 
   }
 }
 
-// Apache's configuration syntax has no escape for these; a work directory containing one is refused.
+// A path Apache's configuration can hold: its syntax has no escape for these characters, and '|'
+// would end the socket path in ProxyPass.
+void require_plain_path(const fs::path& path) {
+  for (unsigned char c : path.string()) {
+    if (c == '"' || c == '\\' || c == '|' || c < 0x20 || c == 0x7f) {
+      throw UserError("cannot use " + path.string() +
+                      " for replay's servers: Apache cannot quote its name; set TMPDIR to a plain directory such as /tmp");
+    }
+  }
+}
+
+// A quoted argument for Apache's configuration (the paths in it were checked as above).
 std::string config_quoted(const fs::path& path) {
   const std::string text = path.string();
   for (unsigned char c : text) {
     if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
-      throw UserError("cannot use the directory " + text +
-                      " for replay's servers: Apache cannot quote its name; set TMPDIR to a plain directory such as /tmp");
+      throw UserError("cannot put " + text + " in Apache's configuration: it cannot quote that name");
     }
   }
   return '"' + text + '"';
@@ -89,10 +106,10 @@ bool usable_host_name(const std::string& name) {
     if (c == '.') {
       if (label == 0) return false;
       label = 0;
-    } else if ((std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') && ++label <= 63) {
-    } else {
-      return false;
+      continue;
     }
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
+    if (++label > 63) return false;
   }
   return true;
 }
@@ -215,6 +232,7 @@ class ReplayServers::Guardian {
   void send(int32_t message);
   [[noreturn]] static void run(int fd, pid_t* groups, size_t capacity);
 
+  std::mutex mutex_;
   FileDescriptor pipe_;
   pid_t pid_ = -1;
 };
@@ -257,6 +275,7 @@ void ReplayServers::Guardian::run(int fd, pid_t* groups, size_t capacity) {
 }
 
 void ReplayServers::Guardian::send(int32_t message) {
+  const std::lock_guard<std::mutex> guard(mutex_);  // spawning threads share it
   if (!pipe_.valid()) return;
   try {
     write_all(pipe_.get(), std::string_view(reinterpret_cast<const char*>(&message), sizeof message));
@@ -400,7 +419,7 @@ class ReplayServers::Apache {
  private:
   std::string endpoint_;  // "ip:port"
   sockaddr_in address_{};
-  fs::path config_, pid_file_;
+  fs::path pid_file_;
   std::unique_ptr<Daemon> daemon_;
 };
 
@@ -421,7 +440,8 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
     << "ServerRoot " << config_quoted(work) << "\n"
     << "DefaultRuntimeDir " << config_quoted(work) << "\n"
     << "PidFile " << config_quoted(work / (stem + ".pid")) << "\n"
-    << "Mutex " << config_quoted("file:" + work.string()) << " default\n"
+    // In shared memory: lock files would cost a file creation per mutex per instance.
+    << "Mutex pthread default\n"
     << "ErrorLog " << config_quoted(work / (stem + ".log")) << "\n"
     << "LogLevel warn\n"
     // For HTTPS the certificate's first name, or mod_ssl warns (AH01909) that they differ. Apache
@@ -445,19 +465,25 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
        "LimitRequestFieldSize 65536\n"
        // %2F in a path: forward it (the default answers 404 without asking the matcher).
        "AllowEncodedSlashes NoDecode\n"
-       // One process of 64 threads is ready at once (a browser's parallel connections to one origin,
-       // or to all of them under --single-server); more processes come only under load. The event
-       // MPM holds idle keep-alive connections without a thread.
+       // One process of 32 threads at first: more than a browser's parallel connections to one
+       // origin (the event MPM holds idle keep-alive connections without a thread, and HTTP/2
+       // streams run on mod_http2's own workers). Under load (--single-server, or a slow link
+       // keeping threads busy writing) Apache adds processes, up to 8. Each thread costs start-up
+       // time: 64 instead of 32 makes 100 instances start 15% slower.
        "StartServers 1\n"
-       "ServerLimit 4\n"
-       "ThreadLimit 64\n"
-       "ThreadsPerChild 64\n"
+       "ServerLimit 8\n"
+       "ThreadLimit 32\n"
+       "ThreadsPerChild 32\n"
        "MaxRequestWorkers 256\n"
-       "MinSpareThreads 16\n"
+       "MinSpareThreads 8\n"
        "MaxSpareThreads 256\n"
        // No enablereuse: a fresh unix-socket connection per request costs microseconds, and the
        // matcher then never has a thread held by an idle kept-open connection.
-    << "ProxyPass \"/\" " << config_quoted("unix:" + socket.string() + "|fcgi://localhost/") << "\n";
+    << "ProxyPass \"/\" " << config_quoted("unix:" + socket.string() + "|fcgi://localhost/") << "\n"
+    // Keep the matcher's Content-Length instead of re-framing the body as chunked (and closing
+    // HTTP/1.0 keep-alive connections), which Apache 2.4.59 and later do with CGI-like back ends
+    // unless told to trust them.
+    << module("env_module", "mod_env.so") << "SetEnv ap_trust_cgilike_cl 1\n";
   if (spec.https) {
     c << module("socache_shmcb_module", "mod_socache_shmcb.so") << module("ssl_module", "mod_ssl.so")
       // Session resumption, as the recorded servers most likely allowed.
@@ -470,7 +496,10 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
       c << module("http2_module", "mod_http2.so")
         << "Protocols h2 http/1.1\n"
            // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
-           "H2Push off\n";
+           "H2Push off\n"
+           // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
+           // start of 100 instances).
+           "H2MinWorkers 1\n";
     }
   }
   return c.str();
@@ -490,7 +519,7 @@ ReplayServers::Apache::Apache(const ReplayServerSpec& spec, const Programs& prog
   address_.sin_port = htons(spec.port);
   address_.sin_addr = *parse_ipv4(spec.ip);
   const std::string stem = "apache-" + spec.ip + "-" + std::to_string(spec.port);
-  config_ = work / (stem + ".conf");
+  const fs::path config = work / (stem + ".conf");
   pid_file_ = work / (stem + ".pid");
   std::error_code ignored;
   fs::remove(pid_file_, ignored);  // readiness is judged by it: no stale one
@@ -509,9 +538,9 @@ ReplayServers::Apache::Apache(const ReplayServerSpec& spec, const Programs& prog
     server_name = names.front();
     ca.write_leaf(names, work / (stem + ".pem"), work / (stem + ".key"));
   }
-  write_text_file(config_, apache_configuration(spec, server_name, programs.modules, work, stem, socket));
+  write_text_file(config, apache_configuration(spec, server_name, programs.modules, work, stem, socket));
   daemon_ = std::make_unique<Daemon>("apache " + endpoint_, programs.apache,
-                                     std::vector<std::string>{"-f", config_.string(), "-DFOREGROUND"},
+                                     std::vector<std::string>{"-f", config.string(), "-DFOREGROUND"},
                                      work / (stem + ".log"), guardian);
 }
 
@@ -542,10 +571,12 @@ UserError ReplayServers::Apache::failure(const std::string& what) const {
   } else if (words.find("Permission denied") != std::string::npos && words.find("make_sock") != std::string::npos) {
     fix = "unprivileged processes may not bind port " + std::to_string(ntohs(address_.sin_port)) +
           ": net.ipv4.ip_unprivileged_port_start must be 0 in the replay namespace (Linux 4.11 or later)";
+  } else if (words.find("Cannot assign requested address") != std::string::npos) {
+    fix = "the address " + endpoint_.substr(0, endpoint_.rfind(':')) + " is not configured in the replay namespace";
   } else if (words.find("Cannot load") != std::string::npos) {
     fix = "install Apache's modules (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE_MODULES to your httpd's module directory";
   } else if (words.find("Syntax error") != std::string::npos) {
-    fix = "this Apache does not accept mm-replay's configuration; mm-replay needs Apache httpd 2.4.17 or later with mod_proxy_fcgi, mod_ssl and mod_http2";
+    fix = "this Apache does not accept mm-replay's configuration: mm-replay needs a recent Apache httpd 2.4 with mod_proxy_fcgi, mod_ssl and mod_http2";
   } else if (words.find("Resource temporarily unavailable") != std::string::npos ||
              words.find("Cannot allocate memory") != std::string::npos) {
     fix = "the system ran out of processes, threads or memory: raise `ulimit -u` or replay a recording with fewer servers";
@@ -694,6 +725,8 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
   if (socket.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
     throw UserError("the matcher's socket path " + socket.string() + " is too long for a unix socket; set TMPDIR to a shorter directory such as /tmp");
   }
+  require_plain_path(work);
+  require_plain_path(socket);
   std::set<std::pair<std::string, uint16_t>> endpoints;
   for (const ReplayServerSpec& spec : servers) {
     if (!parse_ipv4(spec.ip)) throw UserError("replay server address " + spec.ip + " is not an IPv4 address");
@@ -710,7 +743,8 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
   if (!servers.empty()) {
     require_executable(programs.apache, "Apache httpd",
                        "install it (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE2 to your httpd");
-    std::vector<const char*> modules{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so", "mod_proxy_fcgi.so"};
+    std::vector<const char*> modules{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so", "mod_proxy_fcgi.so",
+                                     "mod_env.so"};
     if (std::any_of(servers.begin(), servers.end(), [](const ReplayServerSpec& s) { return s.https; })) {
       modules.insert(modules.end(), {"mod_ssl.so", "mod_socache_shmcb.so"});
     }
@@ -732,10 +766,8 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
 
   guardian_ = std::make_unique<Guardian>(servers.size() + 1);
   try {
-    // All at once: each start-up is mostly CPU (loading modules, reading the configuration twice),
-    // so they overlap on every core.
-    for (const ReplayServerSpec& spec : servers) apaches_.push_back(std::make_unique<Apache>(spec, programs, ca, socket, work, *guardian_));
     if (!dns.listen.empty()) dnsmasq_ = std::make_unique<Dnsmasq>(dns, programs, work, *guardian_);
+    start_apaches(servers, programs, ca, socket, work);
     wait_until_ready();
   } catch (...) {
     apaches_.clear();  // SIGKILL: nothing they hold is worth a graceful stop
@@ -744,6 +776,40 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
     throw;
   }
   startup_seconds_ = seconds_since(start);
+}
+
+// All at once: an Apache's start-up is mostly CPU (loading modules, reading its configuration
+// twice), so the instances overlap on every core. Several threads prepare and spawn them, because
+// writing a certificate waits for the disk (CertificateAuthority::write_leaf syncs each file):
+// about 1.3 ms per server, which one thread would add up before the last server even starts.
+void ReplayServers::start_apaches(const std::vector<ReplayServerSpec>& servers, const Programs& programs,
+                                  CertificateAuthority& ca, const fs::path& socket, const fs::path& work) {
+  apaches_.resize(servers.size());
+  std::atomic<size_t> next{0};
+  std::mutex failure_mutex;
+  std::exception_ptr failure;
+  auto work_through = [&] {
+    for (size_t i = next++; i < servers.size(); i = next++) {
+      try {
+        apaches_[i] = std::make_unique<Apache>(servers[i], programs, ca, socket, work, *guardian_);
+      } catch (...) {
+        const std::lock_guard<std::mutex> guard(failure_mutex);
+        if (!failure) failure = std::current_exception();
+        next = servers.size();  // the others stop too
+      }
+    }
+  };
+  std::vector<std::thread> helpers;
+  for (size_t k = 1; k < std::min<size_t>(servers.size(), 8); k++) {
+    try {
+      helpers.emplace_back(work_through);
+    } catch (const std::system_error&) {
+      break;  // fewer helpers, then
+    }
+  }
+  work_through();
+  for (std::thread& t : helpers) t.join();
+  if (failure) std::rethrow_exception(failure);
 }
 
 void ReplayServers::wait_until_ready() {
@@ -778,7 +844,9 @@ ReplayServers::~ReplayServers() { stop(); }
 
 void ReplayServers::stop() {
   std::vector<Daemon*> running;
-  for (auto& a : apaches_) running.push_back(&a->daemon());
+  for (auto& a : apaches_) {
+    if (a) running.push_back(&a->daemon());
+  }
   if (dnsmasq_) running.push_back(&dnsmasq_->daemon());
   // Apache stops its workers itself on SIGTERM; whatever is left after the grace period, or
   // lingers once the leader has exited, goes with its process group.
@@ -804,7 +872,9 @@ std::string ReplayServers::log_tail(size_t lines) const {
   auto add = [&](const Daemon& d) {
     for (const std::string& line : log_lines(d.log(), lines)) all.push_back("[" + d.label() + "] " + line);
   };
-  for (const auto& a : apaches_) add(a->daemon());
+  for (const auto& a : apaches_) {
+    if (a) add(a->daemon());
+  }
   if (dnsmasq_) add(dnsmasq_->daemon());
   if (all.size() > lines) all.erase(all.begin(), all.end() - static_cast<std::ptrdiff_t>(lines));
   std::string text;

@@ -66,6 +66,11 @@ class ReplayServers {
   class Apache;
   class Dnsmasq;
 
+  struct Programs;  // where apache2, its modules and dnsmasq are
+  static Programs find_programs();
+
+  void start_apaches(const std::vector<ReplayServerSpec>& servers, const Programs& programs, CertificateAuthority& ca,
+                     const std::filesystem::path& socket, const std::filesystem::path& work);
   void wait_until_ready();
 
   std::unique_ptr<Guardian> guardian_;  // first: it must outlive the daemons

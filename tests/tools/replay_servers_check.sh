@@ -230,6 +230,9 @@ with_dns curl -sS --max-time 5 --cacert "$CA" --http2 -v 'https://b.test/h2' > "
 check "h2: ALPN negotiated h2" grep -q 'ALPN: server accepted h2' "$T/r4"
 check "h2: SERVER_PROTOCOL=HTTP/2.0" grep -qx 'SERVER_PROTOCOL=HTTP/2.0' "$T/r4"
 check "h2: HTTP_HOST" grep -qx 'HTTP_HOST=b.test' "$T/r4"
+urls=(); for i in $(seq 50); do urls+=(-o /dev/null "https://b.test/stream$i"); done
+with_dns curl -s --max-time 10 --cacert "$CA" --http2 --parallel --parallel-max 50 -w '%{http_version} %{http_code} %{num_connects}\n' "${urls[@]}" > "$T/r4b" 2>/dev/null
+check "h2: 50 parallel streams over $(awk '{c += $3} END {print c}' "$T/r4b") connection(s), all HTTP/2 200" bash -c "[ \"\$(grep -c '^2 200 ' '$T/r4b')\" = 50 ]"
 with_dns curl -sS --max-time 5 --cacert "$CA" --http2 -v 'https://a.test/h1' > "$T/r5" 2>&1
 check "no h2 where not asked: ALPN http/1.1" grep -q 'ALPN: server accepted http/1.1' "$T/r5"
 with_dns curl -sS --max-time 5 'http://c.test:8080/other' > "$T/r6" 2>&1
@@ -238,10 +241,12 @@ with_dns curl -sS --max-time 5 -d 'a=1&b=2' 'http://a.test/post' > "$T/r7" 2>&1
 check "POST: REQUEST_METHOD and CONTENT_LENGTH" bash -c "grep -qx 'REQUEST_METHOD=POST' '$T/r7' && grep -qx 'CONTENT_LENGTH=7' '$T/r7'"
 with_dns curl -sS --max-time 5 -i 'http://a.test/hdr' > "$T/r8" 2>&1
 check "recorded Server and Date headers kept" bash -c "grep -q '^Server: RecordedServer/1.0' '$T/r8' && grep -q '^Date: Tue, 01 Jan 2019' '$T/r8'"
+check "the matcher's Content-Length kept (no chunking)" bash -c "grep -q '^Content-Length: ' '$T/r8' && ! grep -qi '^Transfer-Encoding' '$T/r8'"
 with_dns curl -sS --max-time 5 -i 'http://a.test/plain' > "$T/r9" 2>&1
 echo "     response headers Apache sends for a plain answer:"; sed -n '1,/^\r$/p' "$T/r9" | sed 's/^/       /'
-with_dns curl -sS --max-time 5 -o /dev/null -w '%{num_connects}\n' 'http://a.test/1' 'http://a.test/2' 'http://a.test/3' > "$T/r10"
-cat "$T/r10"; check "keep-alive: 3 requests over 1 connection" bash -c "[ \"\$(paste -sd' ' '$T/r10')\" = '1 0 0' ]"
+with_dns curl -sS --max-time 5 -w '%{num_connects}\n' -o /dev/null 'http://a.test/1' -o /dev/null 'http://a.test/2' \
+  -o /dev/null 'http://a.test/3' > "$T/r10"
+check "keep-alive: 3 requests over 1 connection" bash -c "[ \"\$(paste -sd' ' '$T/r10')\" = '1 0 0' ]"
 with_dns getent hosts a.test > "$T/d1"
 check "DNS: a.test -> 10.78.0.1" grep -q '^10.78.0.1 ' "$T/d1"
 with_dns python3 -c 'import socket; print(sorted({a[4][0] for a in socket.getaddrinfo("two.test", 80, socket.AF_INET)}))' > "$T/d2"
@@ -348,7 +353,8 @@ for th in threads: th.join()
 print("%d ok, %d errors in %.2f s %s" % (len(ok), len(errors), time.monotonic() - t, errors[:3]))
 PY
     check "500 concurrent connections over 100 servers: $(cat "$T/conc")" grep -q '^500 ok, 0 errors' "$T/conc"
-    ps -o rss= -p $(ip netns pids "$NS") | awk '{s+=$1} END {printf "     RSS of every process in the namespace: %d MB\n", s/1024}'
+    for pid in $(ip netns pids "$NS"); do cat "/proc/$pid/smaps_rollup" 2>/dev/null; done |
+      awk '/^Pss:/ {pss += $2} /^Rss:/ {rss += $2} END {printf "     memory of every process in the namespace: PSS %d MB (RSS sum %d MB)\n", pss/1024, rss/1024}'
   fi
   stop_driver
   echo "     $(grep STOPPED "$T/many$1$2.out")"
