@@ -66,7 +66,7 @@ test_replay_matching_rules_closest_query_repeats_ports_user_agent_and_misses() {
     $c http://q.test/again; $c http://q.test/again; $c http://q.test/again
     $c http://q.test:8080/port
     curl -s -A Firefox/1 http://ua.test/page; curl -s -o /dev/null -w "ua %{http_code}\n" -A Chrome/2 http://ua.test/page
-    $c -w "miss %{http_code}\n" http://q.test/never' 2>&1)
+    $c -w "miss %{http_code}\n" http://q.test/never' 2>"$WORLD_TMP/replay.err")
   local expected="first
 second
 again 1
@@ -77,6 +77,8 @@ for firefox
 ua 404"
   [ "$(echo "$out" | head -8)" = "$expected" ] || fail "got: $out" || return 1
   echo "$out" | grep -q "miss 404" && echo "$out" | grep -q "/never" || fail "the 404 does not explain: $out" || return 1
+  grep -q "no recorded response for GET http://q.test/never; nearest: GET http://q.test/" "$WORLD_TMP/replay.err" ||
+    fail "no log line for the miss: $(cat "$WORLD_TMP/replay.err")" || return 1
   out=$(replay_shell "$dir" --ignore-user-agent -- curl -s -A Chrome/2 http://ua.test/page)
   [ "$out" = "for firefox" ] || fail "--ignore-user-agent: $out" || return 1
   echo "  closest query, recorded order then last, non-default port, User-Agent (and --ignore-user-agent), explained 404"
@@ -171,6 +173,6 @@ test_replay_chromium_loads_the_recorded_page() {
     $chrome --user-data-dir="$home/p2" --dump-dom http://a.test/index.html > "$home/dom.html" 2>"$home/err"
   origins_resume
   grep -q "<title>a.test (app) (plain)</title>" "$home/dom.html" || fail "scripts from 3 origins did not run: $(grep -v '^\[' "$home/err" | tail -5)" || return 1
-  ! grep -q "nothing recorded matches" "$home/err" || fail "requests missed: $(grep -A3 'nothing recorded matches' "$home/err" | head -8)" || return 1
+  ! grep -q "no recorded response" "$home/err" || fail "requests missed: $(grep 'no recorded response' "$home/err" | head -3)" || return 1
   echo "  chromium (CA trusted through NSS) loads the recorded 3-origin page from the replay, every request found"
 }

@@ -36,7 +36,7 @@ const ProgramInfo kInfo{
     "and path match; among those, the one whose query string has the longest common substring\n"
     "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
     "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
-    "names the nearest recorded requests.\n"
+    "names the nearest recorded requests (and a line on standard error says the same).\n"
     "\n"
     "Options:\n"
     "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
@@ -45,7 +45,7 @@ const ProgramInfo kInfo{
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
     "                        it: a control for what multi-origin emulation changes\n"
     "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
-    "  --verbose             a line per request that found no recorded response\n"
+    "  --verbose             a summary of requests answered and missed at the end\n"
     "  --help, --version\n"
     "\n"
     "Also installed as mm-webreplay. Nests with the other shells:\n"
@@ -148,9 +148,7 @@ int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan&
   const bool rescan = std::getenv("MAHIMAHI_REPLAY_RESCAN") != nullptr;  // the original's way, for bench/replay
   ReplayFastCgi matcher(
       *p.index, options, work.path() / "matcher.sock", 8,
-      [verbose](const std::string& line) {
-        if (verbose) std::cerr << "mm-replay: " << line << std::endl;
-      },
+      [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; },  // a miss, one line
       rescan, dir);
   matcher.start();
   {
