@@ -118,11 +118,12 @@ test_record_streams_a_200MB_download() {
 
 test_record_500_concurrent_connections_lose_no_pair() {
   local dir=$WORLD_TMP/rec-500 urls=$WORLD_TMP/urls.txt
-  for i in $(seq 500); do echo "url = \"http://c.test/app.js?n=$i\""; done > "$urls"
+  for i in $(seq 500); do printf 'url = "http://c.test/app.js?n=%s"\noutput = "/dev/null"\n' "$i"; done > "$urls"
   chmod 644 "$urls"
-  local out; out=$(recording_shell "$dir" -- curl -s --parallel --parallel-immediate --parallel-max 500 -K "$urls" \
-    -o /dev/null -w '%{http_code}\n' 2>&1)
-  [ "$(echo "$out" | grep -c '^200$')" = 500 ] || fail "curl got $(echo "$out" | grep -c '^200$') of 500 responses" || return 1
+  local out; out=$(recording_shell "$dir" -- curl -s --no-progress-meter --parallel --parallel-immediate --parallel-max 500 \
+    -K "$urls" -w '%{http_code}\n' 2>"$WORLD_TMP/500.err")
+  [ "$(echo "$out" | grep -c '^200$')" = 500 ] ||
+    fail "curl got $(echo "$out" | grep -c '^200$') of 500 responses: $(echo "$out" | grep -v '^200$' | sort | uniq -c | head -5) $(tail -3 "$WORLD_TMP/500.err")" || return 1
   local n; n=$(ls "$dir" | wc -l)
   [ "$n" = 500 ] || fail "$n of 500 pairs recorded" || return 1
   echo "  500 parallel connections, 500 pairs recorded"
