@@ -170,19 +170,10 @@ void add_routes(std::vector<Ipv4Net>& nets) {
 
 // The resolvers this namespace's programs ask, often reached through the default route.
 void add_resolvers(std::vector<Ipv4Net>& nets) {
-  std::string text;
   try {
-    text = read_small_file("/etc/resolv.conf");
+    for (Ipv4 resolver : resolv_conf_nameservers(read_small_file("/etc/resolv.conf"))) nets.push_back(Ipv4Net::of(resolver, 32));
   } catch (const SystemError&) {
-    return;
-  }
-  std::istringstream lines(text);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string keyword, address;
-    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
-    if (auto ip = Ipv4::parse(address)) nets.push_back(Ipv4Net::of(*ip, 32));
+    // No resolv.conf: no resolver to avoid.
   }
 }
 
@@ -211,6 +202,19 @@ struct NamedNet {
 Ipv4Net net_of(const char* text) { return *Ipv4Net::parse(text); }
 
 }  // namespace
+
+std::vector<Ipv4> resolv_conf_nameservers(const std::string& text) {
+  std::vector<Ipv4> found;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string keyword, address;
+    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+    if (auto ip = Ipv4::parse(address)) found.push_back(*ip);
+  }
+  return found;
+}
 
 std::vector<Ipv4Net> networks_in_use() {
   std::vector<Ipv4Net> nets;

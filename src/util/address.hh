@@ -54,6 +54,9 @@ std::optional<AddressPair> allocate_pair(const Ipv4Net& pool, const std::vector<
 // connected TCP and UDP sockets. A shell must take none of these: its route would divert them.
 std::vector<Ipv4Net> networks_in_use();
 
+// The IPv4 addresses of the "nameserver" lines of a resolv.conf text, in order.
+std::vector<Ipv4> resolv_conf_nameservers(const std::string& text);
+
 // The pool named by MAHIMAHI_ADDRESS_POOL (value given), or the default 100.64.0.0/10.
 // Throws UsageError for a malformed value or a pool smaller than a /30.
 Ipv4Net address_pool_from(const char* env_value);

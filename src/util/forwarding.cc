@@ -112,9 +112,9 @@ bool device_exists(const std::string& name) { return ::if_nametoindex(name.c_str
 
 }  // namespace
 
-void open_forwarding(const std::string& shell_device) {
-  if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
-  NamespaceLock lock;
+namespace {
+
+void open_locked(const std::string& shell_device) {
   std::ostringstream script;
   script << "add table ip " << kTable << "\n"
          << "add set ip " << kTable << " opened { type ifname; }\n"
@@ -133,8 +133,7 @@ void open_forwarding(const std::string& shell_device) {
   }
 }
 
-void close_forwarding(const std::string& shell_device) {
-  NamespaceLock lock;
+void close_locked(const std::string& shell_device) {
   for (const std::string& shell : set_elements("shells")) {
     if (shell != shell_device && device_exists(shell)) continue;
     try {
@@ -157,4 +156,22 @@ void close_forwarding(const std::string& shell_device) {
   } catch (const std::exception&) {
     // Already gone.
   }
+}
+
+}  // namespace
+
+void open_forwarding(const std::string& shell_device) {
+  if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
+  NamespaceLock lock;
+  try {
+    open_locked(shell_device);
+  } catch (...) {
+    close_locked(shell_device);  // all or nothing: the caller has nothing to undo
+    throw;
+  }
+}
+
+void close_forwarding(const std::string& shell_device) {
+  NamespaceLock lock;
+  close_locked(shell_device);
 }

@@ -18,7 +18,8 @@
 // state. Held only by a root helper process; waiting for it gives up after kLockTimeoutSeconds.
 constexpr unsigned kLockTimeoutSeconds = 10;
 
-// Call in the caller's namespace, after the shell's TUN device exists.
+// Call in the caller's namespace, after the shell's TUN device exists. All or nothing: if it
+// throws, nothing remains to be closed.
 void open_forwarding(const std::string& shell_device);
 // Undoes open_forwarding for this shell; the last shell restores the namespace's settings.
 void close_forwarding(const std::string& shell_device);

@@ -177,7 +177,7 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible) {
       ::kill(pid, SIGKILL);
       while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
       }
-      throw UserError("interrupted while setting up the shell");
+      throw SetupInterrupted("interrupted while setting up the shell");
     }
     char buffer[512];
     const ssize_t n = ::read(error_read.get(), buffer, sizeof buffer);
@@ -241,8 +241,10 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
-  net.forwarding = ForwardingGrant(net.outer_device);  // undone even if opening fails half-way
+  // If the helper is killed half-way (the user interrupted the set-up), its device is left in
+  // the shared state, where the next shell to close finds it gone and removes it.
   run_root_helper([&] { open_forwarding(net.outer_device); }, true);
+  net.forwarding = ForwardingGrant(net.outer_device);
 
   std::vector<Ipv4> resolvers;
   try {
@@ -291,15 +293,9 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
 
 std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
   std::vector<Ipv4> found;
-  std::istringstream lines(resolv_conf);
-  std::string line;
   const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string keyword, address;
-    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
-    auto ip = Ipv4::parse(address);
-    if (ip && loopback.contains(*ip) && found.size() < 3) found.push_back(*ip);
+  for (Ipv4 ip : resolv_conf_nameservers(resolv_conf)) {
+    if (loopback.contains(ip) && found.size() < 3) found.push_back(ip);
   }
   return found;
 }

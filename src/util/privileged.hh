@@ -16,6 +16,7 @@
 
 #include "address.hh"
 #include "admin_config.hh"
+#include "exception.hh"
 #include "file_descriptor.hh"
 #include "nat.hh"
 
@@ -45,6 +46,11 @@ struct DnsRelaySockets {
 
 // The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
 std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
+
+// The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
+class SetupInterrupted : public UserError {
+  using UserError::UserError;
+};
 
 // Forwarding opened for one shell's device (see forwarding.hh); closing it is the last step of
 // the shell's clean-up, run in a root helper.
@@ -97,7 +103,7 @@ void raise_priority(int nice);
 // effective and saved uid root, its own session) and waits for it: the few steps that hold a
 // lock other shells wait for run there. fn's exception text is rethrown as UserError. If
 // interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the wait: the
-// helper is killed and UserError thrown.
+// helper is killed and SetupInterrupted thrown.
 void run_root_helper(const std::function<void()>& fn, bool interruptible);
 
 // Sends every TCP connection leaving the shell's namespace to the returned listening socket (on
