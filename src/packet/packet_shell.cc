@@ -187,6 +187,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     if (::getppid() != supervisor) return 1;
     ready_read.close();
     net.inner_namespace.close();
+    net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int write_end = ready_write.get();
     const int status =
         spec.ferry(FerryEndpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get()},
@@ -207,10 +208,12 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   prepare_environment(env, spec, net);
   const pid_t command = fork_child(info.name, [&]() -> int {
     enter_namespace(net.inner_namespace);
+    net.slot_claim.close();  // a writable root-owned file: not for the user's process
     drop_privileges(user);
     ::prctl(PR_SET_PDEATHSIG, SIGHUP);
     if (::getppid() != supervisor) return 1;
     check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
+    env.restore_withheld();
     env.install();
     exec_command(info.name, spec.command);
   });

@@ -36,22 +36,10 @@ std::string forwarding_path(const std::string& device) { return std::string(kCon
 
 void alarm_handler(int) {}  // only interrupts flock()
 
-// The per-namespace lock: a root-owned file in /run/mahimahi named after the namespace's inode.
+// The whole file, locked with flock(), serialises the changes to the forwarding state.
 class NamespaceLock {
  public:
-  NamespaceLock() {
-    struct stat ns {};
-    check_syscall("stat /proc/self/ns/net", ::stat("/proc/self/ns/net", &ns));
-    const std::string directory = "/run/mahimahi";
-    if (::mkdir(directory.c_str(), 0755) < 0 && errno != EEXIST) throw SystemError("creating " + directory);
-    struct stat dir {};
-    check_syscall("lstat " + directory, ::lstat(directory.c_str(), &dir));
-    if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      throw UserError(directory + " must be a directory owned by root and writable by root only; remove it");
-    }
-    const std::string path = directory + "/netns-" + std::to_string(ns.st_ino) + ".lock";
-    fd_ = FileDescriptor(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-    if (!fd_.valid()) throw SystemError("opening " + path);
+  NamespaceLock() : fd_(open_namespace_lock_file()) {
     struct sigaction action {};
     action.sa_handler = alarm_handler;  // no SA_RESTART: flock returns EINTR
     ::sigaction(SIGALRM, &action, nullptr);
@@ -66,9 +54,9 @@ class NamespaceLock {
     if (locked < 0) {
       if (err == EINTR) {
         throw UserError("another shell of this network namespace has been setting up or cleaning up for over " +
-                        std::to_string(kLockTimeoutSeconds) + " s (" + path + " is locked); try again");
+                        std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked); try again");
       }
-      throw SystemError("locking " + path, err);
+      throw SystemError("locking " + namespace_lock_path(), err);
     }
   }
 
@@ -159,6 +147,25 @@ void close_locked(const std::string& shell_device) {
 }
 
 }  // namespace
+
+std::string namespace_lock_path() {
+  struct stat ns {};
+  check_syscall("stat /proc/self/ns/net", ::stat("/proc/self/ns/net", &ns));
+  return std::string(kStateDirectory) + "/netns-" + std::to_string(ns.st_ino) + ".lock";
+}
+
+FileDescriptor open_namespace_lock_file() {
+  if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST) throw SystemError(std::string("creating ") + kStateDirectory);
+  struct stat dir {};
+  check_syscall(std::string("lstat ") + kStateDirectory, ::lstat(kStateDirectory, &dir));
+  if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw UserError(std::string(kStateDirectory) + " must be a directory owned by root and writable by root only; remove it");
+  }
+  const std::string path = namespace_lock_path();
+  FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) throw SystemError("opening " + path);
+  return fd;
+}
 
 void open_forwarding(const std::string& shell_device) {
   if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);

@@ -14,6 +14,15 @@
 // and which shells are alive, so that nothing outlives the namespace.
 #include <string>
 
+#include "file_descriptor.hh"
+
+// The namespace's lock file, /run/mahimahi/netns-<inode of its network namespace>.lock (root's
+// only): flock() on the whole file guards the forwarding state; one-byte OFD locks claim address
+// slots (claim_slot in privileged.cc). Never hand its descriptor to an unprivileged process.
+constexpr const char* kStateDirectory = "/run/mahimahi";
+std::string namespace_lock_path();
+FileDescriptor open_namespace_lock_file();
+
 // Serialises the shells of one network namespace while they change the shared forwarding
 // state. Held only by a root helper process; waiting for it gives up after kLockTimeoutSeconds.
 constexpr unsigned kLockTimeoutSeconds = 10;

@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <csignal>
@@ -40,23 +39,23 @@ bool no_new_privs_set() {
   return false;
 }
 
-// A /30 of the pool belongs to the shell holding the abstract socket named after it in this
-// network namespace: binding is atomic, and the claim ends when its last holder dies, even by
-// SIGKILL. Shells starting at the same time thus never take the same addresses, and none of
-// them waits for another (a global lock held by a process the user may stop would let one user
-// stall every other user's shells).
+// A /30 of the pool belongs to the shell holding a write lock on the byte of the namespace's lock
+// file at the /30's index: taking it is atomic, never waits (F_OFD_SETLK), and the lock ends
+// when the supervisor does, even by SIGKILL. Shells starting at the same time thus never take
+// the same addresses and never wait for each other, and since only root can open the file, no
+// user can block a slot (an abstract socket name could be taken by anyone).
 FileDescriptor claim_slot(Ipv4 first) {
-  FileDescriptor sock(check_syscall("socket", ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string name = "mahimahi/slot/" + first.str();
-  std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
-  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
-  if (::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), length) < 0) {
-    if (errno == EADDRINUSE) return FileDescriptor();
+  FileDescriptor file = open_namespace_lock_file();
+  struct flock slot {};
+  slot.l_type = F_WRLCK;
+  slot.l_whence = SEEK_SET;
+  slot.l_start = static_cast<off_t>(first.value / 4);
+  slot.l_len = 1;
+  if (::fcntl(file.get(), F_OFD_SETLK, &slot) < 0) {
+    if (errno == EAGAIN || errno == EACCES) return FileDescriptor();
     throw SystemError("claiming " + first.str() + "/30");
   }
-  return sock;
+  return file;
 }
 
 FileDescriptor open_current_namespace() {

@@ -71,7 +71,8 @@ class ForwardingGrant {
 // they were passed) removes all of it.
 struct ShellNetwork {
   AddressPair addresses;
-  FileDescriptor slot_claim;         // holds the addresses against other shells (claim_slot)
+  FileDescriptor slot_claim;         // holds the addresses against other shells; root's only:
+                                     // closed in every child that drops privileges
   std::string outer_device;          // e.g. delay-1234, in the caller's namespace
   FileDescriptor outer_tun;          // the caller's side
   FileDescriptor inner_tun;          // "ingress", inside the new namespace
