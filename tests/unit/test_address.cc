@@ -79,3 +79,36 @@ TEST(loopback_nameservers_of_resolv_conf) {
   CHECK(loopback_nameservers("nameserver 10.255.255.53\n").empty());
   CHECK(loopback_nameservers("").empty());
 }
+
+TEST(resolv_conf_nameservers_in_order) {
+  auto found = resolv_conf_nameservers("# x\nnameserver 10.255.255.53\nnameserver ::1\n nameserver  192.0.2.9 \nsearch a\n");
+  CHECK_EQ(found.size(), 2u);
+  CHECK_EQ(found[0].str(), "10.255.255.53");
+  CHECK_EQ(found[1].str(), "192.0.2.9");
+}
+
+TEST(address_pool_policy) {
+  const std::string conf = "/etc/mahimahi.conf";
+  const std::vector<Ipv4Net> none;
+  // Nobody takes special space, root included.
+  for (const char* pool : {"0.0.0.0/0", "0.0.0.0/30", "127.0.0.0/30", "169.254.169.252/30", "224.0.0.0/30",
+                           "240.0.0.0/30", "255.255.255.252/30", "96.0.0.0/3"}) {
+    CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse(pool), true, none, conf), "no shell may take");
+    CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse(pool), false, none, conf), "no shell may take");
+  }
+  // Root may use a public range; an ordinary user only private or shared space...
+  check_address_pool(*Ipv4Net::parse("198.51.100.0/24"), true, none, conf);
+  CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse("208.67.222.220/30"), false, none, conf),
+               "only from private or shared address space");
+  for (const char* pool : {"10.0.0.0/8", "10.200.0.0/16", "172.16.0.0/12", "172.31.255.252/30", "192.168.0.0/16",
+                           "100.64.0.0/10", "100.127.255.252/30"}) {
+    check_address_pool(*Ipv4Net::parse(pool), false, none, conf);
+  }
+  // ... entirely: a pool reaching past a private range is refused.
+  CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse("100.0.0.0/8"), false, none, conf), "private or shared");
+  CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse("172.0.0.0/11"), false, none, conf), "private or shared");
+  // ... unless the administrator allows a range, and then only inside it.
+  const std::vector<Ipv4Net> allowed{*Ipv4Net::parse("198.18.0.0/15")};
+  check_address_pool(*Ipv4Net::parse("198.19.0.0/16"), false, allowed, conf);
+  CHECK_THROWS(UserError, check_address_pool(*Ipv4Net::parse("198.16.0.0/13"), false, allowed, conf), conf);
+}
