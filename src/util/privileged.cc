@@ -138,6 +138,20 @@ void raise_priority(int nice) {
   if (errno == 0 && nice < current) (void)::setpriority(PRIO_PROCESS, 0, nice);
 }
 
+// A user may freeze their own cgroup (systemd delegates one to each user), and with it a helper
+// holding the namespace's lock: the helper moves to the root of the hierarchies that can freeze
+// (cgroup v2, and v1's freezer) for its few milliseconds. Best effort: in a container whose
+// cgroups are read-only, the container's own limits apply anyway.
+static void leave_freezable_cgroups() {
+  for (const char* procs : {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
+                            "/sys/fs/cgroup/freezer/cgroup.procs"}) {
+    try {
+      write_existing_file(procs, "0");  // 0: the writing process
+    } catch (const SystemError&) {
+    }
+  }
+}
+
 void run_root_helper(const std::function<void()>& fn, bool interruptible) {
   int channel[2];
   check_syscall("pipe2", ::pipe2(channel, O_CLOEXEC));
@@ -153,6 +167,7 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible) {
     try {
       if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
       (void)::setpriority(PRIO_PROCESS, 0, 0);
+      leave_freezable_cgroups();
       fn();
     } catch (const std::exception& e) {
       try {
