@@ -243,9 +243,9 @@ FileDescriptor create_isolated_namespace() {
 
 void check_isolated_address_count(size_t count) {
   if (count > kMaxIsolatedAddresses) {
-    throw UserError("too many server addresses: " + std::to_string(count) + " (at most " +
-                    std::to_string(kMaxIsolatedAddresses) +
-                    " can be replayed); replay with --single-server (one address), or split the recording");
+    throw UserError("too many addresses for the replay: " + std::to_string(count) +
+                    " (the recorded servers' and the resolvers'; at most " + std::to_string(kMaxIsolatedAddresses) +
+                    "); replay with --single-server (one address), or split the recording");
   }
 }
 
