@@ -236,7 +236,7 @@ test_replay_recording_is_parsed_without_root_and_never_in_the_supervisor() {
   AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- sh -c "
     echo \$PPID > $home/pid
     while [ ! -e $home/go ]; do sleep 0.05; done
-    curl -s -o /dev/null -w '%{http_code} %{size_download}\n' http://big.test/big0" > "$home/out" 2> "$home/err" &
+    curl -s -H User-Agent: -o /dev/null -w '%{http_code} %{size_download}\n' http://big.test/big0" > "$home/out" 2> "$home/err" &
   local shell=$! deadline=$((SECONDS + 60)) loading= pid kind rss
   # During the load: the process whose memory grows with the recording is not the supervisor.
   while [ ! -s "$home/pid" ] && [ $SECONDS -lt $deadline ]; do
@@ -326,7 +326,7 @@ PY
   [ "$(echo "$out" | wc -l)" = 1 ] || fail "more than one line: $out" || return 1
   [ "$ms" -lt 5000 ] || fail "refusing took $ms ms" || return 1
   out=$(AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" --single-server -- \
-    curl -s http://h1024.test/ 2>&1); status=$?
+    curl -s -H User-Agent: http://h1024.test/ 2>&1); status=$?
   [ "$status" = 0 ] && [ "$out" = 1024 ] || fail "--single-server: status $status: $out" || return 1
   echo "  1025 servers (+ the resolver) refused in $ms ms: $out"
   echo "  the same recording with --single-server replays"

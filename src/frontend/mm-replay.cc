@@ -103,8 +103,16 @@ struct ReplayPlan {
 ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
   ReplayPlan p;
   std::vector<std::string> warnings;
-  p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
-  for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
+  auto print_warnings = [&] {
+    for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
+  };
+  try {
+    p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
+  } catch (const UserError&) {
+    print_warnings();  // "no valid pair: see the warnings"
+    throw;
+  }
+  print_warnings();
   const auto& origins = p.index->origins();
   if (single_server) {
     // Every recorded port, on the first recorded address; every name resolves to it.
