@@ -325,10 +325,10 @@ PY
     fail "message: $out" || return 1
   [ "$(echo "$out" | wc -l)" = 1 ] || fail "more than one line: $out" || return 1
   [ "$ms" -lt 5000 ] || fail "refusing took $ms ms" || return 1
+  echo "  1025 servers (+ the resolver) refused in $ms ms: $out"
   out=$(AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" --single-server -- \
     curl -s -H User-Agent: http://h1024.test/ 2>&1); status=$?
   [ "$status" = 0 ] && [ "$out" = 1024 ] || fail "--single-server: status $status: $out" || return 1
-  echo "  1025 servers (+ the resolver) refused in $ms ms: $out"
   echo "  the same recording with --single-server replays"
 }
 
