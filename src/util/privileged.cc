@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 
-#include <algorithm>
 #include <sstream>
 
 #include "exception.hh"
@@ -259,21 +258,19 @@ void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
                                        {"127.0.0.0/8", "loopback, 127.0.0.0/8"},
                                        {"224.0.0.0/4", "multicast, 224.0.0.0/4"},
                                        {"240.0.0.0/4", "reserved or broadcast, 240.0.0.0/4"}};
-  std::vector<uint32_t> seen;
-  seen.reserve(addresses.size());
-  for (Ipv4 address : addresses) {
+  for (size_t i = 0; i < addresses.size(); i++) {
+    const Ipv4 address = addresses[i];
     for (const Range& r : kRefused) {
       if (Ipv4Net::parse(r.net)->contains(address)) {
         throw UserError("server address " + address.str() + " is not a unicast address (" + r.what +
                         "); remove or correct the pairs recorded with it");
       }
     }
-    seen.push_back(address.value);
-  }
-  std::sort(seen.begin(), seen.end());
-  const auto twice = std::adjacent_find(seen.begin(), seen.end());
-  if (twice != seen.end()) {
-    throw UserError("server address " + Ipv4{*twice}.str() + " was requested twice; each address is added once");
+    for (size_t j = 0; j < i; j++) {  // at most 1024 addresses: half a million comparisons
+      if (addresses[j] == address) {
+        throw UserError("server address " + address.str() + " was requested twice; each address is added once");
+      }
+    }
   }
 }
 

@@ -1,12 +1,11 @@
 #pragma once
 // The only code that runs with root's rights. A shell's supervisor calls create_shell_network()
-// (or, for mm-replay, create_isolated_namespace() and add_isolated_addresses()) as root;
-// everything else (the packet ferry, the user's command, anything that reads a file the user
-// named, such as a recording) runs after drop_privileges(), in a process that can never regain
-// root. The supervisor itself stays root only to wait for its children, to validate and apply
-// the ferry's one small request (an isolated shell's addresses) and to undo its set-up.
+// once, as root; everything else (the packet ferry, the user's command, anything that reads a
+// file the user named) runs after drop_privileges(). The supervisor itself stays root only to
+// wait for its children and to undo what create_shell_network() did.
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
