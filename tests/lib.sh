@@ -108,3 +108,14 @@ in_world_with_resolv() {
     ip netns exec "$WORLD" unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && shift && exec "$@"' "$resolv" x "$@"
   fi
 }
+
+# Waits until COMMAND... succeeds, checking every 20 ms, for at most SECONDS (a deadline, not a
+# delay: it returns as soon as the condition holds). Fails if the deadline passes.
+wait_until() {  # SECONDS COMMAND...
+  local deadline=$(( $(date +%s%N) + ${1%.*} * 1000000000 ))
+  shift
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.02
+  done
+}

@@ -31,10 +31,18 @@ std::vector<std::string> login_shell(uid_t uid) {
   return {shell};
 }
 
+// The tag as it may go into a prompt: bash expands $(...), `...` and \ escapes in PS1, and a
+// tag carries names the user did not necessarily choose (a recording's directory).
+std::string prompt_safe(const std::string& tag) {
+  std::string safe;
+  for (unsigned char c : tag) safe += (c < 0x20 || c == 0x7f || c == '$' || c == '`' || c == '\\') ? '?' : static_cast<char>(c);
+  return safe;
+}
+
 void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const ShellNetwork& net) {
   if (!env.get("MAHIMAHI_BASE") && !spec.isolated) env.set("MAHIMAHI_BASE", net.addresses.outer.str());
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
-  env.set("MAHIMAHI_SHELL_PREFIX", std::string(prefix ? prefix : "") + spec.tag);
+  env.set("MAHIMAHI_SHELL_PREFIX", prompt_safe(std::string(prefix ? prefix : "") + spec.tag));
   env.set("PROMPT_COMMAND", "PS1=\"$MAHIMAHI_SHELL_PREFIX$PS1\"; unset PROMPT_COMMAND");
 }
 
@@ -270,7 +278,7 @@ class Supervisor {
           std::cerr << program_ << ": the packet ferry ended unexpectedly (status " << shell_exit_code(status)
                     << "); ending the shell" << std::endl;
         }
-        ::kill(command_, SIGHUP);
+        if (!command_status_) ::kill(command_, SIGHUP);  // never signal a reaped pid: it may be reused
       }
     }
   }
@@ -299,13 +307,15 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
               UserEnvironment& env) {
   ShellSpec spec = parse(argc, argv);
   const UserIdentity user = check_privileges(info.name);
+  const AdministratorConfig config = AdministratorConfig::load();
   const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));
+  if (!spec.isolated) check_address_pool(pool, user.uid == 0, config.allowed_pools, kAdministratorConfigPath);
   std::optional<Ipv4> base;
   if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
   if (spec.command.empty()) spec.command = login_shell(user.uid);
 
   const char* realtime_env = env.get(kRealtimeVariable);
-  const bool realtime = !(realtime_env && std::string_view(realtime_env) == "0");
+  const int nice = (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
   const sigset_t original_mask = kSupervisorSignals.block();
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
@@ -327,7 +337,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   const std::string outer_prefix = prefix ? prefix : "";
   const pid_t ferry = fork_child(info.name, [&] {
-    if (realtime) use_realtime_scheduling();
+    raise_priority(nice);
     if (isolated) enter_namespace(net.inner_namespace);  // its servers live there
     drop_privileges(user);
     env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only

@@ -2,13 +2,18 @@
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 #include "exception.hh"
+#include "file_descriptor.hh"
 
 std::optional<Ipv4> Ipv4::parse(std::string_view text) {
   in_addr a{};
@@ -75,14 +80,15 @@ std::optional<AddressPair> allocate_pair(const Ipv4Net& pool, const std::vector<
   return std::nullopt;
 }
 
-static int prefix_of_mask(uint32_t mask_host_order) {
+namespace {
+
+int prefix_of_mask(uint32_t mask_host_order) {
   int n = 0;
   while (n < 32 && (mask_host_order & (0x80000000u >> n))) n++;
   return n;
 }
 
-std::vector<Ipv4Net> networks_in_use() {
-  std::vector<Ipv4Net> nets;
+void add_interface_addresses(std::vector<Ipv4Net>& nets) {
   ifaddrs* list = nullptr;
   if (getifaddrs(&list) != 0) throw SystemError("getifaddrs");
   for (ifaddrs* i = list; i; i = i->ifa_next) {
@@ -99,22 +105,161 @@ std::vector<Ipv4Net> networks_in_use() {
     }
   }
   freeifaddrs(list);
+}
 
-  // /proc/net/route: Iface Destination Gateway Flags RefCnt Use Metric Mask ... (hex, network order)
-  std::ifstream routes("/proc/net/route");
-  std::string line;
-  std::getline(routes, line);  // header
-  while (std::getline(routes, line)) {
-    std::istringstream fields(line);
-    std::string iface, dest_hex, gw_hex, flags, refcnt, use, metric, mask_hex;
-    if (!(fields >> iface >> dest_hex >> gw_hex >> flags >> refcnt >> use >> metric >> mask_hex)) continue;
-    uint32_t dest = static_cast<uint32_t>(std::stoul(dest_hex, nullptr, 16));
-    uint32_t mask = static_cast<uint32_t>(std::stoul(mask_hex, nullptr, 16));
-    int prefix = prefix_of_mask(ntohl(mask));
-    if (prefix == 0) continue;  // the default route covers everything; it is not a conflict
-    nets.push_back(Ipv4Net::of(Ipv4{ntohl(dest)}, prefix));
+Ipv4 ipv4_attribute(const rtattr* attribute) {
+  in_addr a{};
+  std::memcpy(&a, RTA_DATA(attribute), sizeof a);
+  return Ipv4::from_in_addr(a);
+}
+
+// Every IPv4 route of every table (policy routing included: VPNs such as Tailscale and WireGuard
+// keep theirs outside the main table), by an rtnetlink dump.
+void add_routes(std::vector<Ipv4Net>& nets) {
+  FileDescriptor sock(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
+  struct {
+    nlmsghdr header;
+    rtmsg route;
+  } request{};
+  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  request.header.nlmsg_type = RTM_GETROUTE;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.header.nlmsg_seq = 1;
+  request.route.rtm_family = AF_INET;
+  request.route.rtm_table = RT_TABLE_UNSPEC;
+  check_syscall("asking for the routes", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
+  std::vector<nlmsghdr> storage(32768 / sizeof(nlmsghdr));  // aligned for the headers
+  char* buffer = reinterpret_cast<char*>(storage.data());
+  for (;;) {
+    const ssize_t n = ::recv(sock.get(), buffer, storage.size() * sizeof(nlmsghdr), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw SystemError("reading the routes");
+    int length = static_cast<int>(n);
+    for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
+         message = NLMSG_NEXT(message, length)) {
+      if (message->nlmsg_type == NLMSG_DONE) return;
+      if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused to list the routes");
+      if (message->nlmsg_type != RTM_NEWROUTE) continue;
+      const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(message));
+      if (route->rtm_family != AF_INET) continue;
+      int attributes_length = static_cast<int>(RTM_PAYLOAD(message));
+      for (const rtattr* attribute = RTM_RTA(route); RTA_OK(attribute, attributes_length);
+           attribute = RTA_NEXT(attribute, attributes_length)) {
+        if (attribute->rta_type == RTA_DST && RTA_PAYLOAD(attribute) >= 4 && route->rtm_dst_len > 0) {
+          nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), route->rtm_dst_len));
+        } else if ((attribute->rta_type == RTA_GATEWAY || attribute->rta_type == RTA_PREFSRC) &&
+                   RTA_PAYLOAD(attribute) >= 4) {
+          nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), 32));
+        } else if (attribute->rta_type == RTA_MULTIPATH) {
+          auto* hop = static_cast<const rtnexthop*>(RTA_DATA(attribute));
+          int hops_length = static_cast<int>(RTA_PAYLOAD(attribute));
+          while (RTNH_OK(hop, hops_length)) {
+            int hop_attributes_length = static_cast<int>(hop->rtnh_len) - static_cast<int>(sizeof(rtnexthop));
+            for (const rtattr* a = RTNH_DATA(hop); RTA_OK(a, hop_attributes_length); a = RTA_NEXT(a, hop_attributes_length)) {
+              if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) >= 4) nets.push_back(Ipv4Net::of(ipv4_attribute(a), 32));
+            }
+            hops_length -= static_cast<int>(RTNH_ALIGN(hop->rtnh_len));
+            hop = RTNH_NEXT(hop);
+          }
+        }
+      }
+      // A default route covers everything and is no conflict, but its gateway (added above) is.
+    }
   }
+}
+
+// The resolvers this namespace's programs ask, often reached through the default route.
+void add_resolvers(std::vector<Ipv4Net>& nets) {
+  try {
+    for (Ipv4 resolver : resolv_conf_nameservers(read_small_file("/etc/resolv.conf"))) nets.push_back(Ipv4Net::of(resolver, 32));
+  } catch (const SystemError&) {
+    // No resolv.conf: no resolver to avoid.
+  }
+}
+
+// The remote addresses of connected sockets (/proc/net/tcp and udp, fixed kernel format:
+// "sl local_address rem_address st ...", addresses as 8 hex digits in network order).
+void add_socket_peers(std::vector<Ipv4Net>& nets, const char* table) {
+  std::ifstream file(table);
+  std::string line;
+  std::getline(file, line);  // header
+  while (std::getline(file, line)) {
+    std::istringstream fields(line);
+    std::string slot, local, remote;
+    if (!(fields >> slot >> local >> remote) || remote.size() != 13 || remote[8] != ':') continue;
+    uint32_t address = 0;
+    const auto [end, ec] = std::from_chars(remote.data(), remote.data() + 8, address, 16);
+    if (ec != std::errc() || end != remote.data() + 8 || address == 0) continue;
+    nets.push_back(Ipv4Net::of(Ipv4{ntohl(address)}, 32));
+  }
+}
+
+struct NamedNet {
+  const char* text;
+  const char* what;
+};
+
+Ipv4Net net_of(const char* text) { return *Ipv4Net::parse(text); }
+
+}  // namespace
+
+std::vector<Ipv4> resolv_conf_nameservers(const std::string& text) {
+  std::vector<Ipv4> found;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string keyword, address;
+    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
+    if (auto ip = Ipv4::parse(address)) found.push_back(*ip);
+  }
+  return found;
+}
+
+std::vector<Ipv4Net> networks_in_use() {
+  std::vector<Ipv4Net> nets;
+  add_interface_addresses(nets);
+  add_routes(nets);
+  add_resolvers(nets);
+  add_socket_peers(nets, "/proc/net/tcp");
+  add_socket_peers(nets, "/proc/net/udp");
+  std::sort(nets.begin(), nets.end(), [](const Ipv4Net& a, const Ipv4Net& b) {
+    return a.base.value != b.base.value ? a.base.value < b.base.value : a.prefix < b.prefix;
+  });
+  nets.erase(std::unique(nets.begin(), nets.end(),
+                         [](const Ipv4Net& a, const Ipv4Net& b) { return a.base == b.base && a.prefix == b.prefix; }),
+             nets.end());
   return nets;
+}
+
+const std::vector<Ipv4Net>& private_address_space() {
+  static const std::vector<Ipv4Net> space{net_of("10.0.0.0/8"), net_of("172.16.0.0/12"), net_of("192.168.0.0/16"),
+                                          net_of("100.64.0.0/10")};
+  return space;
+}
+
+void check_address_pool(const Ipv4Net& pool, bool caller_is_root, const std::vector<Ipv4Net>& administrator_pools,
+                        const std::string& config_path) {
+  static const NamedNet kNever[] = {{"0.0.0.0/8", "\"this network\" (0.0.0.0/8)"},
+                                    {"127.0.0.0/8", "loopback"},
+                                    {"169.254.0.0/16", "link-local space (cloud metadata lives there)"},
+                                    {"224.0.0.0/4", "multicast space"},
+                                    {"240.0.0.0/4", "reserved space and the broadcast address"}};
+  const std::string named = std::string(kAddressPoolVariable) + "=" + pool.str();
+  for (const NamedNet& never : kNever) {
+    if (pool.overlaps(net_of(never.text))) {
+      throw UserError(named + " is refused: it covers " + never.what + ", which no shell may take; choose a range such as 10.200.0.0/16");
+    }
+  }
+  if (caller_is_root) return;
+  auto inside = [&](const Ipv4Net& range) { return range.first() <= pool.first() && pool.last() <= range.last(); };
+  if (std::any_of(private_address_space().begin(), private_address_space().end(), inside)) return;
+  if (std::any_of(administrator_pools.begin(), administrator_pools.end(), inside)) return;
+  throw UserError(named +
+                  " is refused: an ordinary user's shells take their addresses only from private or shared address space "
+                  "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10), where they cannot divert the host's "
+                  "traffic to public addresses, or from ranges the administrator allows with allow-address-pool in " +
+                  config_path + "; choose a range such as 10.200.0.0/16");
 }
 
 Ipv4Net address_pool_from(const char* env_value) {

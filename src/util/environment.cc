@@ -1,13 +1,42 @@
 #include "environment.hh"
 
+#include <sys/auxv.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <unistd.h>
+
+#include "file_descriptor.hh"
 
 UserEnvironment UserEnvironment::capture_and_clear() {
   UserEnvironment env;
   for (char** e = environ; e && *e; e++) env.entries_.emplace_back(*e);
+  if (::getauxval(AT_SECURE)) {
+    try {
+      const std::string original = read_small_file("/proc/self/environ");  // bounded by the kernel's ARG_MAX
+      for (size_t start = 0; start < original.size();) {
+        size_t end = original.find('\0', start);
+        if (end == std::string::npos) end = original.size();
+        std::string entry = original.substr(start, end - start);
+        start = end + 1;
+        if (entry.find('=') == std::string::npos) continue;
+        if (std::find(env.entries_.begin(), env.entries_.end(), entry) == env.entries_.end())
+          env.withheld_.push_back(std::move(entry));
+      }
+    } catch (const std::exception&) {
+      // No /proc: the command gets what glibc left.
+    }
+  }
   clearenv();
   return env;
+}
+
+void UserEnvironment::restore_withheld() {
+  for (const std::string& entry : withheld_) {
+    const size_t equals = entry.find('=');
+    if (!get(std::string_view(entry).substr(0, equals))) entries_.push_back(entry);
+  }
+  withheld_.clear();
 }
 
 const char* UserEnvironment::get(std::string_view name) const {

@@ -82,7 +82,11 @@ std::vector<std::string> MasqueradeTable::remove_stale() {
     // mahimahi_<kind>_<pid> was made for device <kind>-<pid>
     std::string device = name.substr(kPrefix.size());
     auto us = device.rfind('_');
-    if (us != std::string::npos) device[us] = '-';
+    // Only shell tables (<kind>_<pid>); others, such as mahimahi_forward, are shared state.
+    if (us == std::string::npos || us + 1 == device.size() ||
+        device.find_first_not_of("0123456789", us + 1) != std::string::npos)
+      continue;
+    device[us] = '-';
     if (if_nametoindex(device.c_str()) != 0) continue;  // its shell is still alive
     try {
       run_nft("delete table ip " + name);

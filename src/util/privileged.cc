@@ -8,12 +8,23 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 
+#include <csignal>
+#include <cstddef>
+#include <cstring>
+
+#include <algorithm>
+#include <iostream>
 #include <sstream>
 
 #include "exception.hh"
+#include "forwarding.hh"
 #include "netdevice.hh"
+#include "signals.hh"
 
 namespace {
 
@@ -29,23 +40,24 @@ bool no_new_privs_set() {
   return false;
 }
 
-// Serialises address allocation among shells starting at the same time (in any namespace).
-class AllocationLock {
- public:
-  AllocationLock() {
-    for (const char* path : {"/run/mahimahi.lock", "/var/lock/mahimahi.lock"}) {
-      fd_ = FileDescriptor(::open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
-      if (fd_.valid()) break;
-    }
-    if (!fd_.valid()) throw SystemError("creating /run/mahimahi.lock");
-    while (::flock(fd_.get(), LOCK_EX) < 0) {
-      if (errno != EINTR) throw SystemError("locking /run/mahimahi.lock");
-    }
+// A /30 of the pool belongs to the shell holding the abstract socket named after it in this
+// network namespace: binding is atomic, and the claim ends when its last holder dies, even by
+// SIGKILL. Shells starting at the same time thus never take the same addresses, and none of
+// them waits for another (a global lock held by a process the user may stop would let one user
+// stall every other user's shells).
+FileDescriptor claim_slot(Ipv4 first) {
+  FileDescriptor sock(check_syscall("socket", ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string name = "mahimahi/slot/" + first.str();
+  std::memcpy(address.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
+  const auto length = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+  if (::bind(sock.get(), reinterpret_cast<const sockaddr*>(&address), length) < 0) {
+    if (errno == EADDRINUSE) return FileDescriptor();
+    throw SystemError("claiming " + first.str() + "/30");
   }
-
- private:
-  FileDescriptor fd_;
-};
+  return sock;
+}
 
 FileDescriptor open_current_namespace() {
   return FileDescriptor(check_syscall("opening /proc/self/ns/net", ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)));
@@ -56,11 +68,6 @@ FileDescriptor open_current_namespace() {
 void disable_ipv6(const std::string& device) {
   const std::string path = "/proc/sys/net/ipv6/conf/" + device + "/disable_ipv6";
   if (::access(path.c_str(), F_OK) == 0) write_existing_file(path, "1");
-}
-
-void enable_forwarding() {
-  const std::string path = "/proc/sys/net/ipv4/ip_forward";
-  if (read_small_file(path).rfind('1', 0) != 0) write_existing_file(path, "1");
 }
 
 FileDescriptor bound_socket(int type, Ipv4 address, uint16_t port) {
@@ -109,11 +116,101 @@ void drop_privileges(const UserIdentity& user) {
   }
 }
 
-void use_realtime_scheduling() {
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config) {
   // The highest normal-scheduler priority, not SCHED_FIFO: a ferry carrying ~1 Gbit/s can keep
   // a core busy, and the kernel's real-time throttling (sched_rt_runtime_us, 95 %) would then
   // stop it for tens of milliseconds every second, wasting the link's opportunities.
-  (void)::setpriority(PRIO_PROCESS, 0, -20);
+  constexpr int kBest = -20;
+  if (user.uid == 0) return kBest;
+  int allowed = kNoPriorityChange;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NICE, &limit) == 0 && limit.rlim_cur > 0) {
+    // RLIMIT_NICE n lets a process go down to nice 20 - n (setpriority(2)).
+    allowed = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 40 ? kBest : 20 - static_cast<int>(limit.rlim_cur);
+  }
+  if (config.ferry_nice) allowed = std::min(allowed, *config.ferry_nice);
+  return std::max(allowed, kBest);
+}
+
+void raise_priority(int nice) {
+  if (nice == kNoPriorityChange) return;
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice < current) (void)::setpriority(PRIO_PROCESS, 0, nice);
+}
+
+void run_root_helper(const std::function<void()>& fn, bool interruptible) {
+  int channel[2];
+  check_syscall("pipe2", ::pipe2(channel, O_CLOEXEC));
+  FileDescriptor error_read(channel[0]), error_write(channel[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork");
+  if (pid == 0) {
+    // Real, effective and saved uid root: the user can no longer signal it (kill needs a uid in
+    // common); its own session: no terminal signals (Ctrl-Z, Ctrl-C) reach it; normal priority
+    // whatever the caller's nice value. Setuid processes cannot be traced.
+    error_read.close();
+    int status = 0;
+    try {
+      if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
+      (void)::setpriority(PRIO_PROCESS, 0, 0);
+      fn();
+    } catch (const std::exception& e) {
+      try {
+        write_all(error_write.get(), e.what());
+      } catch (...) {
+      }
+      status = 1;
+    }
+    ::_exit(status);
+  }
+  error_write.close();
+  SignalFd interruptions(SignalSet{SIGINT, SIGTERM, SIGHUP, SIGQUIT});  // blocked by the supervisor
+  std::string error;
+  for (;;) {
+    pollfd fds[2] = {{error_read.get(), POLLIN, 0}, {interruptions.fd(), POLLIN, 0}};
+    if (::poll(fds, interruptible ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw SetupInterrupted("interrupted while setting up the shell");
+    }
+    char buffer[512];
+    const ssize_t n = ::read(error_read.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (error.size() < 4096) error.append(buffer, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw SystemError("waitpid");
+  }
+  if (!error.empty()) throw UserError(error);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the privileged helper failed");
+}
+
+ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::move(other.device_);
+    other.device_.clear();
+  }
+  return *this;
+}
+
+void ForwardingGrant::release() noexcept {
+  if (device_.empty()) return;
+  const std::string device = std::move(device_);
+  device_.clear();
+  try {
+    run_root_helper([&] { close_forwarding(device); }, false);
+  } catch (const std::exception& e) {
+    std::cerr << "mahimahi: restoring the forwarding settings: " << e.what() << std::endl;
+  }
 }
 
 void enter_namespace(const FileDescriptor& ns) {
@@ -121,24 +218,33 @@ void enter_namespace(const FileDescriptor& ns) {
 }
 
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid) {
-  AllocationLock lock;
   MasqueradeTable::remove_stale();
-  enable_forwarding();
 
   std::vector<Ipv4Net> in_use = networks_in_use();
   if (avoid) in_use.push_back(Ipv4Net::of(*avoid, 32));
-  auto addresses = allocate_pair(pool, in_use);
-  if (!addresses) {
-    throw UserError("no free /30 left in the address pool " + pool.str() + "; set " + kAddressPoolVariable +
-                    " to an unused range (e.g. 10.200.0.0/16)");
+  ShellNetwork net;
+  for (;;) {
+    auto addresses = allocate_pair(pool, in_use);
+    if (!addresses) {
+      throw UserError("no free /30 left in the address pool " + pool.str() + "; set " + kAddressPoolVariable +
+                      " to an unused range (e.g. 10.200.0.0/16)");
+    }
+    net.slot_claim = claim_slot(Ipv4{addresses->outer.value - 1});
+    if (net.slot_claim.valid()) {
+      net.addresses = *addresses;
+      break;
+    }
+    in_use.push_back(Ipv4Net::of(addresses->outer, 30));  // a shell starting now has it
   }
 
-  ShellNetwork net;
-  net.addresses = *addresses;
   net.outer_device = kind + "-" + std::to_string(::getpid());
   net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
+  // If the helper is killed half-way (the user interrupted the set-up), its device is left in
+  // the shared state, where the next shell to close finds it gone and removes it.
+  run_root_helper([&] { open_forwarding(net.outer_device); }, true);
+  net.forwarding = ForwardingGrant(net.outer_device);
 
   std::vector<Ipv4> resolvers;
   try {
@@ -187,15 +293,9 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
 
 std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
   std::vector<Ipv4> found;
-  std::istringstream lines(resolv_conf);
-  std::string line;
   const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
-  while (std::getline(lines, line)) {
-    std::istringstream words(line);
-    std::string keyword, address;
-    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
-    auto ip = Ipv4::parse(address);
-    if (ip && loopback.contains(*ip) && found.size() < 3) found.push_back(*ip);
+  for (Ipv4 ip : resolv_conf_nameservers(resolv_conf)) {
+    if (loopback.contains(ip) && found.size() < 3) found.push_back(ip);
   }
   return found;
 }

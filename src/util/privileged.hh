@@ -1,8 +1,11 @@
 #pragma once
-// The only code that runs with root's rights. A shell's supervisor calls create_shell_network()
-// once, as root; everything else (the packet ferry, the user's command, anything that reads a
-// file the user named) runs after drop_privileges(). The supervisor itself stays root only to
-// wait for its children and to undo what create_shell_network() did.
+// The privileged operations of a shell: the checks of the caller's identity, the drop, and the
+// set-up of namespaces, devices, addresses, routes, sysctls and NAT (with netdevice.cc, nat.cc
+// and forwarding.cc). They run in the supervisor, which keeps root's effective and saved uid
+// (the user's real uid, so that the user can signal their own shell) to set up, wait and clean
+// up, and in short root helpers (run_root_helper) that the user cannot signal. Everything that
+// parses what the user wrote (trace and recording files, the recording proxy's traffic) runs in
+// the ferry or the command, after drop_privileges(). docs/security.md lists every process.
 #include <sys/types.h>
 
 #include <functional>
@@ -12,6 +15,8 @@
 #include <vector>
 
 #include "address.hh"
+#include "admin_config.hh"
+#include "exception.hh"
 #include "file_descriptor.hh"
 #include "nat.hh"
 
@@ -42,16 +47,38 @@ struct DnsRelaySockets {
 // The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
 std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
 
+// The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
+class SetupInterrupted : public UserError {
+  using UserError::UserError;
+};
+
+// Forwarding opened for one shell's device (see forwarding.hh); closing it is the last step of
+// the shell's clean-up, run in a root helper.
+class ForwardingGrant {
+ public:
+  ForwardingGrant() = default;
+  explicit ForwardingGrant(std::string device) : device_(std::move(device)) {}
+  ForwardingGrant(ForwardingGrant&& other) noexcept : device_(std::move(other.device_)) { other.device_.clear(); }
+  ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
+  ~ForwardingGrant() { release(); }
+
+ private:
+  void release() noexcept;
+  std::string device_;
+};
+
 // Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
 // they were passed) removes all of it.
 struct ShellNetwork {
   AddressPair addresses;
+  FileDescriptor slot_claim;         // holds the addresses against other shells (claim_slot)
   std::string outer_device;          // e.g. delay-1234, in the caller's namespace
   FileDescriptor outer_tun;          // the caller's side
   FileDescriptor inner_tun;          // "ingress", inside the new namespace
   FileDescriptor inner_namespace;    // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
   DnsRelaySockets dns;               // empty unless the caller's resolver is on loopback
+  ForwardingGrant forwarding;        // destroyed first: the last clean-up step
 };
 
 constexpr const char* kInnerDevice = "ingress";
@@ -61,12 +88,23 @@ constexpr const char* kInnerDevice = "ingress";
 // reachable (MAHIMAHI_BASE), never allocated.
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid);
 
-// Gives the calling process (the ferry, before its threads start) the highest priority of the
-// normal scheduler (nice -20), so that a packet due now is sent now even when other programs
-// keep every core busy: the ferry does microseconds of work per wake-up. Set
-// MAHIMAHI_REALTIME=0 to keep the inherited priority. Failure is not an error.
+// The priority for the ferry (before its threads start): nice -20, the normal scheduler's highest,
+// so that a packet due now is sent now even when other programs keep every core busy (the ferry
+// does microseconds of work per wake-up) -- but for a caller who is not root only as far as the
+// caller's own RLIMIT_NICE or the administrator's ferry-nice setting allows; otherwise
+// kNoPriorityChange (the inherited priority). MAHIMAHI_REALTIME=0 keeps the inherited priority.
 constexpr const char* kRealtimeVariable = "MAHIMAHI_REALTIME";
-void use_realtime_scheduling();
+constexpr int kNoPriorityChange = 100;
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config);
+// Sets the calling process's nice value to `nice` if that raises its priority. Failure is not an error.
+void raise_priority(int nice);
+
+// Runs fn as a separate process that the calling user cannot signal, stop or trace (real,
+// effective and saved uid root, its own session) and waits for it: the few steps that hold a
+// lock other shells wait for run there. fn's exception text is rethrown as UserError. If
+// interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the wait: the
+// helper is killed and SetupInterrupted thrown.
+void run_root_helper(const std::function<void()>& fn, bool interruptible);
 
 // Sends every TCP connection leaving the shell's namespace to the returned listening socket (on
 // the outer address; the accepted sockets' SO_ORIGINAL_DST is where the program connected), and

@@ -1,0 +1,239 @@
+# Security regression tests (issue 9): the setuid programs run as an ordinary user ($TEST_USER)
+# inside the test world must not reroute the host, make it a router, regain root, stall other
+# users' shells, or take more priority than the user could. Each finding of the review is a test.
+
+# Where the installed programs read the administrator's configuration (SYSCONFDIR/mahimahi.conf).
+admin_config() { echo "$(dirname "$BIN")/etc/mahimahi.conf"; }
+
+with_admin_config() {  # TEXT: installs the configuration (root-owned, 0644) until remove_admin_config
+  mkdir -p "$(dirname "$(admin_config)")"
+  chmod 755 "$(dirname "$(admin_config)")"
+  printf '%s\n' "$1" > "$(admin_config)"
+  chmod 644 "$(admin_config)"
+}
+remove_admin_config() { rm -f "$(admin_config)"; }
+
+# ----- finding 1: address pools -----
+
+test_user_pool_outside_private_space_is_refused() {
+  status=0
+  for pool in 208.67.222.220/30 169.254.169.252/30 0.0.0.0/0 240.0.0.0/30 255.255.255.252/30 127.0.0.0/30 224.0.0.0/30 8.8.8.0/30; do
+    out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_ADDRESS_POOL=$pool "$BIN/mm-delay" 0 -- echo ran 2>&1); rc=$?
+    if [ "$rc" = 1 ] && echo "$out" | grep -q "MAHIMAHI_ADDRESS_POOL=$pool is refused" && ! echo "$out" | grep -q '^ran'; then
+      echo "  $pool: refused"
+    else
+      echo "FAIL: pool $pool as an ordinary user: status $rc, output: $out"; status=1
+    fi
+  done
+  # Nothing was added: no route into the refused ranges exists in the world.
+  routes=$(in_world ip route show table all | grep -E '208\.67|169\.254\.169|^240\.|^8\.8\.8' || true)
+  [ -z "$routes" ] || { echo "FAIL: routes left: $routes"; status=1; }
+  # Root may not take special space either, but may use a public range it owns.
+  in_world env MAHIMAHI_ADDRESS_POOL=169.254.0.0/16 "$BIN/mm-delay" 0 true 2>/dev/null && { echo "FAIL: root took link-local space"; status=1; }
+  out=$(in_world env MAHIMAHI_ADDRESS_POOL=198.51.100.0/30 "$BIN/mm-delay" 0 sh -c 'ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null && echo ok')
+  [ "$out" = ok ] || { echo "FAIL: root could not use 198.51.100.0/30"; status=1; }
+  # An ordinary user inside private space works.
+  out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_ADDRESS_POOL=10.200.0.0/16 "$BIN/mm-delay" 0 sh -c 'echo $MAHIMAHI_BASE; ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null && echo ok')
+  [ "$out" = "10.200.0.1
+ok" ] || { echo "FAIL: user pool 10.200.0.0/16 gave: $out"; status=1; }
+  return $status
+}
+
+test_administrator_file_widens_the_pools_environment_cannot() {
+  status=0
+  pool=198.18.0.0/30
+  AS_USER=$TEST_USER in_world env MAHIMAHI_ADDRESS_POOL=$pool "$BIN/mm-delay" 0 true 2>/dev/null &&
+    { echo "FAIL: $pool accepted without the administrator's permission"; status=1; }
+  with_admin_config "# test
+allow-address-pool 198.18.0.0/15"
+  out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_ADDRESS_POOL=$pool "$BIN/mm-delay" 0 sh -c 'echo $MAHIMAHI_BASE; ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null && echo ok' 2>&1)
+  [ "$out" = "198.18.0.1
+ok" ] || { echo "FAIL: allowed pool gave: $out"; status=1; }
+  # A configuration others could have written is not trusted: the shell refuses to start.
+  chmod 666 "$(admin_config)"
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 echo ran 2>&1); rc=$?
+  [ "$rc" = 1 ] && echo "$out" | grep -q "writable by root only" ||
+    { echo "FAIL: a world-writable configuration was used (status $rc: $out)"; status=1; }
+  printf 'allow-address-pool 0.0.0.0/0 extra\n' > "$(admin_config)"; chmod 644 "$(admin_config)"
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 echo ran 2>&1); rc=$?
+  [ "$rc" = 1 ] && echo "$out" | grep -q 'mahimahi.conf:1: expected "KEY VALUE"' ||
+    { echo "FAIL: a malformed configuration gave status $rc: $out"; status=1; }
+  remove_admin_config
+  [ $status = 0 ] && echo "  198.18.0.0/30 refused, then allowed by the administrator's file; untrusted or malformed files refused"
+  return $status
+}
+
+test_pool_never_covers_routed_gateway_or_resolver_addresses() {
+  status=0
+  # A route in another routing table (as VPNs keep theirs), and a resolver reached through the
+  # default route: shells must take neither, whatever the pool says.
+  in_world ip route add 10.99.0.0/24 via "$SERVER_IP" table 100
+  out=$(AS_USER=$TEST_USER in_world env MAHIMAHI_ADDRESS_POOL=10.99.0.0/24 "$BIN/mm-delay" 0 true 2>&1); rc=$?
+  in_world ip route del 10.99.0.0/24 via "$SERVER_IP" table 100
+  [ "$rc" = 1 ] && echo "$out" | grep -q "no free /30 left" || { echo "FAIL: a routed range was taken ($rc: $out)"; status=1; }
+  printf 'nameserver 10.88.0.53\n' > "$WORLD_TMP/resolv-far"
+  out=$(AS_USER=$TEST_USER in_world_with_resolv "$WORLD_TMP/resolv-far" env MAHIMAHI_ADDRESS_POOL=10.88.0.52/30 "$BIN/mm-delay" 0 true 2>&1); rc=$?
+  [ "$rc" = 1 ] && echo "$out" | grep -q "no free /30 left" || { echo "FAIL: the resolver's /30 was taken ($rc: $out)"; status=1; }
+  out=$(AS_USER=$TEST_USER in_world_with_resolv "$WORLD_TMP/resolv-far" env MAHIMAHI_ADDRESS_POOL=10.88.0.48/28 "$BIN/mm-delay" 0 sh -c 'echo $MAHIMAHI_BASE')
+  [ "$out" = 10.88.0.49 ] || { echo "FAIL: expected the first /30 beside the resolver, got $out"; status=1; }
+  [ $status = 0 ] && echo "  routed range (table 100) and the resolver's /30 skipped"
+  return $status
+}
+
+# ----- finding 3: one user must not stall another's shells -----
+
+test_stopped_shell_of_one_user_does_not_delay_another() {
+  status=0 worst=0
+  for i in $(seq 0 24); do
+    AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 true &
+    victim=$!
+    # Stop the user's shell (and all it has started so far) at a different point of its set-up each time.
+    sleep "0.00$((i % 10))$i"
+    stopped=$(pgrep -U "$(id -u "$TEST_USER")" -f "$BIN/mm-delay")
+    for p in $stopped; do kill -STOP "$p" 2>/dev/null; done
+    s=$(date +%s%N)
+    timeout 10 ip netns exec "$WORLD" "$BIN/mm-delay" 0 true; rc=$?
+    ms=$(( ($(date +%s%N) - s) / 1000000 ))
+    [ "$ms" -gt "$worst" ] && worst=$ms
+    for p in $stopped; do kill -CONT "$p" 2>/dev/null; done
+    wait "$victim"
+    [ "$rc" = 0 ] || { echo "FAIL: attempt $i: another shell failed or waited ($rc after $ms ms)"; status=1; }
+  done
+  echo "  25 stopped shells at varied points of their set-up; the other shell's slowest start: $worst ms"
+  [ "$worst" -lt 3000 ] || { echo "FAIL: a stopped shell delayed another by $worst ms"; status=1; }
+  return $status
+}
+
+test_setup_lock_wait_is_bounded_and_interruptible() {
+  ino=$(in_world stat -L -c %i /proc/self/ns/net)
+  lock=/run/mahimahi/netns-$ino.lock
+  mkdir -p /run/mahimahi
+  touch "$WORLD_TMP/hold"
+  # Root holds this namespace's lock (a user cannot: only root helpers take it).
+  flock "$lock" sh -c 'while [ -e "$0" ]; do sleep 0.05; done' "$WORLD_TMP/hold" &
+  holder=$!
+  wait_until 5 sh -c "! flock -n '$lock' true" || { rm -f "$WORLD_TMP/hold"; fail "could not take the lock"; return 1; }
+  status=0
+  s=$(date +%s%N)
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 echo ran 2>&1); rc=$?
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  echo "  waited $ms ms, status $rc: $out"
+  [ "$rc" = 1 ] && echo "$out" | grep -q "for over 10 s" || { echo "FAIL: expected a clear refusal after the bound"; status=1; }
+  [ "$ms" -ge 9500 ] && [ "$ms" -lt 15000 ] || { echo "FAIL: gave up after $ms ms, expected about 10 s"; status=1; }
+  # A shell waiting for the lock stops at once when told to.
+  ip netns exec "$WORLD" setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- \
+    "$BIN/mm-delay" 0 echo ran > "$WORLD_TMP/interrupted.out" 2>&1 &
+  shell=$!  # ip and setpriv exec in place: the shell's supervisor
+  # Waiting: its root helper (the only child it has while setting up) exists.
+  wait_until 5 pgrep -P "$shell" >/dev/null || { echo "FAIL: the shell never started its helper"; status=1; }
+  s=$(date +%s%N)
+  kill -TERM "$shell"
+  wait "$shell"; rc=$?
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  echo "  SIGTERM while waiting: status $rc after $ms ms: $(cat "$WORLD_TMP/interrupted.out")"
+  [ "$rc" != 0 ] && [ "$ms" -lt 2000 ] || { echo "FAIL: the waiting shell did not end promptly"; status=1; }
+  grep -q '^ran' "$WORLD_TMP/interrupted.out" && { echo "FAIL: the command ran"; status=1; }
+  rm -f "$WORLD_TMP/hold"; wait "$holder"
+  return $status
+}
+
+# ----- finding 4: forwarding -----
+
+forwarding_state() {  # every IPv4 forwarding sysctl of the world, one per line
+  in_world sh -c 'for f in /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv4/conf/*/forwarding; do echo "$f $(cat $f)"; done'
+}
+
+test_forwarding_stays_off_between_other_interfaces_and_is_restored() {
+  # Two more networks on the world, as a VPN and a LAN would be: host fa (10.78.1.2) and fb (10.78.2.2).
+  for n in a b; do
+    ip netns add "mmt-f$n$$"; ip -n "mmt-f$n$$" link set lo up
+    ip link add "mmt-f$n$$" netns "$WORLD" type veth peer name eth0 netns "mmt-f$n$$"
+  done
+  ip -n "$WORLD" addr add 10.78.1.1/24 dev "mmt-fa$$"; ip -n "$WORLD" link set "mmt-fa$$" up
+  ip -n "$WORLD" addr add 10.78.2.1/24 dev "mmt-fb$$"; ip -n "$WORLD" link set "mmt-fb$$" up
+  ip -n "mmt-fa$$" addr add 10.78.1.2/24 dev eth0; ip -n "mmt-fa$$" link set eth0 up; ip -n "mmt-fa$$" route add default via 10.78.1.1
+  ip -n "mmt-fb$$" addr add 10.78.2.2/24 dev eth0; ip -n "mmt-fb$$" link set eth0 up; ip -n "mmt-fb$$" route add default via 10.78.2.1
+  saved=$(in_world sysctl -n net.ipv4.ip_forward)
+  in_world sysctl -q -w net.ipv4.ip_forward=0
+  before=$(forwarding_state)
+  a_to_b() { ip netns exec "mmt-fa$$" ping -n -c 1 -W 1 -q 10.78.2.2 >/dev/null 2>&1; }
+  status=0
+  # Two shells at once, of two users: the root's and the ordinary user's; each waits for a file.
+  for who in root user; do
+    rm -f "$WORLD_TMP/up-$who" "$WORLD_TMP/go-$who"
+    script="ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null && touch $WORLD_TMP/up-$who; while [ ! -e $WORLD_TMP/go-$who ]; do sleep 0.05; done; ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null"
+    if [ $who = user ]; then AS_USER=$TEST_USER in_world "$BIN/mm-delay" 1 sh -c "$script" & else in_world "$BIN/mm-delay" 1 sh -c "$script" & fi
+    eval "shell_$who=\$!"
+  done
+  chmod 777 "$WORLD_TMP"
+  wait_until 10 test -e "$WORLD_TMP/up-root" -a -e "$WORLD_TMP/up-user" || { echo "FAIL: shells could not reach the server"; status=1; }
+  a_to_b && { echo "FAIL: the world forwarded between two of its other networks while shells ran"; status=1; }
+  [ "$(in_world sysctl -n net.ipv4.ip_forward)" = 0 ] || { echo "FAIL: global ip_forward switched on"; status=1; }
+  touch "$WORLD_TMP/go-user"; wait "$shell_user" || { echo "FAIL: the user's shell lost its forwarding"; status=1; }
+  # The root shell still reaches the server after the user's shell left.
+  touch "$WORLD_TMP/go-root"; wait "$shell_root" || { echo "FAIL: the remaining shell lost its forwarding when the other left"; status=1; }
+  chmod 755 "$WORLD_TMP"
+  after=$(forwarding_state)
+  [ "$before" = "$after" ] || { echo "FAIL: forwarding settings not restored:"; diff <(echo "$before") <(echo "$after"); status=1; }
+  in_world nft list tables | grep -q mahimahi_forward && { echo "FAIL: table mahimahi_forward left"; status=1; }
+  # The test can fail: with forwarding on, the same ping crosses.
+  in_world sysctl -q -w net.ipv4.ip_forward=1
+  a_to_b || { echo "FAIL: control: fa cannot reach fb even with forwarding on"; status=1; }
+  in_world sysctl -q -w net.ipv4.ip_forward="$saved"
+  ip netns del "mmt-fa$$"; ip netns del "mmt-fb$$"
+  [ $status = 0 ] && echo "  two shells ran; fa -> fb blocked meanwhile (crosses with ip_forward=1); all forwarding sysctls as before"
+  return $status
+}
+
+# ----- finding 5: priority -----
+
+ferry_nice_as() {  # prints the nice value of the shell's ferry (the process running as the user, or as root for root)
+  cmd='for p in $(pgrep -x mm-delay); do [ "$(awk "/^Uid/{print \$2,\$3,\$4}" /proc/$p/status)" = "$(id -u) $(id -u) $(id -u)" ] && awk "{print \$19}" /proc/$p/stat; done | sort -n | head -1'
+  "$@" "$BIN/mm-delay" 0 sh -c "$cmd"
+}
+
+test_ferry_priority_is_what_the_user_may_have() {
+  status=0
+  root=$(ferry_nice_as in_world)
+  user=$(AS_USER=$TEST_USER ferry_nice_as in_world)
+  limited=unavailable
+  # Raising RLIMIT_NICE's hard limit needs CAP_SYS_RESOURCE, which some machines (this VM) lack.
+  prlimit --nice=30:30 true 2>/dev/null && limited=$(ip netns exec "$WORLD" prlimit --nice=30:30 setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- "$BIN/mm-delay" 0 sh -c \
+    'for p in $(pgrep -x mm-delay); do [ "$(awk "/^Uid/{print \$2}" /proc/$p/status)" = "$(id -u)" ] && [ "$(awk "/^Uid/{print \$4}" /proc/$p/status)" = "$(id -u)" ] && awk "{print \$19}" /proc/$p/stat; done | head -1')
+  with_admin_config "ferry-nice -5"
+  configured=$(AS_USER=$TEST_USER ferry_nice_as in_world)
+  remove_admin_config
+  echo "  ferry nice: root $root, user $user, user with RLIMIT_NICE 30: $limited, user with ferry-nice -5: $configured"
+  [ "$root" = -20 ] || { echo "FAIL: root's ferry not at -20"; status=1; }
+  [ "$user" = 0 ] || { echo "FAIL: an ordinary user's ferry got priority $user"; status=1; }
+  [ "$limited" = -10 ] || [ "$limited" = unavailable ] || { echo "FAIL: RLIMIT_NICE 30 should allow -10"; status=1; }
+  [ "$configured" = -5 ] || { echo "FAIL: the administrator's ferry-nice -5 not applied"; status=1; }
+  return $status
+}
+
+# ----- finding 7 -----
+
+test_directory_name_cannot_run_code_through_the_prompt() {
+  # mm-record's tag carries the recording's directory name into MAHIMAHI_SHELL_PREFIX, which
+  # bash puts in PS1: a name such as x$(cmd) must not run cmd when bash shows its prompt.
+  parent=$WORLD_TMP/rec-parent
+  mkdir -p "$parent" "$WORLD_TMP/user-ca"; chown "$TEST_USER" "$parent" "$WORLD_TMP/user-ca"
+  # Expanded, $(printf ...) and `printf ...` would show RAN-A and RAN-B in the prompt.
+  printf 'echo prompt-test-done\nexit\n' | AS_USER=$TEST_USER in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/user-ca/ca" \
+    "$BIN/mm-record" "$parent/x\$(printf RAN-%s A)\`printf RAN-%s B\`" -- bash --norc -i > "$WORLD_TMP/prompt.out" 2>&1
+  prefix=$(AS_USER=$TEST_USER in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/user-ca/ca" "$BIN/mm-record" "$parent/y\$(id)" -- \
+    sh -c 'printf "%s" "$MAHIMAHI_SHELL_PREFIX"' 2>/dev/null)
+  rm -rf "$parent" "$WORLD_TMP/user-ca"
+  echo "  prefix for a recording named 'y\$(id)': $prefix"
+  echo "  prompt shown: $(grep -o '\[record [^]]*\]' "$WORLD_TMP/prompt.out" | head -1)"
+  grep -q prompt-test-done "$WORLD_TMP/prompt.out" || fail "the interactive bash did not run: $(cat "$WORLD_TMP/prompt.out")" || return 1
+  grep -q '\[record ' "$WORLD_TMP/prompt.out" || fail "bash showed no prompt with the prefix" || return 1
+  ! grep -q 'RAN-[AB]' "$WORLD_TMP/prompt.out" || fail "the directory name ran a command through the prompt" || return 1
+  case "$prefix" in *'$'*|*'`'*|'') fail "the prefix is empty or still carries \$ or a backquote"; return 1 ;; esac
+}
+
+test_command_gets_back_what_glibc_withholds_from_setuid_programs() {
+  out=$(AS_USER=$TEST_USER in_world env TMPDIR=/tmp/mm-tmp LD_LIBRARY_PATH=/nonexistent RES_OPTIONS=ndots:2 LOCALDOMAIN=example.test \
+        "$BIN/mm-delay" 0 sh -c 'echo "$TMPDIR|$LD_LIBRARY_PATH|$RES_OPTIONS|$LOCALDOMAIN"')
+  [ "$out" = "/tmp/mm-tmp|/nonexistent|ndots:2|example.test" ] || fail "the command got: $out"
+}
