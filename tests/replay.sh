@@ -176,3 +176,185 @@ test_replay_chromium_loads_the_recorded_page() {
   ! grep -q "no recorded response" "$home/err" || fail "requests missed: $(grep 'no recorded response' "$home/err" | head -3)" || return 1
   echo "  chromium (CA trusted through NSS) loads the recorded 3-origin page from the replay, every request found"
 }
+
+# ---- Loading a recording without root (the ferry parses it; the supervisor only adds addresses)
+
+# One pair whose response body is SIZE bytes, written as the protobuf wire format by hand (no
+# Python protobuf module needed), the body streamed to the file.
+big_recording() {  # DIR SIZE [FILES]
+  /usr/bin/python3 - "$1" "$2" "${3:-1}" <<'PY'
+import os, sys
+d, size, files = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7f; n >>= 7
+        out.append(b | (0x80 if n else 0))
+        if not n: return bytes(out)
+def field(number, data): return varint(number << 3 | 2) + varint(len(data)) + data
+def header(k, v): return field(2, field(1, k) + field(2, v))
+os.makedirs(d, exist_ok=True)
+for i in range(files):
+    request = field(1, b"GET /big%d HTTP/1.1" % i) + header(b"Host", b"big.test")
+    head = field(1, b"HTTP/1.1 200 OK") + header(b"Content-Type", b"application/octet-stream") + \
+           header(b"Content-Length", b"%d" % size)
+    body_tag = varint(3 << 3 | 2) + varint(size)
+    response_length = len(head) + len(body_tag) + size
+    with open(os.path.join(d, "save.big%d" % i), "wb") as f:
+        f.write(field(1, b"10.99.2.1") + varint(2 << 3) + varint(80) + varint(3 << 3) + varint(1) + field(4, request))
+        f.write(varint(5 << 3 | 2) + varint(response_length) + head + body_tag)
+        chunk = b"x" * (1 << 20)
+        left = size
+        while left:
+            n = min(left, len(chunk)); f.write(chunk[:n]); left -= n
+PY
+}
+
+# The pid of the shell's supervisor (saved uid 0) among the mm-replay processes of DIR, and of
+# the others (the ferry and its children): "supervisor PID" / "other PID" lines.
+replay_processes() {  # DIR
+  local pid
+  for pid in $(pgrep -f -- "bin/mm-replay $1 "); do
+    [ "$(cat "/proc/$pid/comm" 2>/dev/null)" = mm-replay ] || continue
+    if awk '/^Uid:/ { exit !($4 == 0) }' "/proc/$pid/status" 2>/dev/null; then echo "supervisor $pid"; else echo "other $pid"; fi
+  done
+}
+
+status_field() { awk -v f="$2:" '$1 == f { $1 = ""; print substr($0, 2) }' "/proc/$1/status" 2>/dev/null; }  # PID FIELD
+
+# The user's home for these tests (the CA of the replay servers is created there).
+replay_user_home() {
+  local home=$WORLD_TMP/rp-home
+  mkdir -p "$home"; chown "$TEST_USER" "$home"; echo "$home"
+}
+
+test_replay_recording_is_parsed_without_root_and_never_in_the_supervisor() {
+  local dir=$WORLD_TMP/rp-big size=$((300 * 1024 * 1024)) home; home=$(replay_user_home)
+  big_recording "$dir" "$size" && chown -R "$TEST_USER" "$dir" || fail "could not write the recording" || return 1
+  local uid gid; uid=$(id -u "$TEST_USER"); gid=$(id -g "$TEST_USER")
+  rm -f "$home/pid" "$home/go"
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- sh -c "
+    echo \$PPID > $home/pid
+    while [ ! -e $home/go ]; do sleep 0.05; done
+    curl -s -H User-Agent: -o /dev/null -w '%{http_code} %{size_download}\n' http://big.test/big0" > "$home/out" 2> "$home/err" &
+  local shell=$! deadline=$((SECONDS + 60)) loading= pid kind rss
+  # During the load: the process whose memory grows with the recording is not the supervisor.
+  while [ ! -s "$home/pid" ] && [ $SECONDS -lt $deadline ]; do
+    while read -r kind pid; do
+      rss=$(status_field "$pid" VmRSS | awk '{ print $1 }')
+      if [ "$kind" = other ] && [ "${rss:-0}" -gt 102400 ] && [ -z "$loading" ]; then
+        loading="pid $pid, $((rss / 1024)) MB resident: Uid $(status_field "$pid" Uid | tr -s '\t ' ' '), Gid $(status_field "$pid" Gid | tr -s '\t ' ' '), CapPrm $(status_field "$pid" CapPrm), CapEff $(status_field "$pid" CapEff)"
+      fi
+    done < <(replay_processes "$dir")
+  done
+  [ -s "$home/pid" ] || { touch "$home/go"; kill "$shell"; wait "$shell"; fail "the replay did not start within 60 s: $(cat "$home/err")"; return 1; }
+  local supervisor ferry; supervisor=$(cat "$home/pid")
+  ferry=$(replay_processes "$dir" | awk -v s="$supervisor" '$1 == "other" && $2 != s { print $2 }' |
+          while read -r p; do [ "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status")" = "$supervisor" ] && echo "$p"; done | head -1)
+  local hwm; hwm=$(status_field "$supervisor" VmHWM | awk '{ print $1 }')
+  local sup_uid; sup_uid=$(status_field "$supervisor" Uid | tr -s '\t ' ' ')
+  local f_uid f_gid f_prm f_eff f_rss
+  f_uid=$(status_field "$ferry" Uid | tr -s '\t ' ' '); f_gid=$(status_field "$ferry" Gid | tr -s '\t ' ' ')
+  f_prm=$(status_field "$ferry" CapPrm); f_eff=$(status_field "$ferry" CapEff); f_rss=$(status_field "$ferry" VmRSS | awk '{ print $1 }')
+  touch "$home/go"
+  wait "$shell"; local status=$?
+  [ "$status" = 0 ] && grep -q "^200 $size$" "$home/out" || fail "status $status, '$(cat "$home/out")', $(tail -3 "$home/err")" || return 1
+  [ -n "$loading" ] || fail "never saw the loading process grow" || return 1
+  echo "$loading" | grep -q "Uid $uid $uid $uid $uid, Gid $gid $gid $gid $gid, CapPrm 0000000000000000, CapEff 0000000000000000" ||
+    fail "while loading: $loading (user $uid:$gid)" || return 1
+  [ "$f_uid" = "$uid $uid $uid $uid" ] && [ "$f_gid" = "$gid $gid $gid $gid" ] && [ "$f_prm" = 0000000000000000 ] && [ "$f_eff" = 0000000000000000 ] ||
+    fail "the ferry ($ferry) holding the index: Uid $f_uid Gid $f_gid CapPrm $f_prm CapEff $f_eff" || return 1
+  [ "$(echo "$sup_uid" | cut -d' ' -f3)" = 0 ] || fail "supervisor $supervisor: Uid $sup_uid" || return 1
+  [ "$hwm" -lt $((size / 1024 / 10)) ] || fail "the supervisor's peak RSS is $hwm kB for a $((size >> 20)) MB recording" || return 1
+  echo "  while loading: $loading"
+  echo "  ferry holding the index: $((f_rss / 1024)) MB resident, Uid $f_uid, Gid $f_gid, CapPrm/CapEff 0"
+  echo "  supervisor (Uid $sup_uid): peak RSS (VmHWM) $((hwm / 1024)) MB for a $((size >> 20)) MB recording; the body served whole"
+}
+
+test_replay_fifo_and_symlink_in_the_recording_do_not_hang() {
+  local dir=$WORLD_TMP/rp-fifo home; home=$(replay_user_home)
+  crafted_recording "$dir" || return 1
+  chown -R "$TEST_USER" "$dir"
+  mkfifo "$dir/save.fifo"; chmod 666 "$dir/save.fifo"
+  ln -s /etc/shadow "$dir/save.shadow"
+  ln -s "$(ls "$dir"/save.* | head -1)" "$dir/save.link"
+  local start=$SECONDS out status
+  out=$(AS_USER=$TEST_USER in_world timeout 30 env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- \
+    curl -s -H User-Agent: http://q.test/again 2>&1); status=$?
+  local took=$((SECONDS - start))
+  [ "$status" = 0 ] && echo "$out" | grep -q "^again 1$" || fail "status $status (124: it hung): $out" || return 1
+  echo "$out" | grep -q "warning: cannot read recording file $dir/save.fifo: a FIFO (named pipe), not a regular file; skipped" ||
+    fail "no warning for the FIFO: $out" || return 1
+  echo "$out" | grep -q "save.shadow: a symbolic link, not a regular file; skipped" && echo "$out" | grep -q "save.link: a symbolic link" ||
+    fail "no warning for the symbolic links: $out" || return 1
+  [ "$took" -le 10 ] || fail "took $took s" || return 1
+  # Nothing but a FIFO: refused at once.
+  local only=$WORLD_TMP/rp-fifo-only; mkdir -p "$only"; mkfifo "$only/save.fifo"; chmod 666 "$only/save.fifo"
+  start=$SECONDS
+  out=$(AS_USER=$TEST_USER in_world timeout 30 env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$only" -- true 2>&1); status=$?
+  [ "$status" = 1 ] && echo "$out" | grep -q "holds no valid recorded pair" && echo "$out" | grep -q "FIFO" ||
+    fail "a recording of only a FIFO: status $status: $out" || return 1
+  echo "  FIFO and symbolic links (one to /etc/shadow) skipped with a warning each, replay in $took s; only a FIFO: refused in $((SECONDS - start)) s"
+}
+
+test_replay_more_than_1024_addresses_refused_before_any_is_added() {
+  local dir=$WORLD_TMP/rp-many home; home=$(replay_user_home)
+  /usr/bin/python3 - "$WORLD_TMP/many.har" <<'PY'
+import json, sys
+entries = []
+for i in range(1025):
+    ip = "10.98.%d.%d" % (i // 250, i % 250 + 1)
+    entries.append({"startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
+        "request": {"method": "GET", "url": "http://h%d.test/" % i, "httpVersion": "HTTP/1.1",
+                    "headers": [{"name": "Host", "value": "h%d.test" % i}], "queryString": [], "cookies": [],
+                    "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1", "headers": [], "cookies": [],
+                     "content": {"size": 3, "mimeType": "text/plain", "text": "%d\n" % i},
+                     "redirectURL": "", "headersSize": -1, "bodySize": 3},
+        "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": ip})
+json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
+PY
+  "$BIN/mm-recording" from-har "$WORLD_TMP/many.har" "$dir" >/dev/null 2>&1 || fail "from-har failed" || return 1
+  chown -R "$TEST_USER" "$dir"
+  local start; start=$(date +%s%N)
+  local out status
+  out=$(AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- echo started 2>&1); status=$?
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  [ "$status" = 1 ] && ! echo "$out" | grep -q started || fail "status $status: $out" || return 1
+  echo "$out" | grep -q "^mm-replay: too many addresses for the replay: 1026 (the recorded servers' and the resolvers'; at most 1024); replay with --single-server" ||
+    fail "message: $out" || return 1
+  [ "$(echo "$out" | wc -l)" = 1 ] || fail "more than one line: $out" || return 1
+  [ "$ms" -lt 5000 ] || fail "refusing took $ms ms" || return 1
+  echo "  1025 servers (+ the resolver) refused in $ms ms: $out"
+  out=$(AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" --single-server -- \
+    curl -s -H User-Agent: http://h1024.test/ 2>&1); status=$?
+  [ "$status" = 0 ] && [ "$out" = 1024 ] || fail "--single-server: status $status: $out" || return 1
+  echo "  the same recording with --single-server replays"
+}
+
+test_replay_sigterm_while_loading_ends_promptly() {
+  local dir=$WORLD_TMP/rp-big-term home; home=$(replay_user_home)
+  big_recording "$dir" $((300 * 1024 * 1024)) 4 && chown -R "$TEST_USER" "$dir" || fail "could not write the recording" || return 1
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- echo started \
+    > "$home/term.out" 2> "$home/term.err" &
+  local shell=$! deadline=$((SECONDS + 60)) supervisor= loading= kind pid rss
+  while [ -z "$loading" ] && [ $SECONDS -lt $deadline ]; do
+    while read -r kind pid; do
+      [ "$kind" = supervisor ] && supervisor=$pid
+      rss=$(status_field "$pid" VmRSS | awk '{ print $1 }')
+      [ "$kind" = other ] && [ "${rss:-0}" -gt 51200 ] && loading=$pid
+    done < <(replay_processes "$dir")
+  done
+  [ -n "$loading" ] && [ -n "$supervisor" ] || { wait "$shell"; fail "never saw the load: $(cat "$home/term.err")"; return 1; }
+  local start; start=$(date +%s%N)
+  kill -TERM "$supervisor"
+  wait "$shell"; local status=$?
+  local ms=$((($(date +%s%N) - start) / 1000000))
+  [ "$status" = 143 ] || fail "status $status: $(cat "$home/term.out" "$home/term.err")" || return 1
+  [ ! -s "$home/term.out" ] || fail "the command ran: $(cat "$home/term.out")" || return 1
+  grep -q "^mm-replay: start interrupted by SIGTERM" "$home/term.err" && [ "$(wc -l < "$home/term.err")" = 1 ] ||
+    fail "messages: $(cat "$home/term.err")" || return 1
+  [ "$ms" -lt 2000 ] || fail "took $ms ms to end" || return 1
+  [ -z "$(replay_processes "$dir")" ] || fail "left running: $(replay_processes "$dir")" || return 1
+  echo "  SIGTERM during the load of a 1200 MB recording: status 143 in $ms ms, $(cat "$home/term.err")"
+}

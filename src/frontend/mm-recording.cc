@@ -214,9 +214,9 @@ int show(const std::string& dir, const std::string& file, bool raw) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UserError("cannot read recording directory " + dir + ": no such directory");
   if (!fs::exists(path, ec)) throw UserError("no file " + file + " in " + dir + " (see mm-recording ls " + dir + ")");
-  const std::string bytes = read_user_file(path.string(), "recording file");
+  std::string bytes = read_recording_file(path);  // no FIFO, device or symbolic link; < 2 GiB
   std::string why;
-  auto pair = parse_pair(bytes, &why);
+  auto pair = parse_owned_pair(std::move(bytes), &why);
   if (!pair) throw UserError(path.string() + " is not a recorded request/response: " + why);
   const RecordedPair& p = *pair;
 

@@ -103,8 +103,16 @@ struct ReplayPlan {
 ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
   ReplayPlan p;
   std::vector<std::string> warnings;
-  p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
-  for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
+  auto print_warnings = [&] {
+    for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
+  };
+  try {
+    p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
+  } catch (const UserError&) {
+    print_warnings();  // "no valid pair: see the warnings"
+    throw;
+  }
+  print_warnings();
   const auto& origins = p.index->origins();
   if (single_server) {
     // Every recorded port, on the first recorded address; every name resolves to it.
@@ -134,9 +142,22 @@ ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
   return p;
 }
 
+// The addresses the namespace's lo needs: every recorded server's and the resolvers', once each.
+// 127.0.0.0/8 is on lo already (and may not be requested).
+std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
+  std::vector<Ipv4> addresses;
+  std::set<uint32_t> seen;
+  auto add = [&](const std::string& text) {
+    const auto ip = Ipv4::parse(text);
+    if (ip && (ip->value >> 24) != 127 && seen.insert(ip->value).second) addresses.push_back(*ip);
+  };
+  for (const ReplayServerSpec& s : p.servers) add(s.ip);
+  for (const std::string& r : p.dns.listen) add(r);
+  return addresses;
+}
+
 int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan& p, const std::string& dir,
           const std::optional<std::string>& ca_dir, const ReplayOptions& options, bool verbose) {
-  (void)::setpriority(PRIO_PROCESS, 0, 0);  // the servers must not outrank the command
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   handled.block();  // inherited by the threads; SIGTERM (from the supervisor) is read below
   SignalFd term(SignalSet{SIGTERM});
@@ -186,26 +207,16 @@ int main(int argc, char** argv) {
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
     spec.device_kind = "replay";
     spec.tag = "[replay " + *dir + "] ";
-    auto replay = std::make_shared<ReplayPlan>();
-    // Read with the user's rights, before the namespace exists: it needs the recorded addresses.
-    spec.isolated_addresses = [replay, dir = *dir, http2, single_server] {
-      *replay = plan(dir, http2, single_server);
-      std::vector<Ipv4> addresses;
-      for (const ReplayServerSpec& s : replay->servers) {
-        const auto ip = Ipv4::parse(s.ip);
-        if (ip && std::find(addresses.begin(), addresses.end(), *ip) == addresses.end()) addresses.push_back(*ip);
-      }
-      for (const std::string& r : replay->dns.listen) {
-        const auto ip = Ipv4::parse(r);
-        if (ip && (ip->value >> 24) != 127 && std::find(addresses.begin(), addresses.end(), *ip) == addresses.end())
-          addresses.push_back(*ip);
-      }
-      return addresses;
-    };
-    spec.ferry = [replay, dir = *dir, ca_dir, options, verbose](const FerryEndpoints& endpoints,
-                                                               const std::function<void()>& ready) {
+    // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
+    // parsing can regain them), and only the list of addresses goes back to the supervisor.
+    spec.isolated = true;
+    spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
+                                                                             const std::function<void()>& ready) {
       try {
-        return serve(endpoints, ready, *replay, dir, ca_dir, options, verbose);
+        (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
+        ReplayPlan p = plan(dir, http2, single_server);
+        endpoints.add_addresses(addresses_of(p));
+        return serve(endpoints, ready, p, dir, ca_dir, options, verbose);
       } catch (const std::exception& e) {
         std::cerr << "mm-replay: " << e.what() << std::endl;
         return 1;

@@ -1,6 +1,7 @@
 // Recording files: protobuf (de)serialization, atomic background writing, directory loading.
 #include "record_file.hh"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,12 +37,13 @@ void to_proto(const HttpMessage& in, MahimahiProtobufs::HTTPMessage* out) {
   out->set_body(in.body);
 }
 
-HttpMessage from_proto(const MahimahiProtobufs::HTTPMessage& in) {
+// Moves the strings out of the message (the body may be most of the file).
+HttpMessage from_proto(MahimahiProtobufs::HTTPMessage& in) {
   HttpMessage out;
-  out.first_line = in.first_line();
+  out.first_line = std::move(*in.mutable_first_line());
   out.headers.reserve(static_cast<size_t>(in.header_size()));
-  for (const auto& h : in.header()) out.headers.push_back({h.key(), h.value()});
-  out.body = in.body();
+  for (auto& h : *in.mutable_header()) out.headers.push_back({std::move(*h.mutable_key()), std::move(*h.mutable_value())});
+  out.body = std::move(*in.mutable_body());
   return out;
 }
 
@@ -110,16 +112,20 @@ std::string serialize_pair(const RecordedPair& pair) {
   return bytes;
 }
 
-std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why) {
+namespace {
+// Parses; when `owned` is given (it holds the bytes), frees it as soon as the message is parsed,
+// so that a large file is not held three times (bytes, message, pair).
+std::optional<RecordedPair> parse_record(std::string_view bytes, std::string* owned, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<RecordedPair> {
     if (why) *why = reason;
     return std::nullopt;
   };
   if (bytes.empty()) return fail("empty file");
-  if (bytes.size() > static_cast<size_t>(INT_MAX)) return fail("too large for a record (over 2 GiB)");
+  if (bytes.size() > kMaxRecordFileBytes) return fail("too large for a record (over 2 GiB)");
   MahimahiProtobufs::RequestResponse record;
-  if (!record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return fail("not a RequestResponse protobuf: truncated, or another kind of file");
+  const bool parsed = record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
+  if (owned) std::string().swap(*owned);
+  if (!parsed) return fail("not a RequestResponse protobuf: truncated, or another kind of file");
   if (!record.has_request()) return fail("no request in the record");
   if (!record.has_response()) return fail("no response in the record");
   if (record.request().first_line().empty()) return fail("the request has no first line");
@@ -130,8 +136,8 @@ std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why)
   pair.ip = record.ip();
   pair.port = static_cast<uint16_t>(record.port());
   pair.https = record.scheme() == MahimahiProtobufs::RequestResponse::HTTPS;
-  pair.request = from_proto(record.request());
-  pair.response = from_proto(record.response());
+  pair.request = from_proto(*record.mutable_request());
+  pair.response = from_proto(*record.mutable_response());
   pair.request_start_us = record.request_start_us();
   pair.request_end_us = record.request_end_us();
   pair.response_first_byte_us = record.response_first_byte_us();
@@ -139,6 +145,15 @@ std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why)
   pair.server_name = record.server_name();
   pair.protocol = record.protocol();
   return pair;
+}
+}  // namespace
+
+std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why) {
+  return parse_record(bytes, nullptr, why);
+}
+
+std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why) {
+  return parse_record(bytes, &bytes, why);
 }
 
 void create_record_directory(const fs::path& dir) {
@@ -294,45 +309,139 @@ void RecordWriter::report(int err, const std::string& what, const std::string& d
   }
 }
 
-LoadedRecording load_recording(const fs::path& dir) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(dir, ec);
-  if (ec || !fs::exists(status)) {
+namespace {
+// What a file that is not a regular file is, for messages.
+const char* file_kind(mode_t mode) {
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  if (S_ISDIR(mode)) return "a directory";
+  return "not a regular file";
+}
+
+// Reads one recording file, NAME relative to dir_fd (or a path, with AT_FDCWD), never blocking
+// and never following a symbolic link: a FIFO, socket, device or symbolic link put in place of
+// a file (even between the directory listing and the open) is refused, as is a file too large
+// for a record. nullopt with *why ("shown: reason") if it cannot be read.
+std::optional<std::string> read_record_file(int dir_fd, const std::string& name, const std::string& shown,
+                                            std::string* why) {
+  auto fail = [&](const std::string& reason) -> std::optional<std::string> {
+    *why = shown + ": " + reason;
+    return std::nullopt;
+  };
+  struct stat st;
+  // Checked before the open too, so that no device is ever opened (opening some has effects).
+  if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) < 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(std::string(file_kind(st.st_mode)) + ", not a regular file");
+  FileDescriptor fd(::openat(dir_fd, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd.valid()) {
+    if (errno == ELOOP) return fail("a symbolic link, not a regular file");
+    return fail(std::strerror(errno));
+  }
+  if (::fstat(fd.get(), &st) < 0) return fail(std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) return fail(std::string(file_kind(st.st_mode)) + ", not a regular file");
+  auto too_large = [&](uint64_t size) {
+    return fail("too large for a record (" + std::to_string(size) + " bytes; a record is less than 2 GiB)");
+  };
+  if (static_cast<uint64_t>(st.st_size) > kMaxRecordFileBytes) return too_large(static_cast<uint64_t>(st.st_size));
+  std::string bytes;
+  bytes.resize(static_cast<size_t>(st.st_size) + 1);  // one more byte: notices a file that grew
+  size_t got = 0;
+  for (;;) {
+    if (got == bytes.size()) {
+      if (bytes.size() > kMaxRecordFileBytes) return too_large(bytes.size());
+      bytes.resize(std::min<size_t>(bytes.size() * 2, kMaxRecordFileBytes + 1));
+    }
+    const ssize_t n = ::read(fd.get(), bytes.data() + got, bytes.size() - got);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(std::strerror(errno));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+  }
+  bytes.resize(got);
+  return bytes;
+}
+}  // namespace
+
+std::string read_recording_file(const fs::path& path) {
+  std::string why;
+  auto bytes = read_record_file(AT_FDCWD, path.string(), path.string(), &why);
+  if (!bytes) throw UserError("cannot read recording file " + why);
+  return std::move(*bytes);
+}
+
+void scan_recording(const fs::path& dir, const std::function<void(const fs::path&, RecordedPair&&)>& on_pair,
+                    const std::function<void(std::string)>& on_warning) {
+  // The directory is opened once, without following a symbolic link, and every file is opened
+  // relative to it: renaming or replacing the path meanwhile changes nothing.
+  FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!dir_fd.valid()) {
+    const int err = errno;
+    struct stat st;
+    const bool exists = ::lstat(dir.c_str(), &st) == 0;
+    if (exists && S_ISLNK(st.st_mode)) {
+      throw UserError(dir.string() + " is a symbolic link: name the recording directory itself (" + dir.string() +
+                      "/ or its real path)");
+    }
+    if (exists && !S_ISDIR(st.st_mode))
+      throw UserError(dir.string() + " is not a directory (a recording is a directory with one file per request)");
     throw UserError("cannot read recording directory " + dir.string() + ": " +
-                    (ec ? ec.message() : std::string("no such directory")));
+                    (err == ENOENT ? std::string("no such directory") : std::string(std::strerror(err))));
   }
-  if (!fs::is_directory(status))
-    throw UserError(dir.string() + " is not a directory (a recording is a directory with one file per request)");
-
-  std::vector<fs::path> files;
-  fs::directory_iterator it(dir, ec), end;
-  for (; !ec && it != end; it.increment(ec)) {
-    const std::string name = it->path().filename().string();
+  DIR* listing = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!listing) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(errno));
+  std::vector<std::string> names;
+  int err = 0;
+  for (;;) {
+    errno = 0;
+    const dirent* d = ::readdir(listing);
+    if (!d) {
+      err = errno;
+      break;
+    }
+    const std::string name = d->d_name;
     if (name.empty() || name[0] == '.') continue;  // hidden: unfinished temporary files and the like
-    std::error_code type_error;
-    if (!it->is_regular_file(type_error)) continue;
-    files.push_back(it->path());
+    if (d->d_type == DT_DIR) continue;             // not files of the recording
+    if (d->d_type == DT_UNKNOWN) {
+      struct stat st;
+      if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) continue;
+    }
+    if (names.size() == kMaxRecordingFiles) {
+      ::closedir(listing);
+      throw UserError(dir.string() + " has more than " + std::to_string(kMaxRecordingFiles) +
+                      " files; a recording holds one file per request, so this is not one (or split it)");
+    }
+    names.push_back(name);
   }
-  if (ec) throw UserError("cannot read recording directory " + dir.string() + ": " + ec.message());
-  std::sort(files.begin(), files.end());
+  ::closedir(listing);
+  if (err) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(err));
+  std::sort(names.begin(), names.end());
 
-  LoadedRecording loaded;
-  for (const fs::path& file : files) {
-    std::string bytes;
-    try {
-      bytes = read_user_file(file.string(), "recording file");
-    } catch (const UserError& e) {
-      loaded.warnings.push_back(std::string(e.what()) + "; skipped");
-      continue;
-    }
+  for (const std::string& name : names) {
+    const fs::path file = dir / name;
     std::string why;
-    auto pair = parse_pair(bytes, &why);
-    if (!pair) {
-      loaded.warnings.push_back(file.string() + ": not a recorded request/response (" + why + "); skipped");
+    auto bytes = read_record_file(dir_fd.get(), name, file.string(), &why);
+    if (!bytes) {
+      on_warning("cannot read recording file " + why + "; skipped");
       continue;
     }
-    loaded.entries.push_back({file, std::move(*pair)});
+    auto pair = parse_owned_pair(std::move(*bytes), &why);  // the bytes are freed once parsed
+    if (!pair) {
+      on_warning(file.string() + ": not a recorded request/response (" + why + "); skipped");
+      continue;
+    }
+    on_pair(file, std::move(*pair));
   }
+}
+
+LoadedRecording load_recording(const fs::path& dir) {
+  LoadedRecording loaded;
+  scan_recording(
+      dir, [&](const fs::path& file, RecordedPair&& pair) { loaded.entries.push_back({file, std::move(pair)}); },
+      [&](std::string warning) { loaded.warnings.push_back(std::move(warning)); });
   return loaded;
 }
 

@@ -30,11 +30,18 @@ struct RecordedPair {
   bool operator==(const RecordedPair&) const;
 };
 
+// A record is a protobuf message, which cannot be 2 GiB or more (mm-record writes each pair in
+// one file, so it cannot write more either). A recording is one file per pair.
+constexpr uint64_t kMaxRecordFileBytes = 0x7fffffff;
+constexpr size_t kMaxRecordingFiles = 1000000;
+
 // The file's bytes: fields 1-5 as the original writes them, ours (>= 100) only when known.
 std::string serialize_pair(const RecordedPair& pair);
 // nullopt, with the reason in *why (if given), when `bytes` is not a valid record: not a
 // protobuf message (garbage, truncated), empty, or missing the request or the response.
 std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why);
+// The same, freeing `bytes` as soon as they are parsed (large bodies are then held once, not twice).
+std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why);
 
 // Creates the recording directory (mode 0700). An existing path => UserError "DIR already
 // exists: choose a new directory ..."; a missing or unwritable parent => UserError naming it.
@@ -102,10 +109,22 @@ struct LoadedRecording {
   std::vector<RecordingEntry> entries;
   std::vector<std::string> warnings;  // one per skipped file, naming it and why
 };
-// Reads every regular, non-hidden file in DIR (sorted by name); files that are not valid records
-// are skipped with a warning. Missing or unreadable DIR => UserError. A directory with nothing
-// valid gives warnings only: the caller decides whether that is an error.
+// Reads every non-hidden file in DIR in name order, one file in memory at a time: on_pair gets
+// each valid record (its path, dir/NAME, and the pair), on_warning a line for each file skipped,
+// naming it and why: not a valid record, or not a regular file (a symbolic link, FIFO, socket or
+// device is never followed nor read: the files are opened relative to the directory with
+// O_NOFOLLOW | O_NONBLOCK and checked with fstat), or too large for a record (2 GiB).
+// Subdirectories are ignored. UserError if DIR is missing, is not a directory, is a symbolic
+// link, is unreadable or has more than kMaxRecordingFiles files.
+void scan_recording(const std::filesystem::path& dir,
+                    const std::function<void(const std::filesystem::path& file, RecordedPair&& pair)>& on_pair,
+                    const std::function<void(std::string warning)>& on_warning);
+// scan_recording, keeping every pair (mm-recording): a directory with nothing valid gives
+// warnings only: the caller decides whether that is an error.
 LoadedRecording load_recording(const std::filesystem::path& dir);
+// Reads one recording file as scan_recording does (no symbolic link, FIFO, device; < 2 GiB).
+// UserError "cannot read recording file PATH: reason".
+std::string read_recording_file(const std::filesystem::path& path);
 
 // The body as content: de-chunked (extensions and trailers dropped) if the message says
 // Transfer-Encoding: chunked, otherwise as stored. Not decompressed. A malformed or truncated

@@ -186,7 +186,7 @@ bool value_is_safe(std::string_view value) {
 bool body_forbidden(int status) { return status < 200 || status == 204 || status == 304; }
 
 // The recorded response as it must be served (see the header comment of ReplayResponse).
-ReplayResponse prepare_response(const HttpMessage& recorded, int status, std::string reason,
+ReplayResponse prepare_response(HttpMessage&& recorded, int status, std::string reason,
                                 std::string_view request_method) {
   ReplayResponse out;
   out.status = status;
@@ -219,7 +219,7 @@ ReplayResponse prepare_response(const HttpMessage& recorded, int status, std::st
 
   if (request_method == "HEAD" || body_forbidden(status)) return out;  // no body; recorded Content-Length kept
 
-  out.body = is_chunked(recorded) ? decoded_body(recorded) : recorded.body;
+  out.body = is_chunked(recorded) ? decoded_body(recorded) : std::move(recorded.body);
   const std::string length = std::to_string(out.body.size());
   bool found = false;
   for (HttpHeader& h : out.headers) {
@@ -233,8 +233,7 @@ ReplayResponse prepare_response(const HttpMessage& recorded, int status, std::st
 }
 
 // The request side of a recorded pair, checked. nullopt with *why when it cannot be replayed.
-std::optional<Entry> request_entry(const RecordingEntry& recorded, std::string* why) {
-  const RecordedPair& pair = recorded.pair;
+std::optional<Entry> request_entry(const fs::path& file, const RecordedPair& pair, std::string* why) {
   Entry e;
   const auto host = pair.request.header("Host");
   if (!host) {
@@ -280,7 +279,7 @@ std::optional<Entry> request_entry(const RecordingEntry& recorded, std::string* 
   e.ip = pair.ip;
   e.port = pair.port;
   e.request_start_us = pair.request_start_us;
-  e.file = recorded.file.filename().string();
+  e.file = file.filename().string();
   return e;
 }
 
@@ -488,39 +487,8 @@ ReplayIndex& ReplayIndex::operator=(ReplayIndex&&) noexcept = default;
 ReplayIndex::~ReplayIndex() = default;
 
 ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* warnings) {
-  LoadedRecording loaded = load_recording(dir);  // UserError if DIR is missing or unreadable
   std::vector<std::string> local_warnings;
   std::vector<std::string>& warn = warnings ? *warnings : local_warnings;
-  for (std::string& w : loaded.warnings) warn.push_back(std::move(w));
-  const size_t corrupt = loaded.warnings.size();
-
-  ReplayIndex index;
-  std::vector<const RecordingEntry*> accepted;  // parallel to index.entries_ until sorted
-  for (const RecordingEntry& recorded : loaded.entries) {
-    std::string why;
-    auto entry = request_entry(recorded, &why);
-    std::optional<std::pair<int, std::string>> status;
-    if (entry) {
-      status = parse_status_line(recorded.pair.response.first_line);
-      if (!status) why = "the response's status line \"" + printable(recorded.pair.response.first_line, 100) +
-                         "\" does not parse";
-    }
-    if (!entry || !status) {
-      warn.push_back(recorded.file.string() + ": " + why + "; skipped");
-      continue;
-    }
-    entry->response = prepare_response(recorded.pair.response, status->first, std::move(status->second), entry->method);
-    index.entries_.push_back(std::move(*entry));
-    accepted.push_back(&recorded);
-  }
-  if (index.entries_.empty()) {
-    const size_t files = corrupt + loaded.entries.size();
-    std::string detail = files == 0 ? "the directory has no files"
-                                    : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
-                                          std::to_string(corrupt) + " not a recorded pair, " +
-                                          std::to_string(loaded.entries.size()) + " not replayable; see the warnings";
-    throw UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
-  }
 
   // Origins and names (SNI and protocol are not kept in the entries).
   struct OriginAccumulator {
@@ -541,16 +509,50 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
     o.names.insert(name);
     names[name].insert(ip);
   };
-  for (size_t i = 0; i < accepted.size(); i++) {
-    const RecordedPair& pair = accepted[i]->pair;
-    const std::string file = accepted[i]->file.string();
-    OriginAccumulator& o = origins[{pair.ip, pair.port}];
-    (pair.https ? o.tls : o.clear)++;
-    if (pair.protocol == "h2") o.h2 = true;
-    add_name(std::string(host_without_port(index.entries_[i].host)), pair.ip, file, o);
-    std::string sni = lower_case(pair.server_name);
-    while (!sni.empty() && sni.back() == '.') sni.pop_back();
-    add_name(sni, pair.ip, file, o);
+
+  // One file at a time: each pair is turned into its entry (the response ready to serve, its
+  // body moved, not copied) before the next file is read.
+  ReplayIndex index;
+  size_t corrupt = 0, unreplayable = 0;
+  scan_recording(  // UserError if DIR is missing or unreadable
+      dir,
+      [&](const fs::path& path, RecordedPair&& pair) {
+        std::string why;
+        auto entry = request_entry(path, pair, &why);
+        std::optional<std::pair<int, std::string>> status;
+        if (entry) {
+          status = parse_status_line(pair.response.first_line);
+          if (!status) why = "the response's status line \"" + printable(pair.response.first_line, 100) +
+                             "\" does not parse";
+        }
+        if (!entry || !status) {
+          warn.push_back(path.string() + ": " + why + "; skipped");
+          unreplayable++;
+          return;
+        }
+        const std::string file = path.string();
+        OriginAccumulator& o = origins[{pair.ip, pair.port}];
+        (pair.https ? o.tls : o.clear)++;
+        if (pair.protocol == "h2") o.h2 = true;
+        add_name(std::string(host_without_port(entry->host)), pair.ip, file, o);
+        std::string sni = lower_case(pair.server_name);
+        while (!sni.empty() && sni.back() == '.') sni.pop_back();
+        add_name(sni, pair.ip, file, o);
+        entry->response =
+            prepare_response(std::move(pair.response), status->first, std::move(status->second), entry->method);
+        index.entries_.push_back(std::move(*entry));
+      },
+      [&](std::string warning) {
+        warn.push_back(std::move(warning));
+        corrupt++;
+      });
+  if (index.entries_.empty()) {
+    const size_t files = corrupt + unreplayable;
+    std::string detail = files == 0 ? "the directory has no files"
+                                    : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
+                                          std::to_string(corrupt) + " not a recorded pair, " +
+                                          std::to_string(unreplayable) + " not replayable; see the warnings";
+    throw UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
   }
   std::stable_sort(index.entries_.begin(), index.entries_.end(), recorded_before);
 
@@ -631,7 +633,7 @@ ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRe
   std::vector<std::pair<Entry, const RecordingEntry*>> all;
   for (const RecordingEntry& recorded : loaded.entries) {
     std::string why;
-    auto entry = request_entry(recorded, &why);
+    auto entry = request_entry(recorded.file, recorded.pair, &why);
     if (!entry || !parse_status_line(recorded.pair.response.first_line)) continue;
     all.emplace_back(std::move(*entry), &recorded);
   }
@@ -650,6 +652,7 @@ ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRe
   const auto winner = std::find_if(all.begin(), all.end(), [&](const auto& p) { return &p.first == chosen; });
   const RecordedPair& pair = winner->second->pair;
   auto status = parse_status_line(pair.response.first_line);
-  return ReplayMatch{true, prepare_response(pair.response, status->first, std::move(status->second), chosen->method),
+  return ReplayMatch{true,
+                     prepare_response(HttpMessage(pair.response), status->first, std::move(status->second), chosen->method),
                      {}};
 }

@@ -18,6 +18,11 @@ struct FerryEndpoints {
   DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
   std::string outer_prefix;  // MAHIMAHI_SHELL_PREFIX of the shells around this one
   int intercepted = -1;      // listening socket receiving the namespace's TCP connections (mm-record)
+  // Isolated shells only (ShellSpec::isolated): asks the supervisor to put these addresses on the
+  // namespace's lo (at most kMaxIsolatedAddresses, unicast, no duplicates; 127.0.0.0/8 is there
+  // already) and returns once they are there; throws UserError with the supervisor's reason if it
+  // refused. Call it at most once, before ready(). Other shells: throws std::logic_error.
+  std::function<void(const std::vector<Ipv4>&)> add_addresses;
 };
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
@@ -30,10 +35,12 @@ struct ShellSpec {
   std::vector<std::string> command;  // empty: the user's login shell
   bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted
   bool refuse_quic = true;           // with intercept_tcp: refuse UDP to port 443
-  // Set for a shell with no way out (mm-replay): called with the user's rights before the
-  // set-up, it returns the addresses to put on the new namespace's lo. There are then no TUN
-  // devices and no NAT, and the ferry runs inside the new namespace.
-  std::function<std::vector<Ipv4>()> isolated_addresses;
+  // A shell with no way out (mm-replay): the supervisor creates an empty namespace (lo only),
+  // there are no TUN devices and no NAT, and the ferry runs inside the namespace, where it reads
+  // what it needs with the user's rights only and asks for its addresses with
+  // FerryEndpoints::add_addresses. Until then the supervisor can end it at any time (SIGKILL):
+  // it must hold nothing that needs cleaning up before it has its addresses.
+  bool isolated = false;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

@@ -335,7 +335,7 @@ FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
   return listener;
 }
 
-FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses) {
+FileDescriptor create_isolated_namespace() {
   FileDescriptor caller_namespace = open_current_namespace();
   if (::unshare(CLONE_NEWNET) < 0) {
     if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
@@ -343,7 +343,6 @@ FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses) {
   }
   try {
     bring_up("lo");
-    add_addresses("lo", addresses);
     write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
     write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
     FileDescriptor isolated = open_current_namespace();
@@ -355,22 +354,50 @@ FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses) {
   }
 }
 
-void with_user_rights(const UserIdentity& user, const std::function<void()>& fn) {
-  if (user.uid == 0) {
-    fn();
-    return;
+void check_isolated_address_count(size_t count) {
+  if (count > kMaxIsolatedAddresses) {
+    throw UserError("too many addresses for the replay: " + std::to_string(count) +
+                    " (the recorded servers' and the resolvers'; at most " + std::to_string(kMaxIsolatedAddresses) +
+                    "); replay with --single-server (one address), or split the recording");
   }
-  const gid_t root_gid = ::getegid();
-  check_syscall("setegid", ::setegid(user.gid));
-  if (::seteuid(user.uid) < 0) {
-    (void)!::setegid(root_gid);
-    throw SystemError("seteuid");
+}
+
+void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
+  check_isolated_address_count(addresses.size());
+  struct Range {
+    const char* net;
+    const char* what;
+  };
+  static constexpr Range kRefused[] = {{"0.0.0.0/8", "\"this network\", 0.0.0.0/8"},
+                                       {"127.0.0.0/8", "loopback, 127.0.0.0/8"},
+                                       {"224.0.0.0/4", "multicast, 224.0.0.0/4"},
+                                       {"240.0.0.0/4", "reserved or broadcast, 240.0.0.0/4"}};
+  for (size_t i = 0; i < addresses.size(); i++) {
+    const Ipv4 address = addresses[i];
+    for (const Range& r : kRefused) {
+      if (Ipv4Net::parse(r.net)->contains(address)) {
+        throw UserError("server address " + address.str() + " is not a unicast address (" + r.what +
+                        "); remove or correct the pairs recorded with it");
+      }
+    }
+    for (size_t j = 0; j < i; j++) {  // at most 1024 addresses: half a million comparisons
+      if (addresses[j] == address) {
+        throw UserError("server address " + address.str() + " was requested twice; each address is added once");
+      }
+    }
   }
+}
+
+void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses) {
+  check_isolated_addresses(addresses);
+  if (addresses.empty()) return;
+  FileDescriptor caller_namespace = open_current_namespace();
+  enter_namespace(ns);
   try {
-    fn();
+    add_addresses("lo", addresses);
   } catch (...) {
-    if (::seteuid(0) < 0 || ::setegid(root_gid) < 0) ::abort();
+    enter_namespace(caller_namespace);
     throw;
   }
-  if (::seteuid(0) < 0 || ::setegid(root_gid) < 0) ::abort();  // cannot continue half-privileged
+  enter_namespace(caller_namespace);
 }

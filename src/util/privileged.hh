@@ -112,14 +112,27 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible);
 // if refuse_quic, answers UDP to port 443 with ICMP port unreachable. Undone with net.nat.
 FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic);
 
-// A namespace with no way out (mm-replay): only lo, up, carrying each address as a /32;
+// A namespace with no way out (mm-replay): only lo, up, with no address but 127.0.0.1/8 yet;
 // ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.
 // The calling process stays in (returns to) its namespace; the new one is returned.
-FileDescriptor create_isolated_namespace(const std::vector<Ipv4>& addresses);
+FileDescriptor create_isolated_namespace();
 
-// Runs fn with the user's effective uid and gid (reading the user's files with the user's rights
-// while root's can still be regained), then restores root's.
-void with_user_rights(const UserIdentity& user, const std::function<void()>& fn);
+// The most addresses an isolated namespace gets: each one costs root netlink work and kernel
+// memory the user cannot reclaim, so the user (through a recording) must not choose without bound.
+constexpr size_t kMaxIsolatedAddresses = 1024;
+
+// Refuses (UserError naming the count and the fix) more than kMaxIsolatedAddresses addresses.
+void check_isolated_address_count(size_t count);
+
+// Checks a list of addresses requested for an isolated namespace's lo: at most
+// kMaxIsolatedAddresses, each unicast (not 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or
+// 240.0.0.0/4), none twice. Throws UserError naming the address or the count and the fix.
+void check_isolated_addresses(const std::vector<Ipv4>& addresses);
+
+// Validates the addresses (check_isolated_addresses) and puts each one, as a /32, on lo of the
+// namespace created by create_isolated_namespace(); the calling process returns to its own
+// namespace. Nothing is added unless the whole list is valid.
+void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses);
 
 // Moves the calling process into a namespace created by create_shell_network (needs root).
 void enter_namespace(const FileDescriptor& ns);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -280,6 +281,48 @@ TEST(record_load_skips_and_warns_about_bad_files) {
 
   CHECK_THROWS(UserError, load_recording(tmp.path / "missing"), "missing");
   CHECK_THROWS(UserError, load_recording(tmp.path / "save.a"), "is not a directory");
+}
+
+TEST(record_load_never_reads_fifos_sockets_or_symbolic_links) {
+  TempDir tmp;
+  write_file(tmp.path / "save.a", serialize_pair(sample_pair(1)));
+  CHECK(::mkfifo((tmp.path / "save.fifo").c_str(), 0600) == 0);  // reading it would block forever
+  fs::create_symlink(tmp.path / "save.a", tmp.path / "save.link");
+  fs::create_symlink("/nonexistent", tmp.path / "save.dangling");
+  const LoadedRecording loaded = load_recording(tmp.path);
+  CHECK_EQ(loaded.entries.size(), size_t{1});
+  CHECK_EQ(loaded.warnings.size(), size_t{3});
+  std::string all;
+  for (const std::string& w : loaded.warnings) all += w + "\n";
+  CHECK(all.find("save.fifo: a FIFO (named pipe), not a regular file; skipped") != std::string::npos);
+  CHECK(all.find("save.link: a symbolic link, not a regular file; skipped") != std::string::npos);
+  CHECK(all.find("save.dangling: a symbolic link") != std::string::npos);
+  CHECK_THROWS(UserError, read_recording_file(tmp.path / "save.fifo"), "FIFO");
+  CHECK_THROWS(UserError, read_recording_file(tmp.path / "save.link"), "symbolic link");
+  CHECK(parse_pair(read_recording_file(tmp.path / "save.a"), nullptr) == sample_pair(1));
+
+  // The directory itself: a symbolic link to it is refused with the way out.
+  fs::create_directory_symlink(tmp.path, tmp.path / "linked");
+  CHECK_THROWS(UserError, load_recording(tmp.path / "linked"), "is a symbolic link: name the recording directory itself");
+  CHECK_EQ(load_recording(tmp.path.string() + "/linked/").entries.size(), size_t{1});
+}
+
+TEST(record_scan_holds_one_file_at_a_time_in_name_order) {
+  TempDir tmp;
+  for (int i = 0; i < 5; i++) write_file(tmp.path / ("save." + std::to_string(i)), serialize_pair(sample_pair(i)));
+  write_file(tmp.path / "save.9", "junk");
+  std::vector<std::string> order, warnings;
+  scan_recording(
+      tmp.path,
+      [&](const fs::path& file, RecordedPair&& pair) {
+        CHECK(pair == sample_pair(std::stoi(file.extension().string().substr(1))));
+        order.push_back(file.filename().string());
+      },
+      [&](std::string w) { warnings.push_back(std::move(w)); });
+  CHECK_EQ(order.size(), size_t{5});
+  CHECK(std::is_sorted(order.begin(), order.end()));
+  CHECK_EQ(warnings.size(), size_t{1});
+  CHECK(warnings[0].find("save.9: not a recorded request/response") != std::string::npos);
 }
 
 TEST(record_create_directory_refuses_existing_paths) {

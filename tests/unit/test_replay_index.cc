@@ -18,6 +18,7 @@
 
 #include "exception.hh"
 #include "harness.hh"
+#include "privileged.hh"
 #include "record_file.hh"
 #include "replay_fastcgi.hh"
 #include "replay_index.hh"
@@ -759,4 +760,25 @@ TEST(replay_fastcgi_rescanning_mode) {
   // The directory is read per request: a pair added later is served.
   write_pair(rec.dir.path, "save.999", at("GET /added HTTP/1.1", "added"));
   CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/added", "example.com"))).body, std::string("added"));
+}
+
+// What the supervisor accepts from the ferry for an isolated (replay) namespace.
+TEST(replay_isolated_addresses_are_checked) {
+  auto ip = [](const char* text) { return *Ipv4::parse(text); };
+  check_isolated_addresses({});
+  check_isolated_addresses({ip("10.0.0.1"), ip("93.184.216.34"), ip("100.64.1.2"), ip("223.255.255.254")});
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("127.0.0.2")}),
+               "server address 127.0.0.2 is not a unicast address (loopback");
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("0.0.0.0")}), "0.0.0.0 is not a unicast address");
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("224.0.0.1")}), "224.0.0.1 is not a unicast address (multicast");
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("255.255.255.255")}), "255.255.255.255 is not a unicast address");
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("240.0.0.1")}), "reserved");
+  CHECK_THROWS(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.1")}),
+               "server address 10.0.0.1 was requested twice");
+  std::vector<Ipv4> many;
+  for (uint32_t i = 0; i < kMaxIsolatedAddresses; i++) many.push_back(Ipv4{0x0a000001 + i});
+  check_isolated_addresses(many);
+  many.push_back(Ipv4{0x0b000001});
+  CHECK_THROWS(UserError, check_isolated_addresses(many), "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
+  CHECK_THROWS(UserError, check_isolated_address_count(4000000000u), "--single-server");
 }
