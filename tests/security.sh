@@ -120,15 +120,20 @@ test_stopped_or_frozen_shell_of_one_user_does_not_delay_another() {
   return $status
 }
 
-test_setup_lock_wait_is_bounded_and_interruptible() {
-  ino=$(in_world stat -L -c %i /proc/self/ns/net)
-  lock=/run/mahimahi/netns-$ino.lock
+# Root (the test) holds the world's set-up lock, as a root helper would (a user cannot take it),
+# until release_world_lock.
+hold_world_lock() {
+  lock=/run/mahimahi/netns-$(in_world stat -L -c %i /proc/self/ns/net).lock
   mkdir -p /run/mahimahi
   touch "$WORLD_TMP/hold"
-  # Root holds this namespace's lock (a user cannot: only root helpers take it).
   flock "$lock" sh -c 'while [ -e "$0" ]; do sleep 0.05; done' "$WORLD_TMP/hold" &
-  holder=$!
-  wait_until 5 sh -c "! flock -n '$lock' true" || { rm -f "$WORLD_TMP/hold"; fail "could not take the lock"; return 1; }
+  lock_holder=$!
+  wait_until 5 sh -c "! flock -n '$lock' true" || { release_world_lock; fail "could not take the lock"; }
+}
+release_world_lock() { rm -f "$WORLD_TMP/hold"; wait "$lock_holder"; }
+
+test_setup_lock_wait_is_bounded_and_interruptible() {
+  hold_world_lock || return 1
   status=0
   s=$(date +%s%N)
   out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 echo ran 2>&1); rc=$?
@@ -149,20 +154,14 @@ test_setup_lock_wait_is_bounded_and_interruptible() {
   echo "  SIGTERM while waiting: status $rc after $ms ms: $(cat "$WORLD_TMP/interrupted.out")"
   [ "$rc" != 0 ] && [ "$ms" -lt 2000 ] || { echo "FAIL: the waiting shell did not end promptly"; status=1; }
   grep -q '^ran' "$WORLD_TMP/interrupted.out" && { echo "FAIL: the command ran"; status=1; }
-  rm -f "$WORLD_TMP/hold"; wait "$holder"
+  release_world_lock
   return $status
 }
 
 # The process that holds the namespace's lock (the root helper) is out of the user's reach:
 # observed while it waits for a lock the test holds, which makes the check deterministic.
 test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
-  ino=$(in_world stat -L -c %i /proc/self/ns/net)
-  lock=/run/mahimahi/netns-$ino.lock
-  mkdir -p /run/mahimahi
-  touch "$WORLD_TMP/hold"
-  flock "$lock" sh -c 'while [ -e "$0" ]; do sleep 0.05; done' "$WORLD_TMP/hold" &
-  holder=$!
-  wait_until 5 sh -c "! flock -n '$lock' true" || { rm -f "$WORLD_TMP/hold"; fail "could not take the lock"; return 1; }
+  hold_world_lock || return 1
   freezer=/sys/fs/cgroup/freezer/mmt-user$$
   [ -d /sys/fs/cgroup/freezer ] && mkdir -p "$freezer" || freezer=
   # The user's shell, started inside a cgroup of the user's (as systemd gives each user one).
@@ -187,7 +186,7 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
       [ "$cg" = / ] || { echo "FAIL: the helper stays in the user's freezable cgroup"; status=1; }
     fi
   fi
-  rm -f "$WORLD_TMP/hold"; wait "$holder"
+  release_world_lock
   wait "$shell" || { echo "FAIL: the shell did not start once the lock was free: $(cat "$WORLD_TMP/helper.out")"; status=1; }
   grep -qx ran "$WORLD_TMP/helper.out" || { echo "FAIL: the command did not run"; status=1; }
   [ -z "$freezer" ] || wait_until 5 rmdir "$freezer" 2>/dev/null || echo "  (the test cgroup could not be removed yet: $freezer)"
