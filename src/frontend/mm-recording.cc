@@ -214,7 +214,8 @@ int show(const std::string& dir, const std::string& file, bool raw) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw UserError("cannot read recording directory " + dir + ": no such directory");
   if (!fs::exists(path, ec)) throw UserError("no file " + file + " in " + dir + " (see mm-recording ls " + dir + ")");
-  const std::string bytes = read_user_file(path.string(), "recording file");
+  const std::string bytes = read_user_file(path.string(), "recording file", kMaxProtobufBytes,
+                                          "no recorded pair can be that large (protobuf's limit)");
   std::string why;
   auto pair = parse_pair(bytes, &why);
   if (!pair) throw UserError(path.string() + " is not a recorded request/response: " + why);
@@ -270,7 +271,9 @@ int to_har_file(const std::string& dir, const std::string& output, bool force) {
 
 int from_har_file(const std::string& input, const std::string& dir) {
   const std::string source = input == "-" ? std::string("standard input") : input;
-  const nlohmann::json har = parse_har_text(read_user_file(input, "HAR file"), source);
+  // 1 GiB of JSON (parsed, several times that in memory): larger than any page's HAR.
+  const nlohmann::json har = parse_har_text(
+      read_user_file(input, "HAR file", 1ULL << 30, "export fewer pages or leave out large response bodies"), source);
   std::vector<std::string> warnings;
   std::vector<RecordedPair> pairs = from_har(har, &warnings, source);
   print_warnings(warnings);

@@ -14,9 +14,18 @@
 class Trace {
  public:
   static constexpr uint32_t kOpportunityBytes = 1500;
+  // Bounds on a trace, so that reading one (in the ferry too) and everything computed from it
+  // (periods in ns, mm-trace info's windows) stay within memory and range: at most
+  // kMaxOpportunities lines (80 MB in memory; 10 million is 2 minutes of a 1 Gbit/s link), each
+  // at most kMaxLineLength bytes, times up to kMaxMs (2^31 - 1 ms, 24.8 days), in a file of at
+  // most kMaxFileBytes.
+  static constexpr uint64_t kMaxOpportunities = 10'000'000;
+  static constexpr uint64_t kMaxMs = 2'147'483'647;
+  static constexpr size_t kMaxLineLength = 32;
+  static constexpr uint64_t kMaxFileBytes = 128ULL << 20;
 
   // A trace file: one non-negative integer (milliseconds) per line, non-decreasing, the last
-  // greater than 0. Throws UserError "PATH:LINE: what is wrong".
+  // greater than 0, within the bounds above. Throws UserError "PATH:LINE: what is wrong".
   static Trace load(const std::string& path);
   static Trace parse(std::string_view text, const std::string& name);
   // A constant rate: one opportunity every 12000/bits_per_second seconds, exactly.
