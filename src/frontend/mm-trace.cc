@@ -120,7 +120,7 @@ class TraceBuilder {
 void check_constant_count(uint64_t count, double bps) {
   if (count <= Trace::kMaxOpportunities) return;
   char rate[32];
-  std::snprintf(rate, sizeof rate, "%g", bps / 1e9);
+  std::snprintf(rate, sizeof rate, "%.12g", bps / 1e9);
   throw UserError("a trace of " + std::string(rate) + " Gbit/s would hold " + std::to_string(count) +
                   " opportunities per period, more than the " + std::to_string(Trace::kMaxOpportunities) +
                   " a trace can; give mm-link rate:" + rate + "Gbit/s instead of a trace file");

@@ -66,7 +66,8 @@ std::string format_size(uint64_t bytes) {
   }
   char text[32];
   if (unit == 0) std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  else std::snprintf(text, sizeof text, "%.*f %s", std::abs(value - std::round(value)) < 0.05 ? 0 : 1, value, kUnits[unit]);
+  else if (std::abs(value - std::round(value)) < 1e-3 * value) std::snprintf(text, sizeof text, "%.0f %s", value, kUnits[unit]);
+  else std::snprintf(text, sizeof text, "%.3g %s", value, kUnits[unit]);
   return text;
 }
 
