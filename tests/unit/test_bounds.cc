@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -117,4 +118,36 @@ TEST(log_reader_bounds) {
   // Header lines (the command line) may be long.
   CHECK_EQ(LinkLog::parse("# command line: " + std::string(5000, 'x') + "\n1 # 1500\n", "l").opportunities.size(), 1u);
   CHECK_THROWS(UserError, LinkLog::read("/dev/zero"), "cannot read log /dev/zero: it is a character device");
+}
+
+#include "link_queue.hh"
+#include "queue_discipline.hh"
+
+TEST(idle_fast_link_skips_whole_periods) {
+  // rate:1Tbit/s idle for an hour: 3e14 opportunities passed; the first packet after it leaves
+  // at the next one, at once (not after a loop over every opportunity).
+  const Trace trace = Trace::constant_rate(1e12, "rate:1Tbit/s");
+  LinkQueue link(trace, 0, false,
+                 make_queue_discipline("infinite", QueueArgs::parse("", "--uplink-queue"), "--uplink-queue", 1), nullptr);
+  const Nanos hour = 3600LL * 1'000'000'000;
+  const auto start = std::chrono::steady_clock::now();
+  link.release(hour, [](std::span<const uint8_t>) {});
+  auto space = link.reserve();
+  std::fill(space.begin(), space.begin() + 100, uint8_t{0x45});
+  link.commit(hour, 100);
+  const Nanos due = link.next_departure();
+  CHECK(due > hour && due <= hour + trace.period());
+  int sent = 0;
+  link.release(due, [&](std::span<const uint8_t> p) { sent += static_cast<int>(p.size()); });
+  CHECK_EQ(sent, 100);
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  // A trace of several opportunities per period: the cursor lands on the same position.
+  const Trace three = Trace::parse("1\n2\n4\n", "t");
+  OpportunityCursor cursor(three, 0, false);
+  cursor.skip_periods_until(4 * kNanosPerMs * 1000 + 1);  // 1000 periods and a bit
+  CHECK_EQ(cursor.next(), 3997 * kNanosPerMs);  // the last period whose first opportunity has passed
+  CHECK_EQ(cursor.nth(2), 3998 * kNanosPerMs);
+  OpportunityCursor once(three, 0, true);
+  once.skip_periods_until(1000 * kNanosPerMs);
+  CHECK_EQ(once.next(), kNanosPerMs);  // --once: nothing skipped here
 }
