@@ -40,6 +40,9 @@ const char* kHelp =
     "                  the busiest millisecond and the longest gap (outage)\n"
     "  check TRACE     validate; errors name the file and line\n"
     "\n"
+    "  Limits: a trace has at most 10000000 lines (128 MiB) and times up to 2147483647 ms;\n"
+    "  a rate series at most 10000000 lines (128 MiB) and rates up to 1 Tbit/s.\n"
+    "\n"
     "  -o FILE         write the trace to FILE instead of standard output\n"
     "  --help, --version\n";
 
