@@ -270,7 +270,9 @@ int to_har_file(const std::string& dir, const std::string& output, bool force) {
 
 int from_har_file(const std::string& input, const std::string& dir) {
   const std::string source = input == "-" ? std::string("standard input") : input;
-  const nlohmann::json har = parse_har_text(read_user_file(input, "HAR file"), source);
+  // 1 GiB of JSON (parsed, several times that in memory): larger than any page's HAR.
+  const nlohmann::json har = parse_har_text(
+      read_user_file(input, "HAR file", 1ULL << 30, "export fewer pages or leave out large response bodies"), source);
   std::vector<std::string> warnings;
   std::vector<RecordedPair> pairs = from_har(har, &warnings, source);
   print_warnings(warnings);

@@ -40,6 +40,9 @@ const char* kHelp =
     "                  the busiest millisecond and the longest gap (outage)\n"
     "  check TRACE     validate; errors name the file and line\n"
     "\n"
+    "  Limits: a trace has at most 10000000 lines (128 MiB) and times up to 2147483647 ms;\n"
+    "  a rate series at most 10000000 lines (128 MiB) and rates up to 1 Tbit/s.\n"
+    "\n"
     "  -o FILE         write the trace to FILE instead of standard output\n"
     "  --help, --version\n";
 
@@ -58,30 +61,73 @@ void write_output(const std::optional<std::string>& path, const std::string& tex
 }
 
 // Opportunities at whole milliseconds from a rate per millisecond (bit/s), keeping the
-// fractions of an opportunity from one millisecond to the next.
+// fractions of an opportunity from one millisecond to the next. The trace it makes stays within
+// Trace's bounds (times up to Trace::kMaxMs, at most Trace::kMaxOpportunities lines).
 class TraceBuilder {
  public:
-  void add_millisecond(double bits_per_second) {
-    ms_++;
-    reserve_ += bits_per_second / 1000.0;
-    while (reserve_ >= kBits - 1e-9) {
-      out_ += std::to_string(ms_) + "\n";
-      reserve_ -= kBits;
-      count_++;
+  explicit TraceBuilder(std::string source) : source_(std::move(source)) {}
+  void add_millisecond(double bits_per_second) { add_milliseconds(1, bits_per_second); }
+  // `count` milliseconds at one rate.
+  void add_milliseconds(uint64_t count, double bits_per_second) {
+    if (count > Trace::kMaxMs - ms_) {
+      throw UserError(source_ + ": the trace would last more than " + std::to_string(Trace::kMaxMs) +
+                      " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
+    }
+    if (bits_per_second == 0) {  // nothing to deliver: skip ahead at once
+      ms_ += count;
+      return;
+    }
+    const double per_ms = bits_per_second / 1000.0;
+    for (uint64_t i = 0; i < count;) {
+      // A slow rate: the milliseconds that cannot complete an opportunity pass in one step (a
+      // day of 1 bit/s is not 86 million iterations).
+      const double room = kBits - 1e-9 - reserve_ - per_ms;
+      if (room > 2 * per_ms) {
+        const uint64_t jump =
+            static_cast<uint64_t>(std::min(static_cast<double>(count - i), std::floor(room / per_ms) - 1));
+        ms_ += jump;
+        reserve_ += static_cast<double>(jump) * per_ms;
+        i += jump;
+        continue;
+      }
+      i++;
+      ms_++;
+      reserve_ += per_ms;
+      while (reserve_ >= kBits - 1e-9) {
+        if (count_ == Trace::kMaxOpportunities) {
+          throw UserError(source_ + ": the trace would hold more than " + std::to_string(Trace::kMaxOpportunities) +
+                          " opportunities (lines), the most a trace can; convert a shorter stretch or lower rates");
+        }
+        out_ += std::to_string(ms_) + "\n";
+        reserve_ -= kBits;
+        count_++;
+      }
     }
   }
-  std::string finish(const std::string& source) {
-    if (count_ == 0) throw UserError(source + ": the rates are too low to give a single 1500-byte opportunity");
+  std::string finish() {
+    if (count_ == 0) throw UserError(source_ + ": the rates are too low to give a single 1500-byte opportunity");
     return out_;
   }
 
  private:
   static constexpr double kBits = Trace::kOpportunityBytes * 8;
+  std::string source_;
   uint64_t ms_ = 0;
   double reserve_ = 0;
   uint64_t count_ = 0;
   std::string out_;
 };
+
+// A trace file of `count` lines is refused beyond Trace::kMaxOpportunities (mm-link's rate:
+// takes any rate up to 1 Tbit/s without a file).
+void check_constant_count(uint64_t count, double bps) {
+  if (count <= Trace::kMaxOpportunities) return;
+  char rate[32];
+  std::snprintf(rate, sizeof rate, "%.12g", bps / 1e9);
+  throw UserError("a trace of " + std::string(rate) + " Gbit/s would hold " + std::to_string(count) +
+                  " opportunities per period, more than the " + std::to_string(Trace::kMaxOpportunities) +
+                  " a trace can; give mm-link rate:" + rate + "Gbit/s instead of a trace file");
+}
 
 std::string constant_trace(double bps) {
   // N opportunities in P ms: N = bps * P / 12e6. Find the smallest whole P giving a whole N.
@@ -89,6 +135,7 @@ std::string constant_trace(double bps) {
     const double n = bps * static_cast<double>(period) / 12e6;
     if (std::abs(n - std::round(n)) < 1e-9 && std::round(n) >= 1) {
       const uint64_t count = static_cast<uint64_t>(std::round(n));
+      check_constant_count(count, bps);
       std::string out;
       for (uint64_t k = 1; k <= count; k++) out += std::to_string((k * period + count - 1) / count) + "\n";
       return out;
@@ -101,6 +148,7 @@ std::string constant_trace(double bps) {
     return std::to_string(period) + "\n";
   }
   const uint64_t count = static_cast<uint64_t>(std::llround(bps * 1000 / 12e6));
+  check_constant_count(count, bps);
   std::cerr << "mm-trace: note: no period of up to 1000 ms holds this rate exactly; the trace gives "
             << static_cast<double>(count) * 12e3 / 1e6 << " Mbit/s (" << count << " opportunities per second)\n";
   std::string out;
@@ -131,74 +179,130 @@ double number(const std::string& text, const std::string& where) {
   return value;
 }
 
+// Bounds on a rate series: its size and lines (the trace made from it has Trace's bounds).
+constexpr uint64_t kMaxRatesFileBytes = 128ULL << 20;
+constexpr size_t kMaxRatesLineLength = 256;
+constexpr uint64_t kMaxRatesLines = 10'000'000;
+constexpr double kMaxRateBitsPerSecond = 1e12;  // 1 Tbit/s, as mm-link's rate:
+
 std::string convert(const std::string& format, const std::string& path) {
-  const std::string text = read_user_file(path, "rates");
+  const std::string source = path == "-" ? std::string("standard input") : path;
+  if (format != "kbps-per-ms" && format != "ms-kbps" && format != "csv")
+    usage_error("unknown --format \"" + format + "\" (kbps-per-ms, ms-kbps or csv)");
+  const std::string text = read_user_file(path, "rate series", kMaxRatesFileBytes,
+                                          "convert a shorter stretch (at most 10000000 lines)");
   std::istringstream lines(text);
   std::string line;
-  TraceBuilder builder;
+  TraceBuilder builder(source);
   uint64_t number_of_line = 0;
+  auto next_line = [&]() -> bool {
+    if (!std::getline(lines, line)) return false;
+    number_of_line++;
+    const std::string where = source + ":" + std::to_string(number_of_line) + ": ";
+    if (number_of_line > kMaxRatesLines)
+      throw UserError(where + "more than " + std::to_string(kMaxRatesLines) + " lines; convert a shorter stretch");
+    if (line.size() > kMaxRatesLineLength)
+      throw UserError(where + "line of " + std::to_string(line.size()) + " characters, longer than " +
+                      std::to_string(kMaxRatesLineLength) + " (is this a rate series?)");
+    return true;
+  };
+  auto rate = [&](double value, double factor, const char* unit, const std::string& where) {
+    const double bps = value * factor;
+    if (bps > kMaxRateBitsPerSecond) {
+      std::ostringstream m;
+      m << where << "rate " << value << " " << unit << " is above 1 Tbit/s, the highest rate a trace can have";
+      throw UserError(m.str());
+    }
+    return bps;
+  };
   if (format == "kbps-per-ms") {
-    while (std::getline(lines, line)) {
-      number_of_line++;
+    while (next_line()) {
       auto f = fields_of(line);
       if (f.empty()) continue;
-      if (f.size() != 1) throw UserError(path + ":" + std::to_string(number_of_line) + ": expected one number (kbit/s)");
-      builder.add_millisecond(number(f[0], path + ":" + std::to_string(number_of_line) + ": ") * 1000);
+      const std::string where = source + ":" + std::to_string(number_of_line) + ": ";
+      if (f.size() != 1) throw UserError(where + "expected one number (kbit/s)");
+      builder.add_millisecond(rate(number(f[0], where), 1e3, "kbit/s", where));
     }
-    return builder.finish(path);
+    return builder.finish();
   }
-  if (format != "ms-kbps" && format != "csv") usage_error("unknown --format \"" + format + "\" (kbps-per-ms, ms-kbps or csv)");
   // (time in ms, bit/s) steps
   std::vector<std::pair<double, double>> steps;
-  while (std::getline(lines, line)) {
-    number_of_line++;
+  while (next_line()) {
     auto f = fields_of(line);
     if (f.empty()) continue;
-    const std::string where = path + ":" + std::to_string(number_of_line) + ": ";
+    const std::string where = source + ":" + std::to_string(number_of_line) + ": ";
     if (f.size() != 2) throw UserError(where + "expected two fields: " + (format == "csv" ? "SECONDS,MBIT/S" : "MS KBIT/S"));
     if (format == "csv" && steps.empty() && !std::isdigit(static_cast<unsigned char>(f[0][0]))) continue;  // header
     const double t = number(f[0], where) * (format == "csv" ? 1000 : 1);
-    const double bps = number(f[1], where) * (format == "csv" ? 1e6 : 1e3);
+    if (t > static_cast<double>(Trace::kMaxMs)) {
+      throw UserError(where + "time " + f[0] + (format == "csv" ? " s" : " ms") + " is past " +
+                      std::to_string(Trace::kMaxMs) + " ms (24.8 days), the longest a trace can be");
+    }
+    const double bps = format == "csv" ? rate(number(f[1], where), 1e6, "Mbit/s", where)
+                                       : rate(number(f[1], where), 1e3, "kbit/s", where);
     if (!steps.empty() && t <= steps.back().first) throw UserError(where + "times must increase");
     steps.emplace_back(t, bps);
   }
-  if (steps.empty()) throw UserError(path + ": no rates");
+  if (steps.empty()) throw UserError(source + ": no rates");
   const double last_interval = steps.size() > 1 ? steps.back().first - steps[steps.size() - 2].first : 1000;
   const double end = steps.back().first + last_interval;
-  size_t step = 0;
-  for (double ms = steps.front().first; ms < end - 1e-9; ms += 1) {
-    while (step + 1 < steps.size() && steps[step + 1].first <= ms + 1e-9) step++;
-    builder.add_millisecond(steps[step].second);
+  // Milliseconds from the first time on, each at the rate of the last step at or before it.
+  const double start = steps.front().first;
+  const double total = std::ceil(end - start - 1e-9);
+  if (total > static_cast<double>(Trace::kMaxMs)) {
+    throw UserError(source + ": the trace would last " + std::to_string(static_cast<uint64_t>(total)) + " ms, more than " +
+                    std::to_string(Trace::kMaxMs) + " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
   }
-  return builder.finish(path);
+  uint64_t done = 0;
+  const uint64_t count = static_cast<uint64_t>(total);
+  for (size_t step = 0; step < steps.size() && done < count; step++) {
+    // The milliseconds start + done, ... that fall before the next step's time.
+    uint64_t until = count;
+    if (step + 1 < steps.size()) {
+      const double next = steps[step + 1].first;
+      until = std::min<uint64_t>(count, static_cast<uint64_t>(std::max(0.0, std::ceil(next - start - 1e-9))));
+    }
+    if (until > done) {
+      builder.add_milliseconds(until - done, steps[step].second);
+      done = until;
+    }
+  }
+  return builder.finish();
 }
 
 // A trace named on the command line: a file, rate:RATE, or - for standard input.
-Trace load_trace(const std::string& argument) {
-  if (argument == "-") return Trace::parse(read_user_file("-", "trace"), "standard input");
-  return Trace::from_argument(argument);
-}
+Trace load_trace(const std::string& argument) { return Trace::from_argument(argument); }
 
 void info(const std::string& argument) {
   const Trace trace = load_trace(argument);
   const auto& offsets = trace.offsets();
   const Nanos window = 100 * kNanosPerMs;
+  // Up to Trace::kMaxMs / 100 (21 million) windows, counted as the sorted offsets are walked:
+  // no per-window array.
   const uint64_t windows = static_cast<uint64_t>((trace.period() + window - 1) / window);
-  std::vector<uint64_t> per_window(windows, 0);
+  auto window_of = [&](Nanos offset) {
+    return std::min<uint64_t>(static_cast<uint64_t>(std::max<Nanos>(offset - 1, 0) / window), windows - 1);
+  };
   uint64_t busiest = 0, run = 0;
   Nanos longest_gap = offsets.front(), previous = offsets.front();
   for (size_t i = 0; i < offsets.size(); i++) {
-    per_window[std::min<uint64_t>(static_cast<uint64_t>(std::max<Nanos>(offsets[i] - 1, 0) / window), windows - 1)]++;
-    run = (i > 0 && offsets[i] == offsets[i - 1]) ? run + 1 : 1;
+    // Opportunities of one trace millisecond are spread over it: count them by millisecond.
+    run = (i > 0 && offsets[i] / kNanosPerMs == offsets[i - 1] / kNanosPerMs) ? run + 1 : 1;
     busiest = std::max(busiest, run);
     longest_gap = std::max(longest_gap, offsets[i] - previous);
     previous = offsets[i];
   }
   auto mbps = [&](uint64_t count, Nanos span) { return static_cast<double>(count) * 12000.0 / (static_cast<double>(span) / 1e9) / 1e6; };
   double low = 1e300, high = 0, sum = 0, sum2 = 0;
+  size_t next = 0;
   for (uint64_t w = 0; w < windows; w++) {
+    uint64_t count = 0;
+    while (next < offsets.size() && window_of(offsets[next]) == w) {
+      count++;
+      next++;
+    }
     const Nanos span = std::min(window, trace.period() - static_cast<Nanos>(w) * window);
-    const double r = mbps(per_window[w], span);
+    const double r = mbps(count, span);
     low = std::min(low, r);
     high = std::max(high, r);
     sum += r;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -13,14 +14,23 @@ namespace {
 bool parse_number(std::string_view& rest, double& value) {
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
   auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-  if (ec != std::errc() || !std::isfinite(value)) return false;
+  if (ec != std::errc() || !std::isfinite(value) || std::abs(value) > LinkLog::kMaxValue) return false;
   rest.remove_prefix(static_cast<size_t>(ptr - rest.data()));
   return true;
+}
+
+std::string quoted(std::string_view line) {
+  return "\"" + std::string(line.substr(0, 60)) + (line.size() > 60 ? "...\"" : "\"");
 }
 }  // namespace
 
 LinkLog LinkLog::read(const std::string& path) {
-  const std::string text = read_user_file(path, "log");
+  return parse(read_user_file(path, "log", kMaxFileBytes,
+                              "plot a part of it, e.g. awk '/^#/ || $1 < 3600000' LOG for the first hour"),
+               path == "-" ? std::string("standard input") : path);
+}
+
+LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
   LinkLog log;
   double base = 0;
   bool any = false;
@@ -43,9 +53,13 @@ LinkLog LinkLog::read(const std::string& path) {
       continue;
     }
     const std::string where = path + ":" + std::to_string(line_number) + ": ";
+    if (line.size() > kMaxLineLength) {
+      throw UserError(where + "line of " + std::to_string(line.size()) + " characters, longer than any event line (" +
+                      std::to_string(kMaxLineLength) + "): " + quoted(line) + " (is this an mm-link log?)");
+    }
     std::string_view rest = line;
     double t = 0, a = 0, b = 0;
-    if (!parse_number(rest, t)) throw UserError(where + "expected a time, found \"" + std::string(line) + "\"");
+    if (!parse_number(rest, t)) throw UserError(where + "expected a time (a number of ms up to 1e15), found " + quoted(line));
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     if (rest.empty()) throw UserError(where + "missing event type");
     const char kind = rest.front();
@@ -65,12 +79,20 @@ LinkLog LinkLog::read(const std::string& path) {
         break;
       default: throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
     }
-    if (!ok) throw UserError(where + "malformed '" + std::string(1, kind) + "' line \"" + std::string(line) + "\"");
+    if (!ok) throw UserError(where + "malformed '" + std::string(1, kind) + "' line " + quoted(line) +
+                           " (numbers must be at most 1e15)");
     if (!any || t < log.first) log.first = t;
     if (!any || t > log.last) log.last = t;
     any = true;
   }
   if (!any) throw UserError(path + ": no events in this log (is it an mm-link log?)");
+  if (log.last - log.first > kMaxSpanMs) {
+    char span[64];
+    std::snprintf(span, sizeof span, "%.1f hours (%.0f to %.0f ms)", (log.last - log.first) / 3.6e6, log.first, log.last);
+    throw UserError(path + ": its events span " + span +
+                    ", more than the 24 hours the graphs can cover; plot a part of it, e.g. awk '/^#/ || $1 < 3600000' " +
+                    path + " for the first hour");
+  }
   return log;
 }
 
@@ -83,20 +105,20 @@ double percentile(std::vector<double> values, double p) {
 }
 
 std::vector<double> signal_delays(const LinkLog& log) {
-  // For each ms t: the least (departure - t) over packets that arrived at or after t.
+  // For each ms t: the least (departure - t) over packets that arrived at or after t. One value
+  // per ms of the log's span (at most kMaxSpanMs, bounded by read), computed in place.
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const long first = static_cast<long>(std::floor(log.first)), last = static_cast<long>(std::floor(log.last));
-  std::vector<double> best(static_cast<size_t>(last - first + 1), std::numeric_limits<double>::infinity());
+  std::vector<double> out(static_cast<size_t>(last - first + 1), std::numeric_limits<double>::infinity());
   for (const auto& d : log.departures) {
     const long arrival = static_cast<long>(std::floor(d.time - d.delay));
     if (arrival < first || arrival > last) continue;
-    double& b = best[static_cast<size_t>(arrival - first)];
+    double& b = out[static_cast<size_t>(arrival - first)];
     b = std::min(b, d.time - static_cast<double>(arrival));
   }
-  std::vector<double> out(best.size(), nan);
   double next = std::numeric_limits<double>::infinity();
-  for (size_t i = best.size(); i-- > 0;) {
-    next = std::min(best[i], next + 1);
+  for (size_t i = out.size(); i-- > 0;) {
+    next = std::min(out[i], next + 1);
     out[i] = std::isinf(next) ? nan : next;
   }
   return out;

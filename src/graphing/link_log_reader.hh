@@ -2,7 +2,9 @@
 // Reads an mm-link log (ours or the original's): header lines "# ...", then "T # BYTES",
 // "T + SIZE", "T - SIZE DELAY" and "T d COUNT BYTES" lines. Times are ms (fractions accepted);
 // they are made relative to the "# base timestamp" when there is one.
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct LinkLog {
@@ -16,8 +18,18 @@ struct LinkLog {
   std::vector<Drop> drops;
   double first = 0, last = 0;  // time span of all events (ms)
 
-  // Throws UserError naming the file and line of anything it cannot read.
+  // Bounds, so that reading a log and what is computed from it (a value per ms of its span for
+  // the signal delay) stay within memory: a file of at most kMaxFileBytes, event lines of at
+  // most kMaxLineLength bytes, numbers of magnitude at most kMaxValue, and events spanning at
+  // most kMaxSpanMs (24 hours).
+  static constexpr uint64_t kMaxFileBytes = 1ULL << 30;
+  static constexpr size_t kMaxLineLength = 256;
+  static constexpr double kMaxValue = 1e15;
+  static constexpr double kMaxSpanMs = 24.0 * 3600 * 1000;
+
+  // Throws UserError naming the file and line of anything it cannot read ("-": standard input).
   static LinkLog read(const std::string& path);
+  static LinkLog parse(std::string_view text, const std::string& name);
 };
 
 // Summary figures, as the original's mm-throughput-graph prints them.

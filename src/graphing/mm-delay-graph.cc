@@ -1,4 +1,5 @@
 // mm-delay-graph [LOG] [-o FILE.svg|FILE.png]
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -29,8 +30,17 @@ int main(int argc, char** argv) {
         char label[128];
         std::snprintf(label, sizeof label, "Signal delay (95th percentile %.0f ms)", s.signal_delay_p95_ms);
         Series sig{label, Series::Style::Area, {0.95, 0.55, 0.1}, {}};
-        for (size_t i = 0; i < signal.size(); i++)
-          sig.points.emplace_back((std::floor(log.first) + static_cast<double>(i)) / 1000, signal[i]);
+        // One point per ms, or for a long log (over 1000000 ms) the highest of each group of
+        // ms, so that the chart holds at most a million points.
+        constexpr size_t kMaxPoints = 1'000'000;
+        const size_t group = (signal.size() + kMaxPoints - 1) / kMaxPoints;
+        for (size_t i = 0; i < signal.size(); i += group) {
+          double value = signal[i];
+          for (size_t j = i + 1; j < std::min(signal.size(), i + group); j++) {
+            if (std::isnan(value) || signal[j] > value) value = signal[j];
+          }
+          sig.points.emplace_back((std::floor(log.first) + static_cast<double>(i)) / 1000, value);
+        }
         std::snprintf(label, sizeof label, "Per-packet delay (95th percentile %.0f ms)", s.queueing_delay_p95_ms);
         Series packets{label, Series::Style::Dots, {0.15, 0.35, 0.85}, {}};
         for (const auto& d : log.departures) packets.points.emplace_back(d.time / 1000, d.delay);

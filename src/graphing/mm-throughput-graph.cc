@@ -24,7 +24,17 @@ int main(int argc, char** argv) {
         const LinkLog log = LinkLog::read(command.operands.size() == 2 ? command.operands[1] : "-");
         const LinkSummary s = summarize(log);
 
-        const size_t bins = static_cast<size_t>(std::floor((log.last - log.first) / bin_ms)) + 1;
+        // At most kMaxBins bins (a point each in the chart; the log spans at most 24 hours).
+        constexpr double kMaxBins = 1e6;
+        const double bin_count = std::floor((log.last - log.first) / bin_ms) + 1;
+        if (bin_count > kMaxBins) {
+          char least[64];
+          std::snprintf(least, sizeof least, "%g", std::ceil((log.last - log.first) / (kMaxBins - 1)));
+          throw UsageError("MS-PER-BIN " + command.operands[0] + " makes more than 1000000 bins of this log's " +
+                           std::to_string(static_cast<uint64_t>(log.last - log.first)) + " ms; use " + least +
+                           " or more");
+        }
+        const size_t bins = static_cast<size_t>(bin_count);
         std::vector<double> capacity(bins), ingress(bins), egress(bins);
         auto bin_of = [&](double t) { return std::min(bins - 1, static_cast<size_t>((t - log.first) / bin_ms)); };
         for (const auto& o : log.opportunities) capacity[bin_of(o.time)] += o.bytes;

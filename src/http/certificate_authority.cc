@@ -159,7 +159,7 @@ void write_file_atomically(const fs::path& path, const std::string& contents, mo
 
 std::string read_ca_file(const fs::path& path) {
   try {
-    return read_user_file(path.string(), "CA file");
+    return read_user_file(path.string(), "CA file", 1 << 20, "a CA's key or certificate is a few KiB");
   } catch (const UserError& e) {
     throw UserError(std::string(e.what()) + "; make it readable by you, or " + recreate_fix(path.parent_path()));
   }

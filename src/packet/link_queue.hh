@@ -83,6 +83,7 @@ class LinkQueue {
 
   // Nothing to send: opportunities up to `now` pass unused (the log writer still lists them).
   void skip_idle_opportunities(Nanos now) {
+    cursor_.skip_periods_until(now);  // then less than a period is left
     while (cursor_.next() <= now) {
       if (cursor_.nth(1024) <= now) {
         for (int i = 0; i < 1024; i++) cursor_.advance();  // a fast link idle for long

@@ -6,7 +6,11 @@
 #include "exception.hh"
 #include "file_descriptor.hh"
 
-Trace Trace::load(const std::string& path) { return parse(read_user_file(path, "trace"), path); }
+Trace Trace::load(const std::string& path) {
+  return parse(read_user_file(path, "trace", kMaxFileBytes,
+                              "a trace holds at most 10000000 lines (opportunities); use a shorter one"),
+               path == "-" ? std::string("standard input") : path);
+}
 
 Trace Trace::parse(std::string_view text, const std::string& name) {
   Trace trace;
@@ -23,8 +27,21 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
     const std::string where = name + ":" + std::to_string(line_number) + ": ";
     if (line.empty()) throw UserError(where + "empty line (each line must hold one timestamp in ms)");
     if (line.back() == '\r') throw UserError(where + "DOS line ending (carriage return); convert it with dos2unix");
+    if (line.size() > kMaxLineLength) {
+      throw UserError(where + "line of " + std::to_string(line.size()) + " characters (\"" +
+                      std::string(line.substr(0, 20)) + "...\"); each line holds one time in ms, at most " +
+                      std::to_string(kMaxMs) + " (is this a trace file?)");
+    }
+    if (line_number > kMaxOpportunities) {
+      throw UserError(where + "more than " + std::to_string(kMaxOpportunities) +
+                      " lines; a trace holds at most that many opportunities: use a shorter trace (its period repeats)");
+    }
     uint64_t ms = 0;
     auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), ms);
+    if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == line.data() + line.size() && ms > kMaxMs)) {
+      throw UserError(where + "timestamp " + std::string(line) + " is too large: times are at most " +
+                      std::to_string(kMaxMs) + " ms (24.8 days)");
+    }
     if (ec != std::errc() || ptr != line.data() + line.size() || line[0] == '+') {
       throw UserError(where + "\"" + std::string(line.substr(0, 40)) +
                       "\" is not a non-negative integer number of milliseconds");
@@ -33,7 +50,6 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
       throw UserError(where + "timestamps must not decrease (" + std::to_string(ms) + " after " +
                       std::to_string(previous) + ")");
     }
-    if (ms > 1'000'000'000'000ULL) throw UserError(where + "timestamp " + std::to_string(ms) + " is too large");
     previous = ms;
     trace.offsets_.push_back(static_cast<Nanos>(ms) * kNanosPerMs);
   }

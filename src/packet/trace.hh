@@ -14,9 +14,18 @@
 class Trace {
  public:
   static constexpr uint32_t kOpportunityBytes = 1500;
+  // Bounds on a trace, so that reading one (in the ferry too) and everything computed from it
+  // (periods in ns, mm-trace info's windows) stay within memory and range: at most
+  // kMaxOpportunities lines (80 MB in memory; 10 million is 2 minutes of a 1 Gbit/s link), each
+  // at most kMaxLineLength bytes, times up to kMaxMs (2^31 - 1 ms, 24.8 days), in a file of at
+  // most kMaxFileBytes.
+  static constexpr uint64_t kMaxOpportunities = 10'000'000;
+  static constexpr uint64_t kMaxMs = 2'147'483'647;
+  static constexpr size_t kMaxLineLength = 32;
+  static constexpr uint64_t kMaxFileBytes = 128ULL << 20;
 
   // A trace file: one non-negative integer (milliseconds) per line, non-decreasing, the last
-  // greater than 0. Throws UserError "PATH:LINE: what is wrong".
+  // greater than 0, within the bounds above. Throws UserError "PATH:LINE: what is wrong".
   static Trace load(const std::string& path);
   static Trace parse(std::string_view text, const std::string& name);
   // A constant rate: one opportunity every 12000/bits_per_second seconds, exactly.
@@ -59,6 +68,14 @@ class OpportunityCursor {
   }
   // Time of the last opportunity of a --once trace (kNever if it repeats).
   Nanos end() const { return once_ ? start_ + trace_->offsets().back() : kNever; }
+  // Passes over whole periods whose opportunity at this position is at or before `now` (an
+  // idle fast link: rate:1Tbit/s has 83 million opportunities a second). A --once trace has
+  // only one period.
+  void skip_periods_until(Nanos now) {
+    const Nanos next_time = next();
+    if (once_ || next_time == kNever || next_time > now) return;
+    cycle_ += static_cast<uint64_t>((now - next_time) / trace_->period());
+  }
   void advance() {
     if (++index_ == trace_->offsets().size()) {
       index_ = 0;

@@ -1,9 +1,15 @@
 #include "file_descriptor.hh"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <iterator>
 
 #include "exception.hh"
 
@@ -50,20 +56,71 @@ std::string read_small_file(const std::string& path) {
   return out;
 }
 
-std::string read_user_file(const std::string& path, const std::string& what) {
-  FileDescriptor fd(path == "-" ? ::fcntl(0, F_DUPFD_CLOEXEC, 0) : ::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  auto fail = [&] { return UserError("cannot read " + what + " " + path + ": " + std::strerror(errno)); };
-  if (!fd.valid()) throw fail();
+std::string format_size(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024 && unit + 1 < std::size(kUnits)) {
+    value /= 1024;
+    unit++;
+  }
+  char text[32];
+  if (unit == 0) std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else if (std::abs(value - std::round(value)) < 1e-3 * value) std::snprintf(text, sizeof text, "%.0f %s", value, kUnits[unit]);
+  else std::snprintf(text, sizeof text, "%.3g %s", value, kUnits[unit]);
+  return text;
+}
+
+std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes,
+                           std::string_view fix) {
+  const bool standard_input = path == "-";
+  const std::string name = standard_input ? std::string("standard input") : path;
+  auto fail = [&](int error) { return UserError("cannot read " + what + " " + name + ": " + std::strerror(error)); };
+  auto too_large = [&] {
+    return UserError(what + " " + name + " is larger than " + format_size(max_bytes) + " (the limit)" +
+                     (fix.empty() ? std::string() : "; " + std::string(fix)));
+  };
+  // O_NONBLOCK: opening a FIFO without a writer must not wait forever (it is cleared below).
+  FileDescriptor fd(standard_input ? ::fcntl(0, F_DUPFD_CLOEXEC, 0)
+                                   : ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid()) throw fail(errno);
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0) throw fail(errno);
+  if (standard_input && S_ISCHR(st.st_mode) && !::isatty(fd.get())) {  // < /dev/zero, < /dev/null
+    throw UserError("cannot read " + what + " from standard input: it is a character device, not a file or pipe; "
+                    "redirect a regular file to it");
+  }
+  if (!standard_input) {
+    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
+                       : S_ISCHR(st.st_mode)  ? "a character device"
+                       : S_ISBLK(st.st_mode)  ? "a block device"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                       : nullptr;
+    if (kind) throw UserError("cannot read " + what + " " + name + ": it is " + kind + ", not a file; name a regular file");
+    const int flags = ::fcntl(fd.get(), F_GETFL);
+    if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) < 0) throw fail(errno);
+  }
+  if (S_ISREG(st.st_mode) && static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large();
   std::string text;
+  if (S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
   char buffer[65536];
   for (;;) {
-    const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+    // Never more than one byte past the limit, however much a pipe or a growing file offers (a
+    // pipe's text grows by doubling: at most twice the limit in memory).
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(sizeof buffer, max_bytes - text.size() + 1));
+    const ssize_t n = ::read(fd.get(), buffer, want);
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw fail();
+      if (errno == EAGAIN) {  // a non-blocking standard input: wait for data
+        pollfd p{fd.get(), POLLIN, 0};
+        (void)::poll(&p, 1, -1);
+        continue;
+      }
+      throw fail(errno);
     }
     if (n == 0) return text;
     text.append(buffer, static_cast<size_t>(n));
+    if (text.size() > max_bytes) throw too_large();
   }
 }
 

@@ -1,5 +1,6 @@
 #pragma once
 // Owning wrapper of a file descriptor, plus small whole-file helpers.
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -30,8 +31,17 @@ class FileDescriptor {
 void write_all(int fd, std::string_view data);
 // Reads a whole (small) file such as a /proc entry; throws SystemError naming the path.
 std::string read_small_file(const std::string& path);
-// Reads a whole file the user named ("-": standard input); throws UserError
-// "cannot read WHAT PATH: reason".
-std::string read_user_file(const std::string& path, const std::string& what);
+// Reads a whole file the user named ("-": standard input) of at most max_bytes bytes. Regular
+// files, pipes and FIFOs (e.g. <(command)) are read; opening a FIFO never blocks; a device
+// (/dev/zero, also as standard input unless a terminal), directory or socket is refused. Throws
+// UserError "cannot read WHAT PATH: reason", or "WHAT PATH is larger than LIMIT (the limit); FIX"
+// without reading more than the limit (a pipe's text grows by doubling: at most twice the limit
+// in memory).
+std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes,
+                           std::string_view fix);
+// The largest message protobuf parses (INT_MAX bytes): the bound of a recording file.
+inline constexpr uint64_t kMaxProtobufBytes = 2147483647;
+// "128 MiB", "2 GiB", "1.5 KiB", "100 bytes": a size for messages.
+std::string format_size(uint64_t bytes);
 // Overwrites a /proc/sys entry (or any existing file) with value.
 void write_existing_file(const std::string& path, std::string_view value);
