@@ -132,6 +132,27 @@ hold_world_lock() {
 }
 release_world_lock() { rm -f "$WORLD_TMP/hold"; wait "$lock_holder"; }
 
+# One user's shells coming and going (their devices vanish at any moment) while another user
+# starts shells in the same namespace: every start succeeds, and quickly.
+test_shells_coming_and_going_do_not_fail_another_users_start() {
+  touch "$WORLD_TMP/churn"
+  AS_USER=$TEST_USER in_world sh -c 'while [ -e "$0" ]; do for i in 1 2 3 4; do "$1" 0 true & done; wait; done' \
+    "$WORLD_TMP/churn" "$BIN/mm-delay" &
+  churn=$!
+  status=0 worst=0
+  for i in $(seq 20); do
+    s=$(date +%s%N)
+    out=$(timeout 20 ip netns exec "$WORLD" "$BIN/mm-delay" 0 sh -c 'ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null && echo ok' 2>&1)
+    ms=$(( ($(date +%s%N) - s) / 1000000 ))
+    [ "$ms" -gt "$worst" ] && worst=$ms
+    [ "$out" = ok ] || { echo "FAIL: start $i among the other user's churning shells: $out"; status=1; }
+  done
+  rm -f "$WORLD_TMP/churn"; wait "$churn"
+  echo "  20 starts among another user's churning shells; slowest $worst ms"
+  [ "$worst" -lt 5000 ] || { echo "FAIL: a start took $worst ms"; status=1; }
+  return $status
+}
+
 test_setup_lock_wait_is_bounded_and_interruptible() {
   hold_world_lock || return 1
   status=0
@@ -170,7 +191,13 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
     --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- "$BIN/mm-delay" 0 echo ran > "$WORLD_TMP/helper.out" 2>&1 &
   shell=$!
   status=0
-  wait_until 5 pgrep -P "$shell" >/dev/null || { echo "FAIL: no helper appeared"; status=1; }
+  # Ready once it is root in all three slots and leads its own session (then it waits for the lock).
+  helper_ready() {
+    helper=$(pgrep -P "$shell" | head -1)
+    [ -n "$helper" ] && [ "$(awk '/^Uid/{print $2,$3,$4}' "/proc/$helper/status" 2>/dev/null)" = "0 0 0" ] &&
+      [ "$(ps -o sid= -p "$helper" | tr -d ' ')" = "$helper" ]
+  }
+  wait_until 5 helper_ready || { echo "FAIL: no helper became root in its own session"; status=1; }
   helper=$(pgrep -P "$shell" | head -1)
   if [ -n "$helper" ]; then
     uids=$(awk '/^Uid/{print $2,$3,$4}' "/proc/$helper/status")
@@ -217,13 +244,17 @@ test_forwarding_stays_off_between_other_interfaces_and_is_restored() {
   # Two shells at once, of two users: the root's and the ordinary user's; each waits for a file.
   for who in root user; do
     rm -f "$WORLD_TMP/up-$who" "$WORLD_TMP/go-$who"
-    script="ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null && touch $WORLD_TMP/up-$who; while [ ! -e $WORLD_TMP/go-$who ]; do sleep 0.05; done; ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null"
+    script="ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null && ip -o -4 addr show ingress | awk '{print \$4}' > $WORLD_TMP/up-$who.tmp && mv $WORLD_TMP/up-$who.tmp $WORLD_TMP/up-$who; while [ ! -e $WORLD_TMP/go-$who ]; do sleep 0.05; done; ping -n -c 1 -W 2 -q $SERVER_IP >/dev/null"
     if [ $who = user ]; then AS_USER=$TEST_USER in_world "$BIN/mm-delay" 1 sh -c "$script" & else in_world "$BIN/mm-delay" 1 sh -c "$script" & fi
     eval "shell_$who=\$!"
   done
   chmod 777 "$WORLD_TMP"
   wait_until 10 test -e "$WORLD_TMP/up-root" -a -e "$WORLD_TMP/up-user" || { echo "FAIL: shells could not reach the server"; status=1; }
   a_to_b && { echo "FAIL: the world forwarded between two of its other networks while shells ran"; status=1; }
+  # Nor from those networks into a shell: only replies to the shell's own connections enter.
+  inner=$(cat "$WORLD_TMP/up-user")
+  ip netns exec "mmt-fa$$" ping -n -c 1 -W 1 -q "$inner" >/dev/null 2>&1 &&
+    { echo "FAIL: a host of another network reached the shell's inner address $inner"; status=1; }
   [ "$(in_world sysctl -n net.ipv4.ip_forward)" = 0 ] || { echo "FAIL: global ip_forward switched on"; status=1; }
   touch "$WORLD_TMP/go-user"; wait "$shell_user" || { echo "FAIL: the user's shell lost its forwarding"; status=1; }
   # The root shell still reaches the server after the user's shell left.
@@ -235,9 +266,10 @@ test_forwarding_stays_off_between_other_interfaces_and_is_restored() {
   # The test can fail: with forwarding on, the same ping crosses.
   in_world sysctl -q -w net.ipv4.ip_forward=1
   a_to_b || { echo "FAIL: control: fa cannot reach fb even with forwarding on"; status=1; }
+  rm -f "$WORLD_TMP/up-"*
   in_world sysctl -q -w net.ipv4.ip_forward="$saved"
   ip netns del "mmt-fa$$"; ip netns del "mmt-fb$$"
-  [ $status = 0 ] && echo "  two shells ran; fa -> fb blocked meanwhile (crosses with ip_forward=1); all forwarding sysctls as before"
+  [ $status = 0 ] && echo "  two shells ran; fa -> fb and fa -> shell blocked meanwhile (fa -> fb crosses with ip_forward=1); all forwarding sysctls as before"
   return $status
 }
 

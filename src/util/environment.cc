@@ -2,7 +2,8 @@
 
 #include <sys/auxv.h>
 
-#include <algorithm>
+#include <string_view>
+#include <unordered_set>
 #include <cstdlib>
 #include <unistd.h>
 
@@ -14,14 +15,14 @@ UserEnvironment UserEnvironment::capture_and_clear() {
   if (::getauxval(AT_SECURE)) {
     try {
       const std::string original = read_small_file("/proc/self/environ");  // bounded by the kernel's ARG_MAX
+      const std::unordered_set<std::string_view> kept(env.entries_.begin(), env.entries_.end());
       for (size_t start = 0; start < original.size();) {
         size_t end = original.find('\0', start);
         if (end == std::string::npos) end = original.size();
         std::string entry = original.substr(start, end - start);
         start = end + 1;
         if (entry.find('=') == std::string::npos) continue;
-        if (std::find(env.entries_.begin(), env.entries_.end(), entry) == env.entries_.end())
-          env.withheld_.push_back(std::move(entry));
+        if (!kept.count(entry)) env.withheld_.push_back(std::move(entry));
       }
     } catch (const std::exception&) {
       // No /proc: the command gets what glibc left.

@@ -7,9 +7,10 @@
 // the device it came in on (net.ipv4.conf.DEV.forwarding; net.ipv4.ip_forward switches every
 // device at once). So a shell switches forwarding on for its own TUN device and for each other
 // device where it was off ("opened" devices), never globally, and one shared nftables table,
-// mahimahi_forward, drops every forwarded packet that came in on an opened device and neither
-// came from nor goes to a shell's device: the host forwards nothing between its own networks
-// that it did not forward before. The last shell of the namespace to leave switches the opened
+// mahimahi_forward, drops every forwarded packet that came in on an opened device unless it is a
+// reply (or an ICMP error) to a connection of a shell, going into that shell: the host forwards
+// nothing between its own networks that it did not forward before, and nothing from them into
+// a shell that the shell did not ask for. The last shell of the namespace to leave switches the opened
 // devices back off and removes the table; the table itself records which devices were opened
 // and which shells are alive, so that nothing outlives the namespace.
 #include <string>
@@ -27,8 +28,9 @@ FileDescriptor open_namespace_lock_file();
 // state. Held only by a root helper process; waiting for it gives up after kLockTimeoutSeconds.
 constexpr unsigned kLockTimeoutSeconds = 10;
 
-// Call in the caller's namespace, after the shell's TUN device exists. All or nothing: if it
-// throws, nothing remains to be closed.
-void open_forwarding(const std::string& shell_device);
+// Call in the caller's namespace, after the shell's TUN device exists; slot_claim is the shell's
+// claim on its addresses (claim_slot), by which shells tell whether others are alive. All or
+// nothing: if it throws, nothing remains to be closed.
+void open_forwarding(const std::string& shell_device, int slot_claim);
 // Undoes open_forwarding for this shell; the last shell restores the namespace's settings.
-void close_forwarding(const std::string& shell_device);
+void close_forwarding(const std::string& shell_device, int slot_claim);

@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <dirent.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -138,15 +140,42 @@ void raise_priority(int nice) {
   if (errno == 0 && nice < current) (void)::setpriority(PRIO_PROCESS, 0, nice);
 }
 
-// A user may freeze their own cgroup (systemd delegates one to each user), and with it a helper
-// holding the namespace's lock: the helper moves to the root of the hierarchies that can freeze
-// (cgroup v2, and v1's freezer) for its few milliseconds. Best effort: in a container whose
-// cgroups are read-only, the container's own limits apply anyway.
-static void leave_freezable_cgroups() {
-  for (const char* procs : {"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs",
-                            "/sys/fs/cgroup/freezer/cgroup.procs"}) {
+// The caller chose the scheduling, limits and cgroups the supervisor inherited, and so they
+// could slow down, freeze or kill a helper while it holds the namespace's lock (another user's
+// shell would then wait for it): the helper takes the defaults, best effort, for its few
+// milliseconds. Cgroups: a user may freeze or throttle their own (systemd delegates one to each
+// user); the helper moves to the root of every hierarchy (cgroup v2, and each of v1's). In a
+// container whose cgroups are read-only, the container's own limits apply anyway.
+static void reset_inherited_limits() {
+  (void)::setpriority(PRIO_PROCESS, 0, 0);
+  const sched_param normal{};
+  (void)::sched_setscheduler(0, SCHED_OTHER, &normal);
+  cpu_set_t every_cpu;
+  CPU_ZERO(&every_cpu);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) CPU_SET(cpu, &every_cpu);
+  (void)::sched_setaffinity(0, sizeof every_cpu, &every_cpu);
+  constexpr int kIoprioWhoProcess = 1, kIoprioClassBestEffort = 2, kIoprioClassShift = 13;
+  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBestEffort << kIoprioClassShift) | 4);
+  for (int resource : {RLIMIT_CPU, RLIMIT_AS, RLIMIT_DATA, RLIMIT_STACK, RLIMIT_FSIZE, RLIMIT_NOFILE}) {
+    rlimit limit{};
+    if (::getrlimit(resource, &limit) != 0) continue;
+    const rlim_t wanted = resource == RLIMIT_NOFILE ? 4096 : RLIM_INFINITY;
+    const rlimit raised{wanted, wanted};
+    if (::setrlimit(resource, &raised) != 0) {
+      limit.rlim_cur = limit.rlim_max;  // without CAP_SYS_RESOURCE: at least up to the hard limit
+      (void)::setrlimit(resource, &limit);
+    }
+  }
+  std::vector<std::string> procs{"/sys/fs/cgroup/cgroup.procs"};
+  if (DIR* dir = ::opendir("/sys/fs/cgroup")) {
+    while (const dirent* entry = ::readdir(dir)) {
+      if (entry->d_name[0] != '.') procs.push_back(std::string("/sys/fs/cgroup/") + entry->d_name + "/cgroup.procs");
+    }
+    ::closedir(dir);
+  }
+  for (const std::string& path : procs) {
     try {
-      write_existing_file(procs, "0");  // 0: the writing process
+      write_existing_file(path, "0");  // 0: the writing process
     } catch (const SystemError&) {
     }
   }
@@ -166,8 +195,7 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible) {
     int status = 0;
     try {
       if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
-      (void)::setpriority(PRIO_PROCESS, 0, 0);
-      leave_freezable_cgroups();
+      reset_inherited_limits();
       fn();
     } catch (const std::exception& e) {
       try {
@@ -211,6 +239,7 @@ ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
   if (this != &other) {
     release();
     device_ = std::move(other.device_);
+    slot_claim_ = other.slot_claim_;
     other.device_.clear();
   }
   return *this;
@@ -221,7 +250,7 @@ void ForwardingGrant::release() noexcept {
   const std::string device = std::move(device_);
   device_.clear();
   try {
-    run_root_helper([&] { close_forwarding(device); }, false);
+    run_root_helper([&] { close_forwarding(device, slot_claim_); }, false);
   } catch (const std::exception& e) {
     std::cerr << "mahimahi: restoring the forwarding settings: " << e.what() << std::endl;
   }
@@ -257,8 +286,8 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
   // If the helper is killed half-way (the user interrupted the set-up), its device is left in
   // the shared state, where the next shell to close finds it gone and removes it.
-  run_root_helper([&] { open_forwarding(net.outer_device); }, true);
-  net.forwarding = ForwardingGrant(net.outer_device);
+  run_root_helper([&] { open_forwarding(net.outer_device, net.slot_claim.get()); }, true);
+  net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get());
 
   std::vector<Ipv4> resolvers;
   try {

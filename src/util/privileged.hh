@@ -57,14 +57,18 @@ class SetupInterrupted : public UserError {
 class ForwardingGrant {
  public:
   ForwardingGrant() = default;
-  explicit ForwardingGrant(std::string device) : device_(std::move(device)) {}
-  ForwardingGrant(ForwardingGrant&& other) noexcept : device_(std::move(other.device_)) { other.device_.clear(); }
+  // slot_claim: the shell's claim on its addresses, open for as long as this grant.
+  ForwardingGrant(std::string device, int slot_claim) : device_(std::move(device)), slot_claim_(slot_claim) {}
+  ForwardingGrant(ForwardingGrant&& other) noexcept : device_(std::move(other.device_)), slot_claim_(other.slot_claim_) {
+    other.device_.clear();
+  }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
   ~ForwardingGrant() { release(); }
 
  private:
   void release() noexcept;
   std::string device_;
+  int slot_claim_ = -1;
 };
 
 // Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
@@ -79,7 +83,7 @@ struct ShellNetwork {
   FileDescriptor inner_namespace;    // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
   DnsRelaySockets dns;               // empty unless the caller's resolver is on loopback
-  ForwardingGrant forwarding;        // destroyed first: the last clean-up step
+  ForwardingGrant forwarding;        // destroyed first (slot_claim still open): the last clean-up step
 };
 
 constexpr const char* kInnerDevice = "ingress";
