@@ -187,19 +187,20 @@ test_signals_end_the_shell_cleanly() {
   echo "  SIGTERM to the shell: command ended, exit 143"
 }
 
+process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }
+
 test_job_control_stop_and_continue() {
   ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 &  # ip execs in place: $! is the shell
   shell=$! p0=$!
-  sleep 0.5
-  cmd=$(in_world pgrep -x -P "$p0" sleep)
+  wait_until 10 pgrep -x -P "$p0" sleep >/dev/null || { kill -TERM "$p0"; wait "$shell"; fail "the command never started"; return 1; }
+  cmd=$(pgrep -x -P "$p0" sleep)
   kill -TSTP "$cmd"
-  sleep 0.3
-  s0=$(awk '{print $3}' "/proc/$p0/stat")
-  [ "$s0" = T ] || fail "shell did not stop with its command (state $s0)" || return 1
+  wait_until 5 sh -c "[ \"\$(awk '{print \$3}' /proc/$p0/stat)\" = T ]" ||
+    { s0=$(process_state "$p0"); kill -CONT "$p0"; kill -TERM "$p0"; wait "$shell"; fail "shell did not stop with its command (state $s0)"; return 1; }
   kill -CONT "$p0"
-  sleep 0.3
-  s1=$(awk '{print $3}' "/proc/$cmd/stat")
-  [ "$s1" != T ] || fail "command still stopped after the shell was continued" || return 1
+  wait_until 5 sh -c "[ \"\$(awk '{print \$3}' /proc/$cmd/stat)\" != T ]" ||
+    { kill -TERM "$p0"; wait "$shell"; fail "command still stopped after the shell was continued"; return 1; }
+  s1=$(process_state "$cmd")
   kill -TERM "$p0"; wait "$shell"
   echo "  command stopped -> shell stopped (T); shell continued -> command continued ($s1)"
 }
