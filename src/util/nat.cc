@@ -66,6 +66,7 @@ MasqueradeTable::MasqueradeTable(const std::string& device, Ipv4 inner) : table_
 }
 
 MasqueradeTable::~MasqueradeTable() {
+  if (!owned_) return;
   try {
     run_nft("delete table ip " + table_);
   } catch (...) {

@@ -18,6 +18,9 @@ class MasqueradeTable {
   MasqueradeTable& operator=(const MasqueradeTable&) = delete;
 
   const std::string& name() const { return table_; }
+  // Leaves the deletion to someone else (the shell's detached clean-up helper): the destructor
+  // then does nothing.
+  void hand_over() { owned_ = false; }
 
   // Deletes every mahimahi_* table of this namespace whose device is gone; returns their names.
   static std::vector<std::string> remove_stale();
@@ -25,6 +28,7 @@ class MasqueradeTable {
 
  private:
   std::string table_;
+  bool owned_ = true;  // deleted by the destructor
 };
 
 // Runs one nft script with libnftables; throws std::runtime_error with nft's message.

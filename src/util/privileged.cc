@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <sched.h>
-#include <dirent.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/file.h>
@@ -166,46 +165,67 @@ static void reset_inherited_limits() {
       (void)::setrlimit(resource, &limit);
     }
   }
-  std::vector<std::string> procs{"/sys/fs/cgroup/cgroup.procs"};
-  if (DIR* dir = ::opendir("/sys/fs/cgroup")) {
-    while (const dirent* entry = ::readdir(dir)) {
-      if (entry->d_name[0] != '.') procs.push_back(std::string("/sys/fs/cgroup/") + entry->d_name + "/cgroup.procs");
-    }
-    ::closedir(dir);
+  // Only where it is not at the root already: each move waits for an RCU grace period.
+  std::string memberships;
+  try {
+    memberships = read_small_file("/proc/self/cgroup");  // "ID:CONTROLLERS:PATH" per hierarchy
+  } catch (const SystemError&) {
+    return;
   }
-  for (const std::string& path : procs) {
-    try {
-      write_existing_file(path, "0");  // 0: the writing process
-    } catch (const SystemError&) {
+  std::istringstream lines(memberships);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos || line.substr(second + 1) == "/") continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    if (controllers.rfind("name=", 0) == 0) controllers.erase(0, 5);  // name=systemd is mounted as systemd
+    const std::vector<std::string> procs =
+        controllers.empty() ? std::vector<std::string>{"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"}
+                            : std::vector<std::string>{"/sys/fs/cgroup/" + controllers + "/cgroup.procs"};
+    for (const std::string& path : procs) {
+      try {
+        write_existing_file(path, "0");  // 0: the writing process
+        break;
+      } catch (const SystemError&) {
+      }
     }
   }
 }
+
+// Forks the helper; in the child, runs fn and reports its exception on `errors`.
+static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork");
+  if (pid > 0) return pid;
+  // Real, effective and saved uid root: the user can no longer signal it (kill needs a uid in
+  // common); its own session: no terminal signals (Ctrl-Z, Ctrl-C) reach it; the defaults for
+  // what the caller could set to slow it down. Setuid processes cannot be traced.
+  int status = 0;
+  try {
+    if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
+    reset_inherited_limits();
+    fn();
+  } catch (const std::exception& e) {
+    try {
+      write_all(errors, e.what());
+    } catch (...) {
+    }
+    status = 1;
+  }
+  ::_exit(status);
+}
+
 
 void run_root_helper(const std::function<void()>& fn, bool interruptible) {
   int channel[2];
   check_syscall("pipe2", ::pipe2(channel, O_CLOEXEC));
   FileDescriptor error_read(channel[0]), error_write(channel[1]);
-  const pid_t pid = ::fork();
-  if (pid < 0) throw SystemError("fork");
-  if (pid == 0) {
-    // Real, effective and saved uid root: the user can no longer signal it (kill needs a uid in
-    // common); its own session: no terminal signals (Ctrl-Z, Ctrl-C) reach it; normal priority
-    // whatever the caller's nice value. Setuid processes cannot be traced.
-    error_read.close();
-    int status = 0;
-    try {
-      if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
-      reset_inherited_limits();
-      fn();
-    } catch (const std::exception& e) {
-      try {
-        write_all(error_write.get(), e.what());
-      } catch (...) {
-      }
-      status = 1;
-    }
-    ::_exit(status);
-  }
+  const pid_t pid = fork_root_helper(
+      [&] {
+        error_read.close();
+        fn();
+      },
+      error_write.get());
   error_write.close();
   SignalFd interruptions(SignalSet{SIGINT, SIGTERM, SIGHUP, SIGQUIT});  // blocked by the supervisor
   std::string error;
@@ -240,19 +260,34 @@ ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
     release();
     device_ = std::move(other.device_);
     slot_claim_ = other.slot_claim_;
+    nat_table_ = std::move(other.nat_table_);
     other.device_.clear();
+    other.nat_table_.clear();
   }
   return *this;
 }
 
 void ForwardingGrant::release() noexcept {
   if (device_.empty()) return;
-  const std::string device = std::move(device_);
+  const std::string device = std::move(device_), nat_table = std::move(nat_table_);
   device_.clear();
+  nat_table_.clear();
+  // Waited for, so that when the shell has ended, everything it made is gone.
   try {
-    run_root_helper([&] { close_forwarding(device, slot_claim_); }, false);
+    run_root_helper(
+        [&] {
+          if (!nat_table.empty()) {
+            try {
+              run_nft("delete table ip " + nat_table);
+            } catch (const std::exception&) {
+              // Already gone (removed by hand, or as stale by a shell that thought it dead).
+            }
+          }
+          close_forwarding(device, slot_claim_);
+        },
+        false);
   } catch (const std::exception& e) {
-    std::cerr << "mahimahi: restoring the forwarding settings: " << e.what() << std::endl;
+    std::cerr << "mahimahi: cleaning up the shell's nftables tables and forwarding: " << e.what() << std::endl;
   }
 }
 
@@ -331,6 +366,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   if (net.dns.active()) connect_socket(net.dns.outer_relay, local_address(net.dns.inner_forward));
 
   net.nat = std::make_unique<MasqueradeTable>(net.outer_device, net.addresses.inner);
+  net.forwarding.delete_with(*net.nat);
   return net;
 }
 

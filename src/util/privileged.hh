@@ -52,23 +52,31 @@ class SetupInterrupted : public UserError {
   using UserError::UserError;
 };
 
-// Forwarding opened for one shell's device (see forwarding.hh); closing it is the last step of
-// the shell's clean-up, run in a root helper.
+// Forwarding opened for one shell's device (see forwarding.hh); closing it, and deleting the
+// shell's NAT table if handed one, is the last step of the shell's clean-up, run in a root helper.
 class ForwardingGrant {
  public:
   ForwardingGrant() = default;
   // slot_claim: the shell's claim on its addresses, open for as long as this grant.
   ForwardingGrant(std::string device, int slot_claim) : device_(std::move(device)), slot_claim_(slot_claim) {}
-  ForwardingGrant(ForwardingGrant&& other) noexcept : device_(std::move(other.device_)), slot_claim_(other.slot_claim_) {
+  ForwardingGrant(ForwardingGrant&& other) noexcept
+      : device_(std::move(other.device_)), slot_claim_(other.slot_claim_), nat_table_(std::move(other.nat_table_)) {
     other.device_.clear();
+    other.nat_table_.clear();
   }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
   ~ForwardingGrant() { release(); }
+  // Takes over the deletion of the shell's NAT table.
+  void delete_with(MasqueradeTable& nat) {
+    nat_table_ = nat.name();
+    nat.hand_over();
+  }
 
  private:
   void release() noexcept;
   std::string device_;
   int slot_claim_ = -1;
+  std::string nat_table_;
 };
 
 // Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
