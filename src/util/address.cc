@@ -177,32 +177,6 @@ void add_resolvers(std::vector<Ipv4Net>& nets) {
   }
 }
 
-// The remote IPv4 addresses of connected sockets: /proc/net/tcp and udp, and the IPv4-mapped
-// peers (::ffff:a.b.c.d) of dual-stack sockets in tcp6 and udp6. Fixed kernel format:
-// "sl local_address rem_address st ...", each address as hex 32-bit words in network order, the
-// state in hex.
-void add_socket_peers(std::vector<Ipv4Net>& nets, const char* table) {
-  static constexpr std::string_view kMappedPrefix = "0000000000000000FFFF0000";
-  std::ifstream file(table);
-  std::string line;
-  std::getline(file, line);  // header
-  while (std::getline(file, line)) {
-    std::istringstream fields(line);
-    std::string slot, local, remote, state;
-    // Live connections only (01 established, 02 connecting; a connected UDP socket shows 01):
-    // a connection closing or in TIME_WAIT (often to a shell that has just ended) diverts nothing.
-    if (!(fields >> slot >> local >> remote >> state) || (state != "01" && state != "02")) continue;
-    const size_t colon = remote.find(':');
-    std::string_view hex(remote.data(), colon == std::string::npos ? 0 : colon);
-    if (hex.size() == 32 && hex.substr(0, 24) == kMappedPrefix) hex.remove_prefix(24);
-    if (hex.size() != 8) continue;
-    uint32_t address = 0;
-    const auto [end, ec] = std::from_chars(hex.data(), hex.data() + 8, address, 16);
-    if (ec != std::errc() || end != hex.data() + 8 || address == 0) continue;
-    nets.push_back(Ipv4Net::of(Ipv4{ntohl(address)}, 32));
-  }
-}
-
 struct NamedNet {
   const char* text;
   const char* what;
@@ -230,10 +204,6 @@ std::vector<Ipv4Net> networks_in_use() {
   add_interface_addresses(nets);
   add_routes(nets);
   add_resolvers(nets);
-  add_socket_peers(nets, "/proc/net/tcp");
-  add_socket_peers(nets, "/proc/net/udp");
-  add_socket_peers(nets, "/proc/net/tcp6");
-  add_socket_peers(nets, "/proc/net/udp6");
   std::sort(nets.begin(), nets.end(), [](const Ipv4Net& a, const Ipv4Net& b) {
     return a.base.value != b.base.value ? a.base.value < b.base.value : a.prefix < b.prefix;
   });

@@ -50,9 +50,8 @@ std::optional<AddressPair> allocate_pair(const Ipv4Net& pool, const std::vector<
 
 // Every address and subnet this network namespace already uses or talks to: interface addresses
 // with their subnets and peers; every route of every routing table but the default ones, and the
-// gateways of all (default routes included); the resolvers of /etc/resolv.conf; the IPv4 peers
-// of its connected TCP and UDP sockets (dual-stack sockets' IPv4-mapped peers included). A
-// shell must take none of these: its route would divert them.
+// gateways of all (default routes included); the resolvers of /etc/resolv.conf. A shell must
+// take none of these: its route would divert them.
 std::vector<Ipv4Net> networks_in_use();
 
 // The IPv4 addresses of the "nameserver" lines of a resolv.conf text, in order.
