@@ -145,14 +145,16 @@ test_ferry_is_idle_without_traffic() {
   check_range "ferry CPU ticks (1/100 s) in 2 s idle" "$ticks" 0 1
 }
 
+# Runs COMMAND, which must exit with EXPECTED_RC and say FRAGMENT in the first line of its errors.
+rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
+  want=$1 frag=$2; shift 2
+  msg=$("$@" 2>&1 >/dev/null); rc=$?
+  [ "$rc" = "$want" ] || { echo "FAIL: '$*' exited $rc, expected $want ($msg)"; return 1; }
+  echo "$msg" | head -1 | grep -qF -- "$frag" || { echo "FAIL: '$*' said: $msg"; return 1; }
+  echo "  $* -> $rc: $(echo "$msg" | head -1)"
+}
+
 test_bad_input_is_rejected_clearly() {
-  rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
-    want=$1 frag=$2; shift 2
-    msg=$("$@" 2>&1 >/dev/null); rc=$?
-    [ "$rc" = "$want" ] || { echo "FAIL: '$*' exited $rc, expected $want ($msg)"; return 1; }
-    echo "$msg" | head -1 | grep -qF -- "$frag" || { echo "FAIL: '$*' said: $msg"; return 1; }
-    echo "  $* -> $rc: $(echo "$msg" | head -1)"
-  }
   rc_msg 2 "DELAY-MS must be a number, not \"abc\"" in_world "$BIN/mm-delay" abc true || return 1
   rc_msg 2 "must not be negative" in_world "$BIN/mm-delay" -5 true || return 1
   rc_msg 2 "missing DELAY-MS" in_world "$BIN/mm-delay" || return 1
@@ -424,13 +426,6 @@ test_mm_trace_makes_converts_and_checks() {
 
 # Bounded input (security finding 6): devices, FIFOs, oversized traces and values are refused
 # at once, with one line naming the input, the limit and the fix, in bounded memory.
-bounds_rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
-  want=$1 frag=$2; shift 2
-  msg=$("$@" 2>&1 >/dev/null); rc=$?
-  [ "$rc" = "$want" ] || { echo "FAIL: '$*' exited $rc, expected $want ($msg)"; return 1; }
-  echo "$msg" | head -1 | grep -qF -- "$frag" || { echo "FAIL: '$*' said: $msg"; return 1; }
-  echo "  -> $rc: $(echo "$msg" | head -1)"
-}
 
 test_bounds_link_refuses_devices_fifos_and_oversized_traces() {
   ok=$WORLD_TMP/bounds-ok.trace
@@ -445,21 +440,21 @@ test_bounds_link_refuses_devices_fifos_and_oversized_traces() {
   # As the user, with a deadline and 1 GB of address space: an unbounded read would end in
   # bad_alloc or the deadline, not in the message.
   bounds_link() { AS_USER=$TEST_USER in_world sh -c 'ulimit -v 1000000; exec timeout 30 "$@"' sh "$BIN/mm-link" "$@"; }
-  bounds_rc_msg 1 "cannot read trace /dev/zero: it is a character device, not a file; name a regular file" \
+  rc_msg 1 "cannot read trace /dev/zero: it is a character device, not a file; name a regular file" \
     bounds_link /dev/zero "$ok" -- true || return 1
-  bounds_rc_msg 1 "cannot read trace /dev/urandom: it is a character device" bounds_link "$ok" /dev/urandom -- true || return 1
-  bounds_rc_msg 1 "bounds-huge-value.trace:1: timestamp 1000000000000 is too large: times are at most 2147483647 ms" \
+  rc_msg 1 "cannot read trace /dev/urandom: it is a character device" bounds_link "$ok" /dev/urandom -- true || return 1
+  rc_msg 1 "bounds-huge-value.trace:1: timestamp 1000000000000 is too large: times are at most 2147483647 ms" \
     bounds_link "$WORLD_TMP/bounds-huge-value.trace" "$ok" -- true || return 1
-  bounds_rc_msg 1 "bounds-long-line.trace:2: line of 100000 characters" \
+  rc_msg 1 "bounds-long-line.trace:2: line of 100000 characters" \
     bounds_link "$ok" "$WORLD_TMP/bounds-long-line.trace" -- true || return 1
-  bounds_rc_msg 1 "bounds-large.trace is larger than 128 MiB (the limit); a trace holds at most 10000000 lines" \
+  rc_msg 1 "bounds-large.trace is larger than 128 MiB (the limit); a trace holds at most 10000000 lines" \
     bounds_link "$WORLD_TMP/bounds-large.trace" "$ok" -- true || return 1
   # A FIFO nobody writes to: no wait for a writer.
-  bounds_rc_msg 1 "bounds-nowriter.fifo: empty trace" bounds_link "$WORLD_TMP/bounds-nowriter.fifo" "$ok" -- true || return 1
+  rc_msg 1 "bounds-nowriter.fifo: empty trace" bounds_link "$WORLD_TMP/bounds-nowriter.fifo" "$ok" -- true || return 1
   # A FIFO fed from /dev/zero: read up to the limit, then refused.
   timeout 60 sh -c 'exec cat /dev/zero > "$0"' "$WORLD_TMP/bounds-zeros.fifo" 2>/dev/null &
   writer=$!
-  bounds_rc_msg 1 "bounds-zeros.fifo is larger than 128 MiB (the limit)" \
+  rc_msg 1 "bounds-zeros.fifo is larger than 128 MiB (the limit)" \
     bounds_link "$WORLD_TMP/bounds-zeros.fifo" "$ok" -- true; rc=$?
   kill "$writer" 2>/dev/null; wait "$writer" 2>/dev/null
   return $rc
@@ -469,34 +464,34 @@ test_bounds_mm_trace_and_graph_tools() {
   t=$BIN/mm-trace
   bounds_limited() { sh -c 'ulimit -v 500000; exec timeout 30 "$@"' sh "$@"; }
   printf '1000000000000\n' > "$WORLD_TMP/bounds-big.trace"
-  bounds_rc_msg 1 "bounds-big.trace:1: timestamp 1000000000000 is too large: times are at most 2147483647 ms (24.8 days)" \
+  rc_msg 1 "bounds-big.trace:1: timestamp 1000000000000 is too large: times are at most 2147483647 ms (24.8 days)" \
     bounds_limited "$t" info "$WORLD_TMP/bounds-big.trace" || return 1
   # The longest trace there can be: 21 million 100 ms windows, counted without an array.
   printf '2147483647\n' > "$WORLD_TMP/bounds-longest.trace"
   out=$(bounds_limited "$t" info "$WORLD_TMP/bounds-longest.trace") || fail "info of a 2^31-1 ms trace: $out" || return 1
   echo "$out" | grep -q "duration (period)  *2147483.647 s" || fail "info of a 2^31-1 ms trace: $out" || return 1
-  bounds_rc_msg 1 "cannot read trace /dev/zero: it is a character device" bounds_limited "$t" check /dev/zero || return 1
-  bounds_rc_msg 1 "cannot read trace from standard input: it is a character device" \
+  rc_msg 1 "cannot read trace /dev/zero: it is a character device" bounds_limited "$t" check /dev/zero || return 1
+  rc_msg 1 "cannot read trace from standard input: it is a character device" \
     sh -c 'exec "$0" check - < /dev/zero' "$t" || return 1
-  bounds_rc_msg 1 "trace standard input is larger than 128 MiB (the limit)" \
+  rc_msg 1 "trace standard input is larger than 128 MiB (the limit)" \
     sh -c 'head -c 200000000 /dev/zero | exec "$0" check -' "$t" || return 1
-  bounds_rc_msg 1 "standard input:1: rate 1e+300 kbit/s is above 1 Tbit/s" \
+  rc_msg 1 "standard input:1: rate 1e+300 kbit/s is above 1 Tbit/s" \
     sh -c 'printf "0 1e300\n" | exec "$0" convert --format=ms-kbps -' "$t" || return 1
-  bounds_rc_msg 1 "standard input:2: time 1e12 ms is past 2147483647 ms (24.8 days)" \
+  rc_msg 1 "standard input:2: time 1e12 ms is past 2147483647 ms (24.8 days)" \
     sh -c 'printf "0 100\n1e12 100\n" | exec "$0" convert --format=ms-kbps -' "$t" || return 1
-  bounds_rc_msg 1 "the trace would hold more than 10000000 opportunities" \
+  rc_msg 1 "the trace would hold more than 10000000 opportunities" \
     sh -c 'printf "0 1e9\n1000 1e9\n" | exec "$0" convert --format=ms-kbps -' "$t" || return 1
-  bounds_rc_msg 1 "would hold 10288066 opportunities per period, more than the 10000000 a trace can; give mm-link rate:123.456789012Gbit/s" \
+  rc_msg 1 "would hold 10288066 opportunities per period, more than the 10000000 a trace can; give mm-link rate:123.456789012Gbit/s" \
     bounds_limited "$t" constant 123456789012bit/s || return 1
   # A day of 1 bit/s after a day of silence: skipped in steps, not 170 million iterations.
   out=$(printf '0 0\n86400000 0.001\n' | bounds_limited "$t" convert --format=ms-kbps - | wc -l)
   [ "$out" = 7 ] || fail "a day of 1 bit/s gave $out opportunities, expected 7" || return 1
   printf '0 # 1500\n90000000 # 1500\n' > "$WORLD_TMP/bounds-long.log"
-  bounds_rc_msg 1 "its events span 25.0 hours (0 to 90000000 ms), more than the 24 hours the graphs can cover" \
+  rc_msg 1 "its events span 25.0 hours (0 to 90000000 ms), more than the 24 hours the graphs can cover" \
     bounds_limited "$BIN/mm-delay-graph" "$WORLD_TMP/bounds-long.log" -o "$WORLD_TMP/bounds.svg" || return 1
   printf '0 # 1500\n7200000 # 1500\n' > "$WORLD_TMP/bounds-2h.log"
-  bounds_rc_msg 2 "MS-PER-BIN 0.001 makes more than 1000000 bins of this log's 7200000 ms; use 8 or more" \
+  rc_msg 2 "MS-PER-BIN 0.001 makes more than 1000000 bins of this log's 7200000 ms; use 8 or more" \
     bounds_limited "$BIN/mm-throughput-graph" 0.001 "$WORLD_TMP/bounds-2h.log" -o "$WORLD_TMP/bounds.svg" || return 1
-  bounds_rc_msg 1 "cannot read log /dev/zero: it is a character device" \
+  rc_msg 1 "cannot read log /dev/zero: it is a character device" \
     bounds_limited "$BIN/mm-throughput-graph" 10 /dev/zero -o "$WORLD_TMP/bounds.svg" || return 1
 }
