@@ -20,10 +20,10 @@
 #include <string>
 #include <vector>
 
-#include "args.hh"
-#include "certificate_authority.hh"
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/args.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace fs = std::filesystem;
 

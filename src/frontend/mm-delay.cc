@@ -1,9 +1,9 @@
 // mm-delay DELAY-MS [--] [COMMAND...]: a fixed one-way delay in each direction.
 #include <optional>
 
-#include "ferry_pair.hh"
-#include "packet_shell.hh"
-#include "queues.hh"
+#include "shell/ferry_pair.hh"
+#include "shell/packet_shell.hh"
+#include "packet/queues.hh"
 
 namespace {
 const ProgramInfo kInfo{

@@ -1,5 +1,5 @@
 // mm-intermittent uplink|downlink ON-S OFF-S [--] [COMMAND...]
-#include "switching_shell.hh"
+#include "frontend/switching_shell.hh"
 
 namespace {
 const ProgramInfo kInfo{

@@ -4,12 +4,12 @@
 
 #include <optional>
 
-#include "ferry_pair.hh"
-#include "link_log.hh"
-#include "link_queue.hh"
-#include "packet_shell.hh"
-#include "queue_discipline.hh"
-#include "trace.hh"
+#include "shell/ferry_pair.hh"
+#include "packet/link_log.hh"
+#include "packet/link_queue.hh"
+#include "shell/packet_shell.hh"
+#include "packet/queue_discipline.hh"
+#include "packet/trace.hh"
 
 namespace {
 const ProgramInfo kInfo{

@@ -1,9 +1,9 @@
 // mm-loss uplink|downlink RATE [uplink|downlink RATE] [--seed N] [--] [COMMAND...]
 #include <optional>
 
-#include "ferry_pair.hh"
-#include "packet_shell.hh"
-#include "queues.hh"
+#include "shell/ferry_pair.hh"
+#include "shell/packet_shell.hh"
+#include "packet/queues.hh"
 
 namespace {
 const ProgramInfo kInfo{

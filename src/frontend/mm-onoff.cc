@@ -1,5 +1,5 @@
 // mm-onoff uplink|downlink MEAN-ON-S MEAN-OFF-S [--seed N] [--] [COMMAND...]
-#include "switching_shell.hh"
+#include "frontend/switching_shell.hh"
 
 namespace {
 const ProgramInfo kInfo{

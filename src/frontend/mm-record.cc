@@ -5,13 +5,13 @@
 #include <optional>
 #include <thread>
 
-#include "certificate_authority.hh"
-#include "exception.hh"
-#include "ferry_pair.hh"
-#include "packet_shell.hh"
-#include "queues.hh"
-#include "record_file.hh"
-#include "record_proxy.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
+#include "shell/ferry_pair.hh"
+#include "shell/packet_shell.hh"
+#include "packet/queues.hh"
+#include "recording/record_file.hh"
+#include "record/record_proxy.hh"
 
 namespace {
 const ProgramInfo kInfo{

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "exception.hh"
-#include "file_descriptor.hh"
-#include "har.hh"
-#include "record_file.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "recording/har.hh"
+#include "recording/record_file.hh"
 
 namespace fs = std::filesystem;
 

@@ -13,14 +13,14 @@
 #include <set>
 #include <sstream>
 
-#include "certificate_authority.hh"
-#include "exception.hh"
-#include "file_descriptor.hh"
-#include "packet_shell.hh"
-#include "replay_fastcgi.hh"
-#include "replay_index.hh"
-#include "replay_servers.hh"
-#include "signals.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "shell/packet_shell.hh"
+#include "replay/replay_fastcgi.hh"
+#include "replay/replay_index.hh"
+#include "replay/replay_servers.hh"
+#include "util/signals.hh"
 
 namespace {
 const ProgramInfo kInfo{

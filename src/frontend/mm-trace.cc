@@ -10,10 +10,10 @@
 #include <optional>
 #include <sstream>
 
-#include "args.hh"
-#include "exception.hh"
-#include "file_descriptor.hh"
-#include "trace.hh"
+#include "util/args.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "packet/trace.hh"
 
 namespace {
 const char* kUsage =

@@ -1,4 +1,4 @@
-#include "chart.hh"
+#include "graphing/chart.hh"
 
 #include <cairo-svg.h>
 #include <cairo.h>
@@ -13,8 +13,8 @@
 #include <memory>
 #include <set>
 
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 

@@ -1,9 +1,9 @@
-#include "graph_tool.hh"
+#include "graphing/graph_tool.hh"
 
 #include <iostream>
 
-#include "chart.hh"
-#include "exception.hh"
+#include "graphing/chart.hh"
+#include "util/exception.hh"
 
 int run_graph_tool(int argc, char** argv, const std::string& name, const std::string& usage, const std::string& help,
                    const std::function<void(const GraphCommand&)>& body) {

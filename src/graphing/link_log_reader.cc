@@ -1,4 +1,4 @@
-#include "link_log_reader.hh"
+#include "graphing/link_log_reader.hh"
 
 #include <algorithm>
 #include <charconv>
@@ -7,8 +7,8 @@
 #include <cstring>
 #include <limits>
 
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 bool parse_number(std::string_view& rest, double& value) {

@@ -1,4 +1,4 @@
-#include "http_message.hh"
+#include "http/http_message.hh"
 
 #include <algorithm>
 

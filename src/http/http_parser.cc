@@ -1,4 +1,4 @@
-#include "http_parser.hh"
+#include "http/http_parser.hh"
 
 #include <algorithm>
 #include <cstring>

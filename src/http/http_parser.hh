@@ -14,7 +14,7 @@
 #include <string>
 #include <string_view>
 
-#include "http_message.hh"
+#include "http/http_message.hh"
 
 class HttpParser {
  public:

@@ -14,10 +14,10 @@
 #include <string>
 #include <thread>
 
-#include "clock.hh"
-#include "epoll.hh"
-#include "exception.hh"
-#include "timerfd.hh"
+#include "util/clock.hh"
+#include "util/epoll.hh"
+#include "util/exception.hh"
+#include "util/timerfd.hh"
 
 // How late a timer wake-up is, learned as the ferry runs (a VM's idle CPU takes tens of
 // microseconds to wake). After an idle gap the ferry asks to be woken this much before a

@@ -1,11 +1,11 @@
-#include "link_log.hh"
+#include "packet/link_log.hh"
 
 #include <unistd.h>
 
 #include <charconv>
 #include <ctime>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 void LinkEventRing::push(const LinkEvent& event) {
   const uint64_t tail = tail_.load(std::memory_order_relaxed);

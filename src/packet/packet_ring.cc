@@ -1,4 +1,4 @@
-#include "packet_ring.hh"
+#include "packet/packet_ring.hh"
 
 #include <cstring>
 #include <algorithm>

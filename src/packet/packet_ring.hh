@@ -7,7 +7,7 @@
 #include <memory>
 #include <span>
 
-#include "clock.hh"
+#include "util/clock.hh"
 
 class PacketRing {
  public:

@@ -1,11 +1,11 @@
-#include "queue_discipline.hh"
+#include "packet/queue_discipline.hh"
 
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <sstream>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 namespace {
 

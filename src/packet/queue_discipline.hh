@@ -10,9 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "clock.hh"
-#include "packet_ring.hh"
-#include "random.hh"
+#include "util/clock.hh"
+#include "packet/packet_ring.hh"
+#include "util/random.hh"
 
 struct DropCount {
   uint32_t packets = 0;

@@ -10,9 +10,9 @@
 #include <span>
 #include <utility>
 
-#include "clock.hh"
-#include "packet_ring.hh"
-#include "random.hh"
+#include "util/clock.hh"
+#include "packet/packet_ring.hh"
+#include "util/random.hh"
 
 // Every packet leaves exactly `delay` after it arrived.
 class DelayQueue {

@@ -1,10 +1,10 @@
-#include "trace.hh"
+#include "packet/trace.hh"
 
 #include <charconv>
 #include <cmath>
 
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 Trace Trace::load(const std::string& path) {
   return parse(read_user_file(path, "trace", kMaxFileBytes,

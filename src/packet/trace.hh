@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "clock.hh"
+#include "util/clock.hh"
 
 class Trace {
  public:

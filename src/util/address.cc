@@ -1,4 +1,4 @@
-#include "address.hh"
+#include "util/address.hh"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -12,8 +12,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 std::optional<Ipv4> Ipv4::parse(std::string_view text) {
   in_addr a{};

@@ -1,4 +1,4 @@
-#include "args.hh"
+#include "util/args.hh"
 
 #include <charconv>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <iostream>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 namespace {
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }

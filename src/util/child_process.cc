@@ -1,4 +1,4 @@
-#include "child_process.hh"
+#include "util/child_process.hh"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <iostream>
 #include <string>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 pid_t fork_child(const std::string& program, const std::function<int()>& body) {
   pid_t pid = ::fork();

@@ -4,9 +4,9 @@
 
 #include <cstdint>
 
-#include "clock.hh"
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/clock.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 class Epoll {
  public:

@@ -1,4 +1,4 @@
-#include "file_descriptor.hh"
+#include "util/file_descriptor.hh"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <iterator>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
   if (this != &other) {

@@ -1,9 +1,9 @@
-#include "signals.hh"
+#include "util/signals.hh"
 
 #include <pthread.h>
 #include <unistd.h>
 
-#include "exception.hh"
+#include "util/exception.hh"
 
 SignalSet::SignalSet(std::initializer_list<int> signals) {
   sigemptyset(&set_);

@@ -5,7 +5,7 @@
 
 #include <initializer_list>
 
-#include "file_descriptor.hh"
+#include "util/file_descriptor.hh"
 
 class SignalSet {
  public:

@@ -3,9 +3,9 @@
 // kernel lets fire late by 0.1 % of its length, a timerfd fires at its nanosecond.
 #include <sys/timerfd.h>
 
-#include "clock.hh"
-#include "exception.hh"
-#include "file_descriptor.hh"
+#include "util/clock.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 class TimerFd {
  public:

@@ -1,0 +1,86 @@
+#pragma once
+// The recording proxy of mm-record. Every TCP connection leaving the record shell's namespace
+// is redirected to it; it connects onward to the original destination (SO_ORIGINAL_DST) and
+// relays bytes as they arrive, both ways, while an HTTP parser per direction finds the
+// request/response pairs to record. TLS (detected by its first byte, on any port) is ended on
+// both sides: upstream with the client's server name, towards the client with a certificate
+// for that name minted by the local CA. Anything that is not HTTP/1.x (WebSocket after an
+// upgrade, other protocols, unparsable bytes) is relayed unchanged and not recorded.
+//
+// One thread, one epoll, non-blocking sockets: thousands of connections cost memory, not
+// threads. Disk writes happen on the RecordWriter's thread.
+#include <netinet/in.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string>
+#include <unordered_map>
+
+#include "tls/certificate_authority.hh"
+#include "util/epoll.hh"
+#include "util/file_descriptor.hh"
+#include "recording/record_file.hh"
+
+struct RecordProxyOptions {
+  bool verify_upstream = true;  // check servers' certificates (system CAs, or SSL_CERT_FILE)
+  std::string upstream_ca_file;  // trusted for servers instead of the system's CAs (PEM bundle)
+  bool verbose = false;         // a line per connection
+};
+
+struct RecordProxyStats {
+  uint64_t connections = 0;  // accepted
+  uint64_t tls = 0;          // of which TLS was ended
+  uint64_t tunnelled = 0;    // relayed unrecorded (not HTTP, upgraded, or unparsable)
+  uint64_t failed = 0;       // upstream unreachable or TLS failure
+  uint64_t pairs = 0;        // request/response pairs handed to the writer
+};
+
+class RecordProxy {
+ public:
+  RecordProxy(FileDescriptor listener, CertificateAuthority& ca, RecordWriter& writer, RecordProxyOptions options);
+  ~RecordProxy();
+  RecordProxy(const RecordProxy&) = delete;
+  RecordProxy& operator=(const RecordProxy&) = delete;
+
+  void run();   // until stop(); closes every connection on the way out
+  void stop();  // from any thread
+  RecordProxyStats stats() const;
+
+  struct Connection;
+
+ private:
+  void accept_all();
+  void handle(uint64_t key, uint32_t events);
+  void pump(Connection& c);
+  void update_interest(Connection& c);
+  void close(Connection& c, bool reset);
+  void fail(Connection& c, const std::string& why);
+
+  bool start_server_tls(Connection& c);
+  bool drive_tls(Connection& c);
+  bool relay(Connection& c);
+  void on_client_bytes(Connection& c, std::string_view data);
+  void on_server_bytes(Connection& c, std::string_view data);
+  void take_requests(Connection& c, uint64_t now, bool was_idle);
+  void take_responses(Connection& c, uint64_t now, bool was_idle);
+
+  static int client_hello(struct ssl_st* ssl, int* alert, void* arg);
+
+  FileDescriptor listener_;
+  sockaddr_in listener_address_{};
+  FileDescriptor stop_;
+  Epoll epoll_;
+  CertificateAuthority& ca_;
+  RecordWriter& writer_;
+  RecordProxyOptions options_;
+  std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> hello_context_;
+  std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> upstream_context_;
+  std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  uint64_t next_id_ = 1;
+  std::string buffer_;  // one read buffer for all connections
+  struct AtomicStats {
+    std::atomic<uint64_t> connections{0}, tls{0}, tunnelled{0}, failed{0}, pairs{0};
+  } stats_;
+};

@@ -1,0 +1,44 @@
+#pragma once
+// HAR 1.2 (HTTP Archive: browsers' devtools, WebPageTest, mitmproxy) to and from recordings.
+// to_har keeps everything a recording holds in a custom "_mahimahi" object per entry, so that
+// from_har(to_har(x)) gives back every pair byte for byte; a HAR made elsewhere is turned into
+// plain HTTP/1.1 exchanges the replay server can serve.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "recording/record_file.hh"
+
+// A HAR 1.2 document: entries in order of request start (then file name), each with the
+// standard fields (decoded content, timings from our timestamps, -1 where unknown) and
+// "_mahimahi": {ip, port, scheme, server_name, protocol, request_first_line,
+// response_first_line, request_body_raw_base64, response_body_raw_base64, timestamps{...}}.
+// Text that is not valid UTF-8 goes in a "<name>_base64" field instead of "<name>"; header
+// lists that are not all valid UTF-8 are kept as "request_headers_raw"/"response_headers_raw"
+// ([{"name_base64", "value_base64"}]).
+nlohmann::json to_har(const std::vector<RecordingEntry>& entries);
+
+// The pairs of a HAR document. Entries carrying "_mahimahi" are reproduced exactly; others are
+// converted to HTTP/1.1 (pseudo-headers dropped, Host added, content encodings removed since
+// HAR content is decoded, Content-Length set). Entries that cannot be replayed (no IPv4
+// serverIPAddress, status 0, no content, not http/https) are skipped with a warning naming
+// the entry. Not a HAR at all => UserError naming `source`.
+std::vector<RecordedPair> from_har(const nlohmann::json& har, std::vector<std::string>* warnings,
+                                   const std::string& source = "HAR input");
+
+// Parses HAR text; malformed JSON => UserError naming `source` and where the error is.
+nlohmann::json parse_har_text(std::string_view text, const std::string& source);
+
+// Standard base64 (with padding). decode: nullopt if `text` is not base64 (whitespace is
+// ignored, missing padding is tolerated).
+std::string base64_encode(std::string_view bytes);
+std::optional<std::string> base64_decode(std::string_view text);
+bool is_valid_utf8(std::string_view text);
+// ISO 8601 UTC with milliseconds, e.g. "2024-05-01T12:00:00.123Z".
+std::string iso8601_from_us(uint64_t us);
+// Microseconds since the epoch from ISO 8601 (fraction and offset optional); nullopt if malformed.
+std::optional<uint64_t> us_from_iso8601(std::string_view text);

@@ -1,0 +1,134 @@
+#pragma once
+// Recording files: one HTTP request/response pair per file, a MahimahiProtobufs.RequestResponse
+// (http_record.proto) so that recordings move both ways between this tool and the original
+// Mahimahi. Writing happens on a background thread, one atomically renamed file per pair, so
+// that the recording proxy never waits for the disk and a crash never leaves half a record.
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "http/http_message.hh"
+
+struct RecordedPair {
+  std::string ip;  // the server's (original destination's) IPv4 address, dotted
+  uint16_t port = 0;
+  bool https = false;
+  HttpMessage request, response;
+  // Ours; zero/empty when unknown (e.g. recordings made by the original). Microseconds since the Unix epoch.
+  uint64_t request_start_us = 0, request_end_us = 0, response_first_byte_us = 0, response_last_byte_us = 0;
+  std::string server_name, protocol;  // TLS server name (SNI); "http/1.1", "http/1.0", ...
+
+  bool operator==(const RecordedPair&) const;
+};
+
+// A record is a protobuf message, which cannot be 2 GiB or more (mm-record writes each pair in
+// one file, so it cannot write more either). A recording is one file per pair.
+constexpr uint64_t kMaxRecordFileBytes = 0x7fffffff;
+constexpr size_t kMaxRecordingFiles = 1000000;
+
+// The file's bytes: fields 1-5 as the original writes them, ours (>= 100) only when known.
+std::string serialize_pair(const RecordedPair& pair);
+// nullopt, with the reason in *why (if given), when `bytes` is not a valid record: not a
+// protobuf message (garbage, truncated), empty, or missing the request or the response.
+std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why);
+// The same, freeing `bytes` as soon as they are parsed (large bodies are then held once, not twice).
+std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why);
+
+// Creates the recording directory (mode 0700). An existing path => UserError "DIR already
+// exists: choose a new directory ..."; a missing or unwritable parent => UserError naming it.
+void create_record_directory(const std::filesystem::path& dir);
+
+// Writes pairs into an existing directory from a background thread. Each file is written to a
+// hidden temporary file in the directory (".tmp-XXXXXXXX", mode 0600), fsync'ed, then renamed
+// without replacing anything to "save.XXXXXX" (like the original's mkstemp names; unique);
+// the directory is fsync'ed whenever the queue drains. On a write error (disk full, EIO, the
+// directory gone) the temporary file is removed, the pair is counted as failed, and the error
+// is reported through `report_error` once per distinct errno: a line naming the directory and
+// the error text. Nothing half-written ever appears under a final name.
+class RecordWriter {
+ public:
+  static constexpr size_t kDefaultMaxQueuedBytes = size_t{512} << 20;
+
+  // The directory must exist (UserError otherwise). report_error is called from the writer's
+  // thread.
+  RecordWriter(std::filesystem::path dir, std::function<void(const std::string&)> report_error,
+               size_t max_queued_bytes = kDefaultMaxQueuedBytes);
+  ~RecordWriter();  // writes everything still queued, then joins
+  RecordWriter(const RecordWriter&) = delete;
+  RecordWriter& operator=(const RecordWriter&) = delete;
+
+  // Queues the pair; never waits for the disk unless max_queued_bytes are already queued, in
+  // which case it waits for room (back-pressure rather than loss). A pair bigger than the
+  // whole limit is accepted once the queue is empty.
+  void write(RecordedPair pair);
+  // Waits until every pair queued so far is on disk (or has failed). Idempotent.
+  void finish();
+  uint64_t written() const;  // pairs stored under their final name
+  uint64_t failed() const;   // pairs lost to write errors
+
+ private:
+  struct Item {
+    RecordedPair pair;
+    size_t bytes;
+  };
+  void run();
+  bool store(const RecordedPair& pair);  // on the writer thread
+  void report(int err, const std::string& what, const std::string& detail = "");
+  void sync_directory();
+
+  std::filesystem::path dir_;
+  std::function<void(const std::string&)> report_error_;
+  size_t max_queued_bytes_;
+  int dir_fd_ = -1;
+
+  mutable std::mutex mutex_;
+  std::condition_variable work_ready_, room_or_done_;
+  std::deque<Item> queue_;
+  size_t queued_bytes_ = 0;
+  uint64_t submitted_ = 0, completed_ = 0, synced_ = 0;
+  uint64_t written_ = 0, failed_ = 0;
+  bool dirty_ = false, stopping_ = false;
+  std::set<int> reported_errors_;
+  std::thread thread_;
+};
+
+struct RecordingEntry {
+  std::filesystem::path file;
+  RecordedPair pair;
+};
+struct LoadedRecording {
+  std::vector<RecordingEntry> entries;
+  std::vector<std::string> warnings;  // one per skipped file, naming it and why
+};
+// Reads every non-hidden file in DIR in name order, one file in memory at a time: on_pair gets
+// each valid record (its path, dir/NAME, and the pair), on_warning a line for each file skipped,
+// naming it and why: not a valid record, or not a regular file (a symbolic link, FIFO, socket or
+// device is never followed nor read: the files are opened relative to the directory with
+// O_NOFOLLOW | O_NONBLOCK and checked with fstat), or too large for a record (2 GiB).
+// Subdirectories are ignored. UserError if DIR is missing, is not a directory, is a symbolic
+// link, is unreadable or has more than kMaxRecordingFiles files.
+void scan_recording(const std::filesystem::path& dir,
+                    const std::function<void(const std::filesystem::path& file, RecordedPair&& pair)>& on_pair,
+                    const std::function<void(std::string warning)>& on_warning);
+// scan_recording, keeping every pair (mm-recording): a directory with nothing valid gives
+// warnings only: the caller decides whether that is an error.
+LoadedRecording load_recording(const std::filesystem::path& dir);
+// Reads one recording file as scan_recording does (no symbolic link, FIFO, device; < 2 GiB).
+// UserError "cannot read recording file PATH: reason".
+std::string read_recording_file(const std::filesystem::path& path);
+
+// The body as content: de-chunked (extensions and trailers dropped) if the message says
+// Transfer-Encoding: chunked, otherwise as stored. Not decompressed. A malformed or truncated
+// chunked body gives the content up to the point where it goes wrong.
+std::string decoded_body(const HttpMessage& message);
+// True if the message's Transfer-Encoding ends in "chunked".
+bool is_chunked(const HttpMessage& message);

@@ -1,0 +1,121 @@
+#pragma once
+// The replay matcher: every recorded pair of a directory is loaded once into an index keyed by
+// (scheme, normalised Host, method, path), with each response prepared for serving (hop-by-hop
+// fields dropped, body de-chunked, Content-Length right), so that answering a request costs a
+// hash lookup and a few string comparisons instead of the original's per-request directory scan.
+// Matching follows the original heuristic with its flaws fixed: Host is compared
+// case-insensitively with default ports dropped, the HTTP version is ignored, the closest query
+// wins by longest common substring, repeated identical requests get the recorded responses in
+// recorded order, and a miss explains which field differed from the nearest recorded requests.
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "http/http_message.hh"
+
+// A request as Apache hands it to the matcher (FastCGI parameters).
+struct ReplayRequest {
+  std::string method;
+  std::string target;      // the request-target as received, query included (REQUEST_URI)
+  std::string host;        // the Host header as received (may carry a port); empty if absent
+  bool has_host = false;
+  std::string user_agent;  // empty if absent
+  bool has_user_agent = false;
+  bool https = false;
+  std::string server_ip;   // where it arrived (SERVER_ADDR), informative
+  uint16_t server_port = 0;
+};
+
+struct ReplayOptions {
+  bool ignore_user_agent = false;
+};
+
+// One server the replay must run: a recorded IP:port.
+struct ReplayOrigin {
+  std::string ip;
+  uint16_t port = 0;
+  bool https = false;
+  std::vector<std::string> names;  // host names recorded there (Host without port, SNI), lower case, sorted, unique;
+                                   // IP literals are left out (the origin's own ip is always known)
+  bool h2 = false;                 // a pair recorded there says protocol "h2"
+};
+
+// A response ready for the CGI interface: hop-by-hop fields removed, body de-chunked.
+struct ReplayResponse {
+  int status = 0;
+  std::string reason;
+  std::vector<HttpHeader> headers;
+  std::string body;
+};
+
+struct ReplayMatch {
+  bool found = false;
+  ReplayResponse response;  // when found: the recorded one; else a 404 whose body explains the miss
+  std::string log_line;     // when not found: one line naming the request, nearest candidates, the field that differed
+};
+
+// Host as compared by the matcher: lower case, trailing dot of the name dropped, the scheme's
+// default port dropped ("Example.COM.:443" over https -> "example.com"). Empty stays empty.
+std::string normalize_host(std::string_view host, bool https);
+
+// Length of the longest common substring of a and b (bytes).
+size_t longest_common_substring(std::string_view a, std::string_view b);
+
+class ReplayIndex {
+ public:
+  // Loads every pair of DIR once (corrupt files, pairs without Host, with an invalid ip/port or
+  // an unparsable request or status line are skipped with a warning each; warnings may be null).
+  // UserError if DIR is missing/unreadable or holds no valid pair.
+  static ReplayIndex load(const std::filesystem::path& dir, std::vector<std::string>* warnings);
+  const std::vector<ReplayOrigin>& origins() const;
+  // host name (lower case, no port) -> recorded IPs, for DNS.
+  const std::map<std::string, std::vector<std::string>>& names() const;
+  size_t pairs() const;
+  // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
+  ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);
+
+  // What the original did for every request, for comparison: read and parse every file of DIR,
+  // then apply the same rules as match() with no state (the first of identical requests, always).
+  // Invalid files are ignored; a directory with no valid pair gives a miss. Missing DIR: UserError.
+  static ReplayMatch match_by_rescanning(const std::filesystem::path& dir, const ReplayRequest& request,
+                                         const ReplayOptions& options);
+
+  ReplayIndex(ReplayIndex&&) noexcept;
+  ReplayIndex& operator=(ReplayIndex&&) noexcept;
+  ~ReplayIndex();
+
+  // One valid recorded pair, its request split for matching and its response ready to serve.
+  struct Entry {
+    bool https = false;
+    std::string host;  // normalize_host() of the Host header
+    std::string method;
+    std::string target;  // origin-form request-target
+    std::string path;    // target up to the first '?'
+    std::string query;   // after the first '?', empty if none
+    bool has_user_agent = false;
+    std::string user_agent;
+    std::string ip;
+    uint16_t port = 0;
+    uint64_t request_start_us = 0;
+    std::string file;  // file name, for ordering and messages
+    ReplayResponse response;
+  };
+
+ private:
+  ReplayIndex();
+
+  std::vector<Entry> entries_;  // in recorded order: request_start_us, then file name
+  // "s|p" + '\n' + host + '\n' + method + '\n' + path -> entries, in recorded order
+  std::unordered_map<std::string, std::vector<uint32_t>> by_key_;
+  std::unordered_map<std::string, std::vector<uint32_t>> by_host_;  // for explaining misses
+  std::unordered_map<std::string, std::vector<uint32_t>> by_path_;
+  std::vector<ReplayOrigin> origins_;
+  std::map<std::string, std::vector<std::string>> names_;
+
+  struct Counters;  // per identical request: how many times it has been served
+  std::unique_ptr<Counters> counters_;
+};

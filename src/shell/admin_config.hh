@@ -1,0 +1,29 @@
+#pragma once
+// The administrator's settings for the setuid programs: a root-owned file (SYSCONFDIR/mahimahi.conf)
+// that is the only way to widen what root's rights do for an ordinary user. Nothing in the
+// user's environment or command line can.
+//
+//   # comment
+//   allow-address-pool 198.18.0.0/15   # ranges ordinary users may give in MAHIMAHI_ADDRESS_POOL
+//   ferry-nice -20                      # priority any user's packet ferry may take
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/address.hh"
+
+struct AdministratorConfig {
+  std::vector<Ipv4Net> allowed_pools;  // besides private and shared address space
+  std::optional<int> ferry_nice;       // -20..19
+
+  // Parses the text of a configuration file; throws UserError naming the line of `source`.
+  static AdministratorConfig parse(const std::string& text, const std::string& source);
+
+  // Reads the installed file if it exists and can only have been written by root (owned by
+  // root, not writable by group or others, in a directory with the same property); an absent
+  // file is an empty configuration, an untrustworthy one is an error for the administrator.
+  static AdministratorConfig load();
+  static AdministratorConfig load(const std::string& path);
+};
+
+extern const char* const kAdministratorConfigPath;

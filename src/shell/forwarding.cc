@@ -1,0 +1,236 @@
+#include "shell/forwarding.hh"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <memory>
+#include <sstream>
+#include <vector>
+
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "shell/nat.hh"
+
+namespace {
+
+constexpr const char* kTable = "mahimahi_forward";
+constexpr const char* kConf = "/proc/sys/net/ipv4/conf/";
+
+// Interface names as the kernel allows them are nearly arbitrary; only these go into nft scripts.
+bool safe_device_name(const std::string& name) {
+  if (name.empty() || name.size() >= IFNAMSIZ) return false;
+  for (char c : name) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+                    c == '_' || c == '.' || c == '@';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+std::string forwarding_path(const std::string& device) { return std::string(kConf) + device + "/forwarding"; }
+
+void alarm_handler(int) {}  // only interrupts flock()
+
+// The whole file, locked with flock(), serialises the changes to the forwarding state.
+class NamespaceLock {
+ public:
+  NamespaceLock() : fd_(open_namespace_lock_file()) {
+    // flock() is interrupted by a 100 ms interval timer (a single alarm could fire before flock
+    // is reached and leave it waiting for good), and gives up at the deadline.
+    struct sigaction action {};
+    action.sa_handler = alarm_handler;  // no SA_RESTART: flock returns EINTR
+    ::sigaction(SIGALRM, &action, nullptr);
+    sigset_t alarm_only;
+    sigemptyset(&alarm_only);
+    sigaddset(&alarm_only, SIGALRM);
+    ::sigprocmask(SIG_UNBLOCK, &alarm_only, nullptr);
+    const itimerval tick{{0, 100'000}, {0, 100'000}};
+    ::setitimer(ITIMER_REAL, &tick, nullptr);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
+    int err = 0;
+    while (::flock(fd_.get(), LOCK_EX) < 0) {
+      err = errno;
+      if (err != EINTR || std::chrono::steady_clock::now() >= deadline) break;
+      err = 0;
+    }
+    const itimerval off{};
+    ::setitimer(ITIMER_REAL, &off, nullptr);
+    if (err == EINTR) {
+      throw UserError("another shell of this network namespace has been setting up or cleaning up for over " +
+                      std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked); try again");
+    }
+    if (err != 0) throw SystemError("locking " + namespace_lock_path(), err);
+  }
+
+ private:
+  FileDescriptor fd_;
+};
+
+// A shell's own outer device (<kind>-<pid>): never an "opened" device, even before its own
+// helper has switched its forwarding on.
+bool shell_device_name(const std::string& name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string::npos || dash + 1 == name.size() ||
+      name.find_first_not_of("0123456789", dash + 1) != std::string::npos)
+    return false;
+  const std::string kind = name.substr(0, dash);
+  for (const char* k : {"delay", "loss", "onoff", "inter", "link", "record", "replay"}) {
+    if (kind == k) return true;
+  }
+  return false;
+}
+
+// The devices of this namespace whose IPv4 forwarding is off, shells' devices aside. A device
+// that goes away while this runs (another shell's ferry exiting, a container's veth) is skipped.
+std::vector<std::string> devices_not_forwarding() {
+  std::vector<std::string> names;
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(kConf), ::closedir);
+  if (!dir) throw SystemError(std::string("listing ") + kConf);
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string name = entry->d_name;
+    if (name == "." || name == ".." || name == "all" || name == "default" || name == "lo") continue;
+    if (!safe_device_name(name) || shell_device_name(name)) continue;
+    try {
+      if (read_small_file(forwarding_path(name)).rfind('0', 0) == 0) names.push_back(name);
+    } catch (const SystemError&) {
+      // Gone meanwhile.
+    }
+  }
+  return names;
+}
+
+// Switches a device's forwarding; false if the device has gone.
+bool set_forwarding(const std::string& device, const char* value) {
+  try {
+    write_existing_file(forwarding_path(device), value);
+    return true;
+  } catch (const SystemError& e) {
+    if (e.error() == ENOENT || e.error() == ENODEV) return false;
+    throw SystemError("switching the forwarding of " + device, e.error());
+  }
+}
+
+// The quoted names in the listing of a set ("elements = { "a", "b" }").
+std::vector<std::string> set_elements(const std::string& listing) {
+  std::vector<std::string> names;
+  const size_t elements = listing.find("elements");
+  if (elements == std::string::npos) return names;
+  for (size_t open = listing.find('"', elements); open != std::string::npos; open = listing.find('"', open + 1)) {
+    const size_t close = listing.find('"', open + 1);
+    if (close == std::string::npos) break;
+    names.push_back(listing.substr(open + 1, close - open - 1));
+    open = close;
+  }
+  return names;
+}
+
+// Whether any other shell of the namespace holds an address slot: slots are one-byte OFD locks
+// on the namespace's lock file, and our own description's lock does not conflict with itself.
+// Dead shells hold none, whatever they left behind.
+bool other_shells_alive(int slot_claim) {
+  struct flock probe {};
+  probe.l_type = F_WRLCK;
+  probe.l_whence = SEEK_SET;
+  probe.l_start = 0;
+  probe.l_len = 0;  // the whole file
+  check_syscall("probing the other shells' slots", ::fcntl(slot_claim, F_OFD_GETLK, &probe));
+  return probe.l_type != F_UNLCK;
+}
+
+// Every step costs the same however many shells run: one nftables transaction to open, one to
+// close, and a listing only when the last shell leaves.
+void open_locked(const std::string& shell_device) {
+  const std::vector<std::string> off = devices_not_forwarding();
+  const std::string t = std::string(" ip ") + kTable;
+  std::ostringstream script;
+  script << "add table" << t << "\n"
+         << "add set" << t << " opened { type ifname; }\n"
+         << "add set" << t << " shells { type ifname; }\n"
+         << "add chain" << t << " forward { type filter hook forward priority -1; policy accept; }\n"
+         << "flush chain" << t << " forward\n"
+         // What did not come in on an opened device is none of this table's business; from a
+         // shell, anything goes out (the shell's own traffic); into a shell, only replies to its
+         // connections (and their ICMP errors); everything else coming in on an opened device
+         // is what the host did not forward before: dropped.
+         << "add rule" << t << " forward iifname != @opened accept\n"
+         << "add rule" << t << " forward iifname @shells accept\n"
+         << "add rule" << t << " forward oifname @shells ct direction reply accept\n"
+         << "add rule" << t << " forward oifname @shells ct state related accept\n"
+         << "add rule" << t << " forward drop\n"
+         << "add element" << t << " shells { \"" << shell_device << "\" }\n";
+  if (!off.empty()) {
+    script << "add element" << t << " opened { ";
+    for (size_t i = 0; i < off.size(); i++) script << (i ? ", " : "") << '"' << off[i] << '"';
+    script << " }\n";
+  }
+  run_nft(script.str());  // the filter holds before any device forwards
+  if (!set_forwarding(shell_device, "1")) throw UserError("the shell's device " + shell_device + " vanished");
+  for (const std::string& device : off) set_forwarding(device, "1");
+}
+
+void close_locked(const std::string& shell_device, int slot_claim) {
+  const std::string t = std::string(" ip ") + kTable;
+  try {
+    run_nft("delete element" + t + " shells { \"" + shell_device + "\" }\n");
+  } catch (const std::exception&) {
+    // The table is gone (a flushed ruleset): nothing of ours is left in it.
+  }
+  if (other_shells_alive(slot_claim)) return;  // they still need the forwarding
+  std::string listing;
+  try {
+    listing = run_nft("list set" + t + " opened");
+  } catch (const std::exception&) {
+    return;  // no table: nothing to restore (or it cannot be read: leave it, filter included)
+  }
+  // If forwarding was switched on for every device meanwhile (an administrator, a container
+  // runtime), the host now wants it: leave the devices as they are.
+  const bool now_forwarding = read_small_file("/proc/sys/net/ipv4/conf/all/forwarding").rfind('1', 0) == 0;
+  for (const std::string& device : set_elements(listing)) {
+    if (!now_forwarding && safe_device_name(device)) set_forwarding(device, "0");
+  }
+  run_nft("delete table" + t);
+}
+
+}  // namespace
+
+std::string namespace_lock_path() {
+  struct stat ns {};
+  check_syscall("stat /proc/self/ns/net", ::stat("/proc/self/ns/net", &ns));
+  return std::string(kStateDirectory) + "/netns-" + std::to_string(ns.st_ino) + ".lock";
+}
+
+FileDescriptor open_namespace_lock_file() {
+  if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST) throw SystemError(std::string("creating ") + kStateDirectory);
+  struct stat dir {};
+  check_syscall(std::string("lstat ") + kStateDirectory, ::lstat(kStateDirectory, &dir));
+  if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    throw UserError(std::string(kStateDirectory) + " must be a directory owned by root and writable by root only; remove it");
+  }
+  const std::string path = namespace_lock_path();
+  FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+  if (!fd.valid()) throw SystemError("opening " + path);
+  return fd;
+}
+
+void open_forwarding(const std::string& shell_device, int slot_claim) {
+  if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
+  NamespaceLock lock;
+  try {
+    open_locked(shell_device);
+  } catch (...) {
+    close_locked(shell_device, slot_claim);  // all or nothing: the caller has nothing to undo
+    throw;
+  }
+}
+
+void close_forwarding(const std::string& shell_device, int slot_claim) {
+  NamespaceLock lock;
+  close_locked(shell_device, slot_claim);
+}

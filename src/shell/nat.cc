@@ -1,0 +1,100 @@
+#include "shell/nat.hh"
+
+#include <net/if.h>
+#include <nftables/libnftables.h>
+#include <unistd.h>
+
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+namespace {
+constexpr std::string_view kPrefix = "mahimahi_";
+
+// libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
+// guard against setuid use). Make the real uid root only for the call: keeping the user's real
+// uid otherwise lets the user signal their own shell.
+class RealUidIsRoot {
+ public:
+  RealUidIsRoot() : saved_(::getuid()) {
+    if (saved_ != 0 && ::setresuid(0, static_cast<uid_t>(-1), static_cast<uid_t>(-1)) < 0)
+      throw std::runtime_error("cannot set the real uid for nftables");
+  }
+  ~RealUidIsRoot() {
+    if (saved_ != 0 && ::setresuid(saved_, static_cast<uid_t>(-1), static_cast<uid_t>(-1)) < 0) ::abort();
+  }
+  RealUidIsRoot(const RealUidIsRoot&) = delete;
+  RealUidIsRoot& operator=(const RealUidIsRoot&) = delete;
+
+ private:
+  uid_t saved_;
+};
+
+struct NftContextDeleter {
+  void operator()(nft_ctx* c) const { nft_ctx_free(c); }
+};
+}  // namespace
+
+std::string run_nft(const std::string& script) {
+  RealUidIsRoot as_root;
+  std::unique_ptr<nft_ctx, NftContextDeleter> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
+  if (!ctx) throw std::runtime_error("nftables: cannot create a context");
+  nft_ctx_buffer_output(ctx.get());
+  nft_ctx_buffer_error(ctx.get());
+  if (nft_run_cmd_from_buffer(ctx.get(), script.c_str()) != 0) {
+    std::string err = nft_ctx_get_error_buffer(ctx.get());
+    while (!err.empty() && err.back() == '\n') err.pop_back();
+    throw std::runtime_error("nftables refused \"" + script.substr(0, script.find('\n')) + "\": " + err +
+                             " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
+  }
+  return nft_ctx_get_output_buffer(ctx.get());
+}
+
+std::string MasqueradeTable::table_name_for(const std::string& device) {
+  std::string name(kPrefix);
+  for (char c : device) name += (c == '-') ? '_' : c;
+  return name;
+}
+
+MasqueradeTable::MasqueradeTable(const std::string& device, Ipv4 inner) : table_(table_name_for(device)) {
+  std::ostringstream s;
+  s << "add table ip " << table_ << "\n"
+    << "add chain ip " << table_ << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
+    << "add rule ip " << table_ << " postrouting ip saddr " << inner.str() << " oifname != \"" << device
+    << "\" masquerade\n";
+  run_nft(s.str());
+}
+
+MasqueradeTable::~MasqueradeTable() {
+  if (!owned_) return;
+  try {
+    run_nft("delete table ip " + table_);
+  } catch (...) {
+    // Already gone (e.g. removed by hand); nothing else to undo.
+  }
+}
+
+std::vector<std::string> MasqueradeTable::remove_stale() {
+  std::vector<std::string> removed;
+  std::istringstream out(run_nft("list tables ip"));
+  std::string word, family, name;
+  while (out >> word >> family >> name) {  // "table ip NAME"
+    if (word != "table" || name.rfind(kPrefix, 0) != 0) continue;
+    // mahimahi_<kind>_<pid> was made for device <kind>-<pid>
+    std::string device = name.substr(kPrefix.size());
+    auto us = device.rfind('_');
+    // Only shell tables (<kind>_<pid>); others, such as mahimahi_forward, are shared state.
+    if (us == std::string::npos || us + 1 == device.size() ||
+        device.find_first_not_of("0123456789", us + 1) != std::string::npos)
+      continue;
+    device[us] = '-';
+    if (if_nametoindex(device.c_str()) != 0) continue;  // its shell is still alive
+    try {
+      run_nft("delete table ip " + name);
+      removed.push_back(name);
+    } catch (...) {
+      // Another starting shell removed it first.
+    }
+  }
+  return removed;
+}

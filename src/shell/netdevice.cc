@@ -1,0 +1,130 @@
+#include "shell/netdevice.hh"
+
+#include <fcntl.h>
+#include <linux/if_tun.h>
+#include <net/if.h>
+#include <net/route.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "util/exception.hh"
+
+namespace {
+
+ifreq request_for(const std::string& name) {
+  if (name.size() >= IFNAMSIZ) throw std::runtime_error("interface name too long: " + name);
+  ifreq ifr{};
+  std::memcpy(ifr.ifr_name, name.c_str(), name.size());
+  return ifr;
+}
+
+FileDescriptor ioctl_socket() {
+  return FileDescriptor(check_syscall("socket", ::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)));
+}
+
+void set_sockaddr(sockaddr& sa, Ipv4 a) {
+  const sockaddr_in sin = socket_address(a, 0);
+  std::memcpy(&sa, &sin, sizeof sin);
+}
+
+void interface_ioctl(int sock, unsigned long request, ifreq& ifr, const char* what) {
+  if (::ioctl(sock, request, &ifr) < 0) throw SystemError(std::string(what) + " on " + ifr.ifr_name);
+}
+
+}  // namespace
+
+FileDescriptor create_tun(const std::string& name) {
+  FileDescriptor fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK));
+  if (!fd.valid()) {
+    if (errno == ENOENT || errno == ENODEV || errno == ENXIO) {
+      throw UserError("this kernel has no TUN device (/dev/net/tun: " + std::string(std::strerror(errno)) +
+                      "); enable CONFIG_TUN or load the tun module");
+    }
+    throw SystemError("/dev/net/tun");
+  }
+  ifreq ifr = request_for(name);
+  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) throw SystemError("creating TUN device " + name);
+  return fd;
+}
+
+void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, int txqueuelen) {
+  FileDescriptor sock = ioctl_socket();
+  ifreq ifr = request_for(name);
+  set_sockaddr(ifr.ifr_addr, local);
+  interface_ioctl(sock.get(), SIOCSIFADDR, ifr, "setting address");
+  ifr = request_for(name);
+  set_sockaddr(ifr.ifr_dstaddr, peer);
+  interface_ioctl(sock.get(), SIOCSIFDSTADDR, ifr, "setting peer address");
+  ifr = request_for(name);
+  set_sockaddr(ifr.ifr_netmask, Ipv4{0xffffffffu});
+  interface_ioctl(sock.get(), SIOCSIFNETMASK, ifr, "setting netmask");
+  ifr = request_for(name);
+  ifr.ifr_qlen = txqueuelen;
+  interface_ioctl(sock.get(), SIOCSIFTXQLEN, ifr, "setting txqueuelen");
+  bring_up(name);
+}
+
+void bring_up(const std::string& name) {
+  FileDescriptor sock = ioctl_socket();
+  ifreq ifr = request_for(name);
+  interface_ioctl(sock.get(), SIOCGIFFLAGS, ifr, "reading flags");
+  ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+  interface_ioctl(sock.get(), SIOCSIFFLAGS, ifr, "bringing up");
+}
+
+void add_default_route(const std::string& device, Ipv4 gateway) {
+  FileDescriptor sock = ioctl_socket();
+  rtentry route{};
+  set_sockaddr(route.rt_dst, Ipv4{0});
+  set_sockaddr(route.rt_genmask, Ipv4{0});
+  set_sockaddr(route.rt_gateway, gateway);
+  route.rt_flags = RTF_UP | RTF_GATEWAY;
+  std::string dev = device;
+  route.rt_dev = dev.data();
+  if (::ioctl(sock.get(), SIOCADDRT, &route) < 0) throw SystemError("adding default route via " + gateway.str());
+}
+
+void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses) {
+  // One netlink socket, one request per address (ioctl aliases would need a label each).
+  const unsigned index = ::if_nametoindex(device.c_str());
+  if (index == 0) throw SystemError("no interface " + device);
+  FileDescriptor sock(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
+  uint32_t sequence = 0;
+  for (Ipv4 address : addresses) {
+    struct {
+      nlmsghdr header;
+      ifaddrmsg message;
+      char attributes[64];
+    } request{};
+    request.header.nlmsg_len = NLMSG_LENGTH(sizeof(ifaddrmsg));
+    request.header.nlmsg_type = RTM_NEWADDR;
+    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+    request.header.nlmsg_seq = ++sequence;
+    request.message.ifa_family = AF_INET;
+    request.message.ifa_prefixlen = 32;
+    request.message.ifa_scope = RT_SCOPE_UNIVERSE;
+    request.message.ifa_index = index;
+    const in_addr a = socket_address(address, 0).sin_addr;
+    for (unsigned short type : {IFA_LOCAL, IFA_ADDRESS}) {
+      auto* attribute = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
+      attribute->rta_type = type;
+      attribute->rta_len = RTA_LENGTH(sizeof a);
+      std::memcpy(RTA_DATA(attribute), &a, sizeof a);
+      request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
+    }
+    check_syscall("netlink send", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
+    char reply[512];
+    const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
+    const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
+    if (n < static_cast<ssize_t>(sizeof(nlmsghdr)) || answer->nlmsg_type != NLMSG_ERROR)
+      throw std::runtime_error("netlink: unexpected answer adding " + address.str());
+    const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
+    if (error != 0) throw SystemError("adding address " + address.str() + " to " + device, -error);
+  }
+}

@@ -1,0 +1,19 @@
+#pragma once
+// Network devices of the current network namespace, configured with classic ioctls.
+// Only the privileged set-up (privileged.cc) calls these.
+#include <string>
+#include <vector>
+
+#include "util/address.hh"
+#include "util/file_descriptor.hh"
+
+// A non-persistent TUN device (IFF_TUN | IFF_NO_PI): it disappears when its last fd closes.
+// The fd is non-blocking and close-on-exec.
+FileDescriptor create_tun(const std::string& name);
+
+// Sets local address, point-to-point peer, a /32 mask, the transmit queue length, and brings it up.
+void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, int txqueuelen);
+void bring_up(const std::string& name);
+// Adds each address, as a /32, to the device (e.g. lo).
+void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses);
+void add_default_route(const std::string& device, Ipv4 gateway);

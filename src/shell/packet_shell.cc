@@ -1,0 +1,407 @@
+#include "shell/packet_shell.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sys/socket.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <optional>
+#include <stdexcept>
+
+#include "util/child_process.hh"
+#include "shell/environment.hh"
+#include "util/exception.hh"
+#include "shell/privileged.hh"
+#include "util/signals.hh"
+
+namespace {
+
+const SignalSet kSupervisorSignals{SIGCHLD, SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGTSTP, SIGCONT};
+
+std::vector<std::string> login_shell(uid_t uid) {
+  const passwd* pw = ::getpwuid(uid);
+  std::string shell = (pw && pw->pw_shell && *pw->pw_shell) ? pw->pw_shell : "/bin/sh";
+  return {shell};
+}
+
+// The tag as it may go into a prompt: bash expands $(...), `...` and \ escapes in PS1, and a
+// tag carries names the user did not necessarily choose (a recording's directory).
+std::string prompt_safe(const std::string& tag) {
+  std::string safe;
+  for (unsigned char c : tag) safe += (c < 0x20 || c == 0x7f || c == '$' || c == '`' || c == '\\') ? '?' : static_cast<char>(c);
+  return safe;
+}
+
+void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const ShellNetwork& net) {
+  if (!env.get("MAHIMAHI_BASE") && !spec.isolated) env.set("MAHIMAHI_BASE", net.addresses.outer.str());
+  const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
+  env.set("MAHIMAHI_SHELL_PREFIX", prompt_safe(std::string(prefix ? prefix : "") + spec.tag));
+  env.set("PROMPT_COMMAND", "PS1=\"$MAHIMAHI_SHELL_PREFIX$PS1\"; unset PROMPT_COMMAND");
+}
+
+[[noreturn]] void exec_command(const std::string& program, std::vector<std::string> command) {
+  std::vector<char*> argv;
+  for (auto& word : command) argv.push_back(word.data());
+  argv.push_back(nullptr);
+  ::execvp(argv[0], argv.data());
+  const int err = errno;
+  std::cerr << program << ": cannot run " << command[0] << ": " << std::strerror(err) << std::endl;
+  ::_exit(err == ENOENT ? 127 : 126);
+}
+
+// The start-up channel, a socketpair between the supervisor and its ferry. The ferry sends:
+//   'A' count(u32, host order) count*addr(4 bytes, network order)   isolated shells: add addresses
+//                                                   (the addresses only if count <= kMaxIsolatedAddresses)
+//   'R'   it carries packets: the command may start
+//   'S'   it stopped (before being ready, or when asked to): nothing more will come
+// and the supervisor answers 'A' with 'K' (added) or 'E' length(u16) text (refused: why).
+// The ferry may be hostile (a bug exploited in what it parsed): the supervisor reads at most
+// what the cap allows, answers one request, and never blocks on it.
+constexpr char kAddAddresses = 'A', kReady = 'R', kStopped = 'S', kAdded = 'K', kRefused = 'E';
+constexpr size_t kMaxRefusal = 2000;
+
+bool interrupting(int signo) { return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT; }
+
+// Reads exactly size bytes from the channel, or stops at an interrupting signal (SIGINT, SIGTERM,
+// SIGHUP, SIGQUIT: returned) or at end-of-file (*eof). Other signals (SIGCHLD, SIGTSTP, SIGCONT:
+// no command exists yet) are consumed and ignored; a dead ferry shows as end-of-file.
+int read_or_signal(int channel, const SignalFd& signals, char* buffer, size_t size, bool* eof) {
+  size_t got = 0;
+  *eof = false;
+  while (got < size) {
+    pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {channel, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("poll");
+    }
+    if (fds[0].revents & POLLIN) {
+      const int signo = static_cast<int>(signals.read_signal().ssi_signo);
+      if (interrupting(signo)) return signo;
+      continue;
+    }
+    if (!fds[1].revents) continue;
+    const ssize_t n = ::read(channel, buffer + got, size - got);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    if (n <= 0) {
+      *eof = true;
+      return 0;
+    }
+    got += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+void send_reply(int channel, const std::string& reply) {
+  // One reply ever, far smaller than the socket's buffer: never blocks, never raises SIGPIPE.
+  (void)::send(channel, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+// The ferry's side of an address request (see above).
+void request_addresses(int channel, const std::vector<Ipv4>& addresses) {
+  const uint32_t count = static_cast<uint32_t>(std::min<size_t>(addresses.size(), UINT32_MAX));
+  std::string message(1, kAddAddresses);
+  message.append(reinterpret_cast<const char*>(&count), sizeof count);
+  if (addresses.size() <= kMaxIsolatedAddresses) {
+    for (Ipv4 a : addresses) {
+      const uint32_t network = htonl(a.value);
+      message.append(reinterpret_cast<const char*>(&network), sizeof network);
+    }
+  }
+  write_all(channel, message);
+  auto read_exactly = [channel](char* buffer, size_t size) {
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t n = ::read(channel, buffer + got, size - got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw std::runtime_error("the shell's supervisor did not answer the request for addresses");
+      got += static_cast<size_t>(n);
+    }
+  };
+  char status = 0;
+  read_exactly(&status, 1);
+  if (status == kAdded) return;
+  uint16_t length = 0;
+  read_exactly(reinterpret_cast<char*>(&length), sizeof length);
+  std::string reason(std::min<size_t>(length, kMaxRefusal), '\0');
+  read_exactly(reason.data(), reason.size());
+  throw UserError(reason);
+}
+
+// Runs the ferry's start-up: answers its request for addresses (isolated shells: isolated_ns is
+// the namespace) until it reports that it is ready (returns nullopt; the command may start).
+// Otherwise returns the shell's exit status: 1 if the ferry stopped or died (it has printed why),
+// 128+N if signal N interrupted the start (the ferry is then stopped; one line says so).
+std::optional<int> run_startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
+                               const FileDescriptor* isolated_ns) {
+  bool asked = false;   // one request only
+  bool added = false;   // the ferry has its addresses: it may be starting daemons, stop it gently
+  bool refused = false;
+  auto ferry_ended = [&]() -> int {
+    int status = 0;
+    while (::waitpid(ferry, &status, 0) < 0) {
+      if (errno != EINTR) return 1;
+    }
+    if (WIFSIGNALED(status)) {
+      std::cerr << program << ": the shell's ferry was killed by signal " << WTERMSIG(status) << " while starting"
+                << std::endl;
+      return 1;
+    }
+    if (isolated_ns) return 1;  // it has printed why
+    const int code = shell_exit_code(status);
+    return code != 0 ? code : 1;
+  };
+  auto interrupted = [&](int signo) -> int {
+    std::cerr << program << ": start interrupted by SIG" << sigabbrev_np(signo) << "; nothing was left running"
+              << std::endl;
+    if (!added) {
+      ::kill(ferry, SIGKILL);  // it holds nothing that needs cleaning up
+    } else {
+      // It may be starting daemons and hold temporary files: it stops them once started, then
+      // says 'S' (or dies). A second signal makes it SIGKILL.
+      ::kill(ferry, SIGTERM);
+      for (;;) {
+        char byte;
+        bool eof = false;
+        const int again = read_or_signal(channel, signals, &byte, 1, &eof);
+        if (again) {
+          ::kill(ferry, SIGKILL);
+          break;
+        }
+        if (eof || byte == kStopped) break;
+      }
+    }
+    int status;
+    while (::waitpid(ferry, &status, 0) < 0 && errno == EINTR) {
+    }
+    return 128 + signo;
+  };
+  for (;;) {
+    char type = 0;
+    bool eof = false;
+    if (const int signo = read_or_signal(channel, signals, &type, 1, &eof)) return interrupted(signo);
+    if (eof || type == kStopped) return ferry_ended();
+    if (refused) continue;  // whatever it still sends: wait for it to end
+    if (type == kReady) return std::nullopt;
+    if (type == kAddAddresses && isolated_ns && !asked) {
+      asked = true;
+      uint32_t count = 0;
+      if (const int signo = read_or_signal(channel, signals, reinterpret_cast<char*>(&count), sizeof count, &eof))
+        return interrupted(signo);
+      if (eof) return ferry_ended();
+      std::string reply(1, kAdded);
+      try {
+        check_isolated_address_count(count);  // before reading anything more
+        std::string bytes(size_t{count} * 4, '\0');
+        if (const int signo = read_or_signal(channel, signals, bytes.data(), bytes.size(), &eof))
+          return interrupted(signo);
+        if (eof) return ferry_ended();
+        std::vector<Ipv4> addresses(count);
+        for (size_t i = 0; i < count; i++) {
+          uint32_t network;
+          std::memcpy(&network, bytes.data() + 4 * i, 4);
+          addresses[i].value = ntohl(network);
+        }
+        add_isolated_addresses(*isolated_ns, addresses);
+        added = true;
+      } catch (const std::exception& e) {
+        std::string reason = std::string(e.what()).substr(0, kMaxRefusal);
+        const uint16_t length = static_cast<uint16_t>(reason.size());
+        reply = std::string(1, kRefused);
+        reply.append(reinterpret_cast<const char*>(&length), sizeof length);
+        reply += reason;
+        refused = true;  // the ferry prints the reason and ends
+      }
+      send_reply(channel, reply);
+      continue;
+    }
+    // Anything else breaks the protocol: a ferry that does is not to be trusted further.
+    std::cerr << program << ": the shell's ferry sent an invalid start-up message; ending the shell" << std::endl;
+    ::kill(ferry, SIGKILL);
+    int status;
+    while (::waitpid(ferry, &status, 0) < 0 && errno == EINTR) {
+    }
+    return 1;
+  }
+}
+
+class Supervisor {
+ public:
+  Supervisor(const std::string& program, pid_t command, pid_t ferry, int ferry_status_fd)
+      : program_(program), command_(command), ferry_(ferry), ferry_status_fd_(ferry_status_fd) {}
+
+  // Runs until the command has ended; returns the shell's exit status.
+  int run(const SignalFd& signals) {
+    while (!command_status_) {
+      const signalfd_siginfo info = signals.read_signal();
+      const int signo = static_cast<int>(info.ssi_signo);
+      if (signo == SIGCHLD) {
+        reap();
+      } else if (signo == SIGCONT) {
+        ::kill(command_, SIGCONT);
+      } else if (info.ssi_code != SI_KERNEL) {
+        // Sent by a process (kill), not by the terminal: the command has not seen it yet.
+        ::kill(command_, signo);
+      }
+    }
+    stop_ferry();
+    if (ferry_failed_) return 1;
+    return once_finished_ ? 0 : *command_status_;
+  }
+
+ private:
+  void reap() {
+    int status;
+    pid_t pid;
+    while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
+      if (pid == command_) {
+        if (WIFSTOPPED(status)) {
+          // Job control: stop with the command so that the caller's shell sees us stopped;
+          // when continued (fg), continue it too.
+          ::raise(SIGSTOP);
+          ::kill(command_, SIGCONT);
+        } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
+          command_status_ = shell_exit_code(status);
+        }
+      } else if (pid == ferry_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+        ferry_ = -1;
+        if (WIFEXITED(status) && WEXITSTATUS(status) == kFerryFinished) {
+          once_finished_ = true;
+        } else {
+          ferry_failed_ = true;
+          std::cerr << program_ << ": the packet ferry ended unexpectedly (status " << shell_exit_code(status)
+                    << "); ending the shell" << std::endl;
+        }
+        if (!command_status_) ::kill(command_, SIGHUP);  // never signal a reaped pid: it may be reused
+      }
+    }
+  }
+
+  // Waits until the ferry has stopped carrying packets and flushed what it writes, not until
+  // its process is gone: closing a TUN device waits for an RCU grace period (~20 ms each), which
+  // the kernel completes on its own as the ferry exits.
+  void stop_ferry() {
+    if (ferry_ <= 0) return;
+    ::kill(ferry_, SIGTERM);
+    char byte;
+    while (::read(ferry_status_fd_, &byte, 1) < 0 && errno == EINTR) {
+    }
+  }
+
+  std::string program_;
+  pid_t command_;
+  pid_t ferry_;
+  int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
+  std::optional<int> command_status_;
+  bool ferry_failed_ = false;
+  bool once_finished_ = false;
+};
+
+int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
+              UserEnvironment& env) {
+  ShellSpec spec = parse(argc, argv);
+  const UserIdentity user = check_privileges(info.name);
+  const AdministratorConfig config = AdministratorConfig::load();
+  const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));
+  if (!spec.isolated) check_address_pool(pool, user.uid == 0, config.allowed_pools, kAdministratorConfigPath);
+  std::optional<Ipv4> base;
+  if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
+  if (spec.command.empty()) spec.command = login_shell(user.uid);
+
+  const char* realtime_env = env.get(kRealtimeVariable);
+  const int nice = (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
+  const sigset_t original_mask = kSupervisorSignals.block();
+  SignalFd signals(kSupervisorSignals);
+  const pid_t supervisor = ::getpid();
+
+  const bool isolated = spec.isolated;
+  ShellNetwork net;
+  FileDescriptor intercepted;
+  if (isolated) {
+    net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
+  } else {
+    net = create_shell_network(spec.device_kind, pool, base);
+    if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
+  }
+
+  int startup[2];
+  check_syscall("socketpair", ::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, startup));
+  FileDescriptor channel(startup[0]), ferry_channel(startup[1]);
+
+  const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
+  const std::string outer_prefix = prefix ? prefix : "";
+  const pid_t ferry = fork_child(info.name, [&] {
+    raise_priority(nice);
+    if (isolated) enter_namespace(net.inner_namespace);  // its servers live there
+    drop_privileges(user);
+    env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only
+    // Dies with the supervisor, even on SIGKILL, so that the TUN devices vanish with it.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != supervisor) return 1;
+    channel.close();
+    net.inner_namespace.close();
+    net.slot_claim.close();  // a writable root-owned file: not for the user's process
+    const int channel_fd = ferry_channel.get();
+    FerryEndpoints endpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get(), {}};
+    if (isolated) {
+      endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
+        request_addresses(channel_fd, addresses);
+      };
+    } else {
+      endpoints.add_addresses = [](const std::vector<Ipv4>&) {
+        throw std::logic_error("add_addresses is only for isolated shells");
+      };
+    }
+    const int status = spec.ferry(endpoints, [channel_fd] { write_all(channel_fd, std::string_view(&kReady, 1)); });
+    write_all(channel_fd, std::string_view(&kStopped, 1));  // the supervisor may finish without waiting for our exit
+    return status;
+  });
+  net.outer_tun.close();  // the ferry holds the only copies now
+  net.inner_tun.close();
+  net.dns = DnsRelaySockets{};
+  intercepted.close();
+  ferry_channel.close();
+  if (const auto status = run_startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr))
+    return *status;
+
+  prepare_environment(env, spec, net);
+  const pid_t command = fork_child(info.name, [&]() -> int {
+    enter_namespace(net.inner_namespace);
+    net.slot_claim.close();  // a writable root-owned file: not for the user's process
+    drop_privileges(user);
+    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+    if (::getppid() != supervisor) return 1;
+    check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
+    env.restore_withheld();
+    env.install();
+    exec_command(info.name, spec.command);
+  });
+  net.inner_namespace.close();
+
+  Supervisor supervisor_loop(info.name, command, ferry, channel.get());
+  return supervisor_loop.run(signals);
+  // net's destructor removes the NAT table; the TUN devices went with the ferry.
+}
+
+}  // namespace
+
+int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
+                     const std::function<ShellSpec(int, char**)>& parse) {
+  UserEnvironment env = UserEnvironment::capture_and_clear();
+  try {
+    return run_shell(argc, argv, info, parse, env);
+  } catch (const UsageError& e) {
+    std::cerr << info.name << ": " << e.what() << "\n" << usage_line(info) << "\nTry '" << info.name
+              << " --help' for more information.\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << info.name << ": " << e.what() << std::endl;
+    return 1;
+  }
+}

@@ -1,0 +1,53 @@
+#pragma once
+// The mechanism every packet shell shares: a new network namespace joined to the caller's by
+// two TUN devices, an unprivileged ferry process between them, the user's command inside.
+//
+//   supervisor (root: set-up, then waits and cleans up)
+//    |- ferry (the user's rights; one thread per direction)
+//    `- command (the user's rights, inside the new namespace)
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/args.hh"
+#include "shell/privileged.hh"
+
+struct FerryEndpoints {
+  int outer;  // TUN, the caller's side: uplink packets are written here, downlink ones read
+  int inner;  // TUN, the command's side
+  DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
+  std::string outer_prefix;  // MAHIMAHI_SHELL_PREFIX of the shells around this one
+  int intercepted = -1;      // listening socket receiving the namespace's TCP connections (mm-record)
+  // Isolated shells only (ShellSpec::isolated): asks the supervisor to put these addresses on the
+  // namespace's lo (at most kMaxIsolatedAddresses, unicast, no duplicates; 127.0.0.0/8 is there
+  // already) and returns once they are there; throws UserError with the supervisor's reason if it
+  // refused. Call it at most once, before ready(). Other shells: throws std::logic_error.
+  std::function<void(const std::vector<Ipv4>&)> add_addresses;
+};
+
+// Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
+// status 0, ending the command.
+constexpr int kFerryFinished = 77;
+
+struct ShellSpec {
+  std::string device_kind;  // short word for the outer device name: delay, loss, onoff, inter, link
+  std::string tag;          // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
+  std::vector<std::string> command;  // empty: the user's login shell
+  bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted
+  bool refuse_quic = true;           // with intercept_tcp: refuse UDP to port 443
+  // A shell with no way out (mm-replay): the supervisor creates an empty namespace (lo only),
+  // there are no TUN devices and no NAT, and the ferry runs inside the namespace, where it reads
+  // what it needs with the user's rights only and asks for its addresses with
+  // FerryEndpoints::add_addresses. Until then the supervisor can end it at any time (SIGKILL):
+  // it must hold nothing that needs cleaning up before it has its addresses.
+  bool isolated = false;
+  // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
+  // packets (the command starts then) and returns the ferry's exit status.
+  std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;
+};
+
+// The whole life of a packet shell. parse() turns the command line into a ShellSpec (throwing
+// UsageError); returns the process exit status: the command's, 128+N if it was killed by signal
+// N, 2 for usage errors, 1 for other errors.
+int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
+                     const std::function<ShellSpec(int, char**)>& parse);

@@ -1,0 +1,468 @@
+#include "shell/privileged.hh"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include <csignal>
+#include <cstddef>
+#include <cstring>
+
+#include <algorithm>
+#include <iostream>
+#include <sstream>
+
+#include "util/exception.hh"
+#include "shell/forwarding.hh"
+#include "shell/netdevice.hh"
+#include "util/signals.hh"
+
+namespace {
+
+bool no_new_privs_set() {
+  try {
+    std::istringstream status(read_small_file("/proc/self/status"));
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("NoNewPrivs:", 0) == 0) return line.find('1') != std::string::npos;
+    }
+  } catch (...) {
+  }
+  return false;
+}
+
+// A /30 of the pool belongs to the shell holding a write lock on the byte of the namespace's lock
+// file at the /30's index: taking it is atomic, never waits (F_OFD_SETLK), and the lock ends
+// when the supervisor does, even by SIGKILL. Shells starting at the same time thus never take
+// the same addresses and never wait for each other, and since only root can open the file, no
+// user can block a slot (an abstract socket name could be taken by anyone).
+FileDescriptor claim_slot(Ipv4 first) {
+  FileDescriptor file = open_namespace_lock_file();
+  struct flock slot {};
+  slot.l_type = F_WRLCK;
+  slot.l_whence = SEEK_SET;
+  slot.l_start = static_cast<off_t>(first.value / 4);
+  slot.l_len = 1;
+  if (::fcntl(file.get(), F_OFD_SETLK, &slot) < 0) {
+    if (errno == EAGAIN || errno == EACCES) return FileDescriptor();
+    throw SystemError("claiming " + first.str() + "/30");
+  }
+  return file;
+}
+
+FileDescriptor open_current_namespace() {
+  return FileDescriptor(check_syscall("opening /proc/self/ns/net", ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)));
+}
+
+// The kernel's IPv6 autoconfiguration (router solicitations, MLD) would otherwise send packets
+// through the ferry on its own. A kernel without IPv6 has no such file, and no chatter.
+void disable_ipv6(const std::string& device) {
+  const std::string path = "/proc/sys/net/ipv6/conf/" + device + "/disable_ipv6";
+  if (::access(path.c_str(), F_OK) == 0) write_existing_file(path, "1");
+}
+
+FileDescriptor bound_socket(int type, Ipv4 address, uint16_t port) {
+  FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, type | SOCK_CLOEXEC | SOCK_NONBLOCK, 0)));
+  const sockaddr_in sin = socket_address(address, port);
+  if (::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sin), sizeof sin) < 0)
+    throw SystemError("binding the DNS relay to " + address.str() + ":" + std::to_string(port));
+  return fd;
+}
+
+void connect_socket(const FileDescriptor& fd, const sockaddr_in& to) {
+  check_syscall("connecting the DNS relay", ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to));
+}
+
+sockaddr_in local_address(const FileDescriptor& fd) {
+  sockaddr_in sin{};
+  socklen_t length = sizeof sin;
+  check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sin), &length));
+  return sin;
+}
+
+constexpr int kTxQueueLength = 10000;  // the default 500 drops bursts before the ferry reads them
+
+}  // namespace
+
+UserIdentity check_privileges(const std::string& program) {
+  if (::geteuid() != 0) {
+    if (no_new_privs_set()) {
+      throw UserError(
+          "the setuid bit of " + program +
+          " has no effect here because no_new_privs is set (by a container runtime, systemd's NoNewPrivileges= "
+          "or setpriv --no-new-privs); run it as root or without no_new_privs");
+    }
+    throw UserError(program + " needs root's rights: install it setuid root (make install as root does: chown root " +
+                    program + " && chmod u+s " + program + ", on a file system not mounted nosuid) or run it as root");
+  }
+  return UserIdentity{::getuid(), ::getgid()};
+}
+
+void drop_privileges(const UserIdentity& user) {
+  if (user.uid == 0) return;  // root asked for this shell: its command keeps root's rights
+  check_syscall("setresgid", ::setresgid(user.gid, user.gid, user.gid));
+  check_syscall("setresuid", ::setresuid(user.uid, user.uid, user.uid));
+  if (::setuid(0) == 0 || ::seteuid(0) == 0 || ::geteuid() == 0 || ::getegid() != user.gid) {
+    throw std::runtime_error("BUG: root's rights could be regained after dropping them");
+  }
+}
+
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config) {
+  // The highest normal-scheduler priority, not SCHED_FIFO: a ferry carrying ~1 Gbit/s can keep
+  // a core busy, and the kernel's real-time throttling (sched_rt_runtime_us, 95 %) would then
+  // stop it for tens of milliseconds every second, wasting the link's opportunities.
+  constexpr int kBest = -20;
+  if (user.uid == 0) return kBest;
+  int allowed = kNoPriorityChange;
+  rlimit limit{};
+  if (::getrlimit(RLIMIT_NICE, &limit) == 0 && limit.rlim_cur > 0) {
+    // RLIMIT_NICE n lets a process go down to nice 20 - n (setpriority(2)).
+    allowed = limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= 40 ? kBest : 20 - static_cast<int>(limit.rlim_cur);
+  }
+  if (config.ferry_nice) allowed = std::min(allowed, *config.ferry_nice);
+  return std::max(allowed, kBest);
+}
+
+void raise_priority(int nice) {
+  if (nice == kNoPriorityChange) return;
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, 0);
+  if (errno == 0 && nice < current) (void)::setpriority(PRIO_PROCESS, 0, nice);
+}
+
+// The caller chose the scheduling, limits and cgroups the supervisor inherited, and so they
+// could slow down, freeze or kill a helper while it holds the namespace's lock (another user's
+// shell would then wait for it): the helper takes the defaults, best effort, for its few
+// milliseconds. Cgroups: a user may freeze or throttle their own (systemd delegates one to each
+// user); the helper moves to the root of every hierarchy (cgroup v2, and each of v1's). In a
+// container whose cgroups are read-only, the container's own limits apply anyway.
+static void reset_inherited_limits() {
+  (void)::setpriority(PRIO_PROCESS, 0, 0);
+  const sched_param normal{};
+  (void)::sched_setscheduler(0, SCHED_OTHER, &normal);
+  cpu_set_t every_cpu;
+  CPU_ZERO(&every_cpu);
+  for (int cpu = 0; cpu < CPU_SETSIZE; cpu++) CPU_SET(cpu, &every_cpu);
+  (void)::sched_setaffinity(0, sizeof every_cpu, &every_cpu);
+  constexpr int kIoprioWhoProcess = 1, kIoprioClassBestEffort = 2, kIoprioClassShift = 13;
+  (void)::syscall(SYS_ioprio_set, kIoprioWhoProcess, 0, (kIoprioClassBestEffort << kIoprioClassShift) | 4);
+  for (int resource : {RLIMIT_CPU, RLIMIT_AS, RLIMIT_DATA, RLIMIT_STACK, RLIMIT_FSIZE, RLIMIT_NOFILE}) {
+    rlimit limit{};
+    if (::getrlimit(resource, &limit) != 0) continue;
+    const rlim_t wanted = resource == RLIMIT_NOFILE ? 4096 : RLIM_INFINITY;
+    const rlimit raised{wanted, wanted};
+    if (::setrlimit(resource, &raised) != 0) {
+      limit.rlim_cur = limit.rlim_max;  // without CAP_SYS_RESOURCE: at least up to the hard limit
+      (void)::setrlimit(resource, &limit);
+    }
+  }
+  // Only where it is not at the root already: each move waits for an RCU grace period.
+  std::string memberships;
+  try {
+    memberships = read_small_file("/proc/self/cgroup");  // "ID:CONTROLLERS:PATH" per hierarchy
+  } catch (const SystemError&) {
+    return;
+  }
+  std::istringstream lines(memberships);
+  std::string line;
+  while (std::getline(lines, line)) {
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos || line.substr(second + 1) == "/") continue;
+    std::string controllers = line.substr(first + 1, second - first - 1);
+    if (controllers.rfind("name=", 0) == 0) controllers.erase(0, 5);  // name=systemd is mounted as systemd
+    const std::vector<std::string> procs =
+        controllers.empty() ? std::vector<std::string>{"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"}
+                            : std::vector<std::string>{"/sys/fs/cgroup/" + controllers + "/cgroup.procs"};
+    for (const std::string& path : procs) {
+      try {
+        write_existing_file(path, "0");  // 0: the writing process
+        break;
+      } catch (const SystemError&) {
+      }
+    }
+  }
+}
+
+// Forks the helper; in the child, runs fn and reports its exception on `errors`.
+static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork");
+  if (pid > 0) return pid;
+  // Real, effective and saved uid root: the user can no longer signal it (kill needs a uid in
+  // common); its own session: no terminal signals (Ctrl-Z, Ctrl-C) reach it; the defaults for
+  // what the caller could set to slow it down. Setuid processes cannot be traced.
+  int status = 0;
+  try {
+    if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
+    reset_inherited_limits();
+    fn();
+  } catch (const std::exception& e) {
+    try {
+      write_all(errors, e.what());
+    } catch (...) {
+    }
+    status = 1;
+  }
+  ::_exit(status);
+}
+
+
+void run_root_helper(const std::function<void()>& fn, bool interruptible) {
+  int channel[2];
+  check_syscall("pipe2", ::pipe2(channel, O_CLOEXEC));
+  FileDescriptor error_read(channel[0]), error_write(channel[1]);
+  const pid_t pid = fork_root_helper(
+      [&] {
+        error_read.close();
+        fn();
+      },
+      error_write.get());
+  error_write.close();
+  SignalFd interruptions(SignalSet{SIGINT, SIGTERM, SIGHUP, SIGQUIT});  // blocked by the supervisor
+  std::string error;
+  for (;;) {
+    pollfd fds[2] = {{error_read.get(), POLLIN, 0}, {interruptions.fd(), POLLIN, 0}};
+    if (::poll(fds, interruptible ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      ::kill(pid, SIGKILL);
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      throw SetupInterrupted("interrupted while setting up the shell");
+    }
+    char buffer[512];
+    const ssize_t n = ::read(error_read.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    if (error.size() < 4096) error.append(buffer, static_cast<size_t>(n));
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw SystemError("waitpid");
+  }
+  if (!error.empty()) throw UserError(error);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the privileged helper failed");
+}
+
+ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
+  if (this != &other) {
+    release();
+    device_ = std::move(other.device_);
+    slot_claim_ = other.slot_claim_;
+    nat_table_ = std::move(other.nat_table_);
+    other.device_.clear();
+    other.nat_table_.clear();
+  }
+  return *this;
+}
+
+void ForwardingGrant::release() noexcept {
+  if (device_.empty()) return;
+  const std::string device = std::move(device_), nat_table = std::move(nat_table_);
+  device_.clear();
+  nat_table_.clear();
+  // Waited for, so that when the shell has ended, everything it made is gone.
+  try {
+    run_root_helper(
+        [&] {
+          if (!nat_table.empty()) {
+            try {
+              run_nft("delete table ip " + nat_table);
+            } catch (const std::exception&) {
+              // Already gone (removed by hand, or as stale by a shell that thought it dead).
+            }
+          }
+          close_forwarding(device, slot_claim_);
+        },
+        false);
+  } catch (const std::exception& e) {
+    std::cerr << "mahimahi: cleaning up the shell's nftables tables and forwarding: " << e.what() << std::endl;
+  }
+}
+
+void enter_namespace(const FileDescriptor& ns) {
+  check_syscall("entering the shell's network namespace", ::setns(ns.get(), CLONE_NEWNET));
+}
+
+ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid) {
+  MasqueradeTable::remove_stale();
+
+  std::vector<Ipv4Net> in_use = networks_in_use();
+  if (avoid) in_use.push_back(Ipv4Net::of(*avoid, 32));
+  ShellNetwork net;
+  for (;;) {
+    auto addresses = allocate_pair(pool, in_use);
+    if (!addresses) {
+      throw UserError("no free /30 left in the address pool " + pool.str() + "; set " + kAddressPoolVariable +
+                      " to an unused range (e.g. 10.200.0.0/16)");
+    }
+    net.slot_claim = claim_slot(Ipv4{addresses->outer.value - 1});
+    if (net.slot_claim.valid()) {
+      net.addresses = *addresses;
+      break;
+    }
+    in_use.push_back(Ipv4Net::of(addresses->outer, 30));  // a shell starting now has it
+  }
+
+  net.outer_device = kind + "-" + std::to_string(::getpid());
+  net.outer_tun = create_tun(net.outer_device);
+  disable_ipv6(net.outer_device);
+  configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
+  // If the helper is killed half-way (the user interrupted the set-up), its device is left in
+  // the shared state, where the next shell to close finds it gone and removes it.
+  run_root_helper([&] { open_forwarding(net.outer_device, net.slot_claim.get()); }, true);
+  net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get());
+
+  std::vector<Ipv4> resolvers;
+  try {
+    resolvers = loopback_nameservers(read_small_file("/etc/resolv.conf"));
+  } catch (const SystemError&) {
+    // No resolv.conf: nothing to relay.
+  }
+  if (!resolvers.empty()) {
+    net.dns.nameservers = resolvers;
+    net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
+  }
+
+  FileDescriptor caller_namespace = open_current_namespace();
+  if (::unshare(CLONE_NEWNET) < 0) {
+    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
+    throw SystemError("creating a network namespace");
+  }
+  try {
+    bring_up("lo");
+    net.inner_tun = create_tun(kInnerDevice);
+    disable_ipv6(kInnerDevice);
+    configure_point_to_point(kInnerDevice, net.addresses.inner, net.addresses.outer, kTxQueueLength);
+    add_default_route(kInnerDevice, net.addresses.outer);
+    // Let every user ping with ICMP sockets, as no setuid ping exists for this namespace's view.
+    write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    for (Ipv4 resolver : net.dns.nameservers) {
+      net.dns.inner_udp.push_back(bound_socket(SOCK_DGRAM, resolver, 53));
+      net.dns.inner_tcp.push_back(bound_socket(SOCK_STREAM, resolver, 53));
+      check_syscall("listen", ::listen(net.dns.inner_tcp.back().get(), 64));
+    }
+    if (net.dns.active()) {
+      net.dns.inner_forward = bound_socket(SOCK_DGRAM, net.addresses.inner, 0);
+      connect_socket(net.dns.inner_forward, local_address(net.dns.outer_relay));
+    }
+    net.inner_namespace = open_current_namespace();
+  } catch (...) {
+    enter_namespace(caller_namespace);
+    throw;
+  }
+  enter_namespace(caller_namespace);
+  if (net.dns.active()) connect_socket(net.dns.outer_relay, local_address(net.dns.inner_forward));
+
+  net.nat = std::make_unique<MasqueradeTable>(net.outer_device, net.addresses.inner);
+  net.forwarding.delete_with(*net.nat);
+  return net;
+}
+
+std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
+  std::vector<Ipv4> found;
+  const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
+  for (Ipv4 ip : resolv_conf_nameservers(resolv_conf)) {
+    if (loopback.contains(ip) && found.size() < 3) found.push_back(ip);
+  }
+  return found;
+}
+
+FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
+  // Listening on the outer address (not loopback): a DNAT to a local address on the TUN needs
+  // no route_localnet, and only this shell's packets reach it.
+  FileDescriptor listener = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
+  check_syscall("listen", ::listen(listener.get(), 4096));
+  const sockaddr_in bound = local_address(listener);
+  const std::string& table = net.nat->name();
+  std::ostringstream s;
+  s << "add chain ip " << table << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+    << "add rule ip " << table << " prerouting iifname \"" << net.outer_device << "\" ip saddr "
+    << net.addresses.inner.str() << " meta l4proto tcp dnat to " << net.addresses.outer.str() << ":"
+    << ntohs(bound.sin_port) << "\n";
+  if (refuse_quic) {
+    // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
+    s << "add chain ip " << table << " forward { type filter hook forward priority filter; policy accept; }\n"
+      << "add rule ip " << table << " forward iifname \"" << net.outer_device << "\" udp dport 443 reject\n";
+  }
+  run_nft(s.str());
+  return listener;
+}
+
+FileDescriptor create_isolated_namespace() {
+  FileDescriptor caller_namespace = open_current_namespace();
+  if (::unshare(CLONE_NEWNET) < 0) {
+    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
+    throw SystemError("creating a network namespace");
+  }
+  try {
+    bring_up("lo");
+    write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
+    write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    FileDescriptor isolated = open_current_namespace();
+    enter_namespace(caller_namespace);
+    return isolated;
+  } catch (...) {
+    enter_namespace(caller_namespace);
+    throw;
+  }
+}
+
+void check_isolated_address_count(size_t count) {
+  if (count > kMaxIsolatedAddresses) {
+    throw UserError("too many addresses for the replay: " + std::to_string(count) +
+                    " (the recorded servers' and the resolvers'; at most " + std::to_string(kMaxIsolatedAddresses) +
+                    "); replay with --single-server (one address), or split the recording");
+  }
+}
+
+void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
+  check_isolated_address_count(addresses.size());
+  struct Range {
+    const char* net;
+    const char* what;
+  };
+  static constexpr Range kRefused[] = {{"0.0.0.0/8", "\"this network\", 0.0.0.0/8"},
+                                       {"127.0.0.0/8", "loopback, 127.0.0.0/8"},
+                                       {"224.0.0.0/4", "multicast, 224.0.0.0/4"},
+                                       {"240.0.0.0/4", "reserved or broadcast, 240.0.0.0/4"}};
+  for (size_t i = 0; i < addresses.size(); i++) {
+    const Ipv4 address = addresses[i];
+    for (const Range& r : kRefused) {
+      if (Ipv4Net::parse(r.net)->contains(address)) {
+        throw UserError("server address " + address.str() + " is not a unicast address (" + r.what +
+                        "); remove or correct the pairs recorded with it");
+      }
+    }
+    for (size_t j = 0; j < i; j++) {  // at most 1024 addresses: half a million comparisons
+      if (addresses[j] == address) {
+        throw UserError("server address " + address.str() + " was requested twice; each address is added once");
+      }
+    }
+  }
+}
+
+void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses) {
+  check_isolated_addresses(addresses);
+  if (addresses.empty()) return;
+  FileDescriptor caller_namespace = open_current_namespace();
+  enter_namespace(ns);
+  try {
+    add_addresses("lo", addresses);
+  } catch (...) {
+    enter_namespace(caller_namespace);
+    throw;
+  }
+  enter_namespace(caller_namespace);
+}

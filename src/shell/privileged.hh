@@ -1,0 +1,150 @@
+#pragma once
+// The privileged operations of a shell: the checks of the caller's identity, the drop, and the
+// set-up of namespaces, devices, addresses, routes, sysctls and NAT (with netdevice.cc, nat.cc
+// and forwarding.cc). They run in the supervisor, which keeps root's effective and saved uid
+// (the user's real uid, so that the user can signal their own shell) to set up, wait and clean
+// up, and in short root helpers (run_root_helper) that the user cannot signal. Everything that
+// parses what the user wrote (trace and recording files, the recording proxy's traffic) runs in
+// the ferry or the command, after drop_privileges(). docs/security.md lists every process.
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/address.hh"
+#include "shell/admin_config.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "shell/nat.hh"
+
+struct UserIdentity {
+  uid_t uid;
+  gid_t gid;
+};
+
+// Checks that this process can do the privileged set-up (run as root, or installed setuid
+// root) and returns the invoking user's identity. Throws UserError otherwise.
+UserIdentity check_privileges(const std::string& program);
+
+// Becomes the invoking user for good (gid, then uid, real/effective/saved) and verifies that
+// root cannot be regained. A no-op for a user who is root.
+void drop_privileges(const UserIdentity& user);
+
+// DNS relay endpoints for a caller whose resolvers are on loopback (see shell/dns_relay.hh).
+struct DnsRelaySockets {
+  std::vector<Ipv4> nameservers;          // the caller's loopback resolvers
+  std::vector<FileDescriptor> inner_udp;  // one per nameserver, bound to nameserver:53 inside
+  std::vector<FileDescriptor> inner_tcp;  // listening on nameserver:53 inside
+  FileDescriptor inner_forward;           // inside: connected to outer_relay, through the link
+  FileDescriptor outer_relay;             // outside: connected back to inner_forward
+
+  bool active() const { return !nameservers.empty(); }
+};
+
+// The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
+std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
+
+// The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
+class SetupInterrupted : public UserError {
+  using UserError::UserError;
+};
+
+// Forwarding opened for one shell's device (see forwarding.hh); closing it, and deleting the
+// shell's NAT table if handed one, is the last step of the shell's clean-up, run in a root helper.
+class ForwardingGrant {
+ public:
+  ForwardingGrant() = default;
+  // slot_claim: the shell's claim on its addresses, open for as long as this grant.
+  ForwardingGrant(std::string device, int slot_claim) : device_(std::move(device)), slot_claim_(slot_claim) {}
+  ForwardingGrant(ForwardingGrant&& other) noexcept
+      : device_(std::move(other.device_)), slot_claim_(other.slot_claim_), nat_table_(std::move(other.nat_table_)) {
+    other.device_.clear();
+    other.nat_table_.clear();
+  }
+  ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
+  ~ForwardingGrant() { release(); }
+  // Takes over the deletion of the shell's NAT table.
+  void delete_with(MasqueradeTable& nat) {
+    nat_table_ = nat.name();
+    nat.hand_over();
+  }
+
+ private:
+  void release() noexcept;
+  std::string device_;
+  int slot_claim_ = -1;
+  std::string nat_table_;
+};
+
+// Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever
+// they were passed) removes all of it.
+struct ShellNetwork {
+  AddressPair addresses;
+  FileDescriptor slot_claim;         // holds the addresses against other shells; root's only:
+                                     // closed in every child that drops privileges
+  std::string outer_device;          // e.g. delay-1234, in the caller's namespace
+  FileDescriptor outer_tun;          // the caller's side
+  FileDescriptor inner_tun;          // "ingress", inside the new namespace
+  FileDescriptor inner_namespace;    // where the user's command runs
+  std::unique_ptr<MasqueradeTable> nat;
+  DnsRelaySockets dns;               // empty unless the caller's resolver is on loopback
+  ForwardingGrant forwarding;        // destroyed first (slot_claim still open): the last clean-up step
+};
+
+constexpr const char* kInnerDevice = "ingress";
+
+// Creates the namespace, both TUN devices, addresses, routes, sysctls and NAT for a shell of
+// the given kind (a short word used in the device name). avoid is an address that must stay
+// reachable (MAHIMAHI_BASE), never allocated.
+ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid);
+
+// The priority for the ferry (before its threads start): nice -20, the normal scheduler's highest,
+// so that a packet due now is sent now even when other programs keep every core busy (the ferry
+// does microseconds of work per wake-up) -- but for a caller who is not root only as far as the
+// caller's own RLIMIT_NICE or the administrator's ferry-nice setting allows; otherwise
+// kNoPriorityChange (the inherited priority). MAHIMAHI_REALTIME=0 keeps the inherited priority.
+constexpr const char* kRealtimeVariable = "MAHIMAHI_REALTIME";
+constexpr int kNoPriorityChange = 100;
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config);
+// Sets the calling process's nice value to `nice` if that raises its priority. Failure is not an error.
+void raise_priority(int nice);
+
+// Runs fn as a separate process that the calling user cannot signal, stop or trace (real,
+// effective and saved uid root, its own session) and waits for it: the few steps that hold a
+// lock other shells wait for run there. fn's exception text is rethrown as UserError. If
+// interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the wait: the
+// helper is killed and SetupInterrupted thrown.
+void run_root_helper(const std::function<void()>& fn, bool interruptible);
+
+// Sends every TCP connection leaving the shell's namespace to the returned listening socket (on
+// the outer address; the accepted sockets' SO_ORIGINAL_DST is where the program connected), and
+// if refuse_quic, answers UDP to port 443 with ICMP port unreachable. Undone with net.nat.
+FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic);
+
+// A namespace with no way out (mm-replay): only lo, up, with no address but 127.0.0.1/8 yet;
+// ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.
+// The calling process stays in (returns to) its namespace; the new one is returned.
+FileDescriptor create_isolated_namespace();
+
+// The most addresses an isolated namespace gets: each one costs root netlink work and kernel
+// memory the user cannot reclaim, so the user (through a recording) must not choose without bound.
+constexpr size_t kMaxIsolatedAddresses = 1024;
+
+// Refuses (UserError naming the count and the fix) more than kMaxIsolatedAddresses addresses.
+void check_isolated_address_count(size_t count);
+
+// Checks a list of addresses requested for an isolated namespace's lo: at most
+// kMaxIsolatedAddresses, each unicast (not 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or
+// 240.0.0.0/4), none twice. Throws UserError naming the address or the count and the fix.
+void check_isolated_addresses(const std::vector<Ipv4>& addresses);
+
+// Validates the addresses (check_isolated_addresses) and puts each one, as a /32, on lo of the
+// namespace created by create_isolated_namespace(); the calling process returns to its own
+// namespace. Nothing is added unless the whole list is valid.
+void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses);
+
+// Moves the calling process into a namespace created by create_shell_network (needs root).
+void enter_namespace(const FileDescriptor& ns);
