@@ -16,12 +16,12 @@
 #include <mutex>
 #include <thread>
 
-#include "exception.hh"
-#include "harness.hh"
-#include "privileged.hh"
-#include "record_file.hh"
-#include "replay_fastcgi.hh"
-#include "replay_index.hh"
+#include "util/exception.hh"
+#include "expect.hh"
+#include "shell/privileged.hh"
+#include "recording/record_file.hh"
+#include "replay/replay_fastcgi.hh"
+#include "replay/replay_index.hh"
 
 namespace fs = std::filesystem;
 
@@ -272,113 +272,113 @@ CgiReply parse_cgi(const std::string& out) {
 }
 }  // namespace
 
-TEST(replay_exact_match) {
+TEST(ReplayIndex, replay_exact_match) {
   PairSpec s = at("GET /index.html HTTP/1.1", "hello");
   s.response_headers = {{"Content-Type", "text/html"}, {"Content-Length", "5"}, {"Set-Cookie", "a=1"}};
   Recording rec({s});
-  CHECK(rec.warnings.empty());
-  CHECK_EQ(rec.index->pairs(), size_t{1});
+  ASSERT_TRUE(rec.warnings.empty());
+  ASSERT_EQ(rec.index->pairs(), size_t{1});
   const ReplayMatch m = rec.match(get("/index.html"));
-  CHECK(m.found);
-  CHECK_EQ(m.response.status, 200);
-  CHECK_EQ(m.response.reason, std::string("OK"));
-  CHECK_EQ(m.response.body, std::string("hello"));
-  CHECK_EQ(m.response.headers.size(), size_t{3});
-  CHECK_EQ(m.response.headers[0].key, std::string("Content-Type"));
-  CHECK_EQ(m.response.headers[1].value, std::string("5"));
-  CHECK_EQ(m.response.headers[2].key, std::string("Set-Cookie"));
-  CHECK(m.log_line.empty());
+  ASSERT_TRUE(m.found);
+  ASSERT_EQ(m.response.status, 200);
+  ASSERT_EQ(m.response.reason, std::string("OK"));
+  ASSERT_EQ(m.response.body, std::string("hello"));
+  ASSERT_EQ(m.response.headers.size(), size_t{3});
+  ASSERT_EQ(m.response.headers[0].key, std::string("Content-Type"));
+  ASSERT_EQ(m.response.headers[1].value, std::string("5"));
+  ASSERT_EQ(m.response.headers[2].key, std::string("Set-Cookie"));
+  ASSERT_TRUE(m.log_line.empty());
   // The HTTP version plays no part: a browser speaking HTTP/2 to Apache still matches.
   PairSpec old = at("GET /old HTTP/1.0", "old");
   Recording rec2({old});
-  CHECK(rec2.match(get("/old")).found);
+  ASSERT_TRUE(rec2.match(get("/old")).found);
 }
 
-TEST(replay_scheme_mismatch) {
+TEST(ReplayIndex, replay_scheme_mismatch) {
   Recording rec({at("GET /a HTTP/1.1", "plain")});
   const ReplayMatch m = rec.match(get("/a", "example.com", true));
-  CHECK(!m.found);
-  CHECK_EQ(m.response.status, 404);
-  CHECK(contains(m.response.body, "scheme"));
-  CHECK(rec.match(get("/a", "example.com", false)).found);
+  ASSERT_TRUE(!m.found);
+  ASSERT_EQ(m.response.status, 404);
+  ASSERT_TRUE(contains(m.response.body, "scheme"));
+  ASSERT_TRUE(rec.match(get("/a", "example.com", false)).found);
 }
 
-TEST(replay_host_normalization) {
+TEST(ReplayIndex, replay_host_normalization) {
   PairSpec s = at("GET /x HTTP/1.1", "secure", "Example.COM");
   s.https = true;
   s.port = 443;
   PairSpec t = at("GET /y HTTP/1.1", "plain", "www.a.com:80");
   Recording rec({s, t});
-  CHECK(rec.match(get("/x", "example.com", true)).found);
-  CHECK(rec.match(get("/x", "EXAMPLE.com.:443", true)).found);
-  CHECK(rec.match(get("/x", "example.com:443", true)).found);
-  CHECK(!rec.match(get("/x", "example.com:80", true)).found);  // not the https default port
-  CHECK(rec.match(get("/y", "WWW.A.COM")).found);
-  CHECK(rec.match(get("/y", "www.a.com.")).found);
-  CHECK_EQ(normalize_host("Example.COM.:443", true), std::string("example.com"));
-  CHECK_EQ(normalize_host("example.com:443", false), std::string("example.com:443"));
-  CHECK_EQ(normalize_host("[::1]:80", false), std::string("[::1]"));
-  CHECK_EQ(normalize_host("a.com:", false), std::string("a.com"));
+  ASSERT_TRUE(rec.match(get("/x", "example.com", true)).found);
+  ASSERT_TRUE(rec.match(get("/x", "EXAMPLE.com.:443", true)).found);
+  ASSERT_TRUE(rec.match(get("/x", "example.com:443", true)).found);
+  ASSERT_TRUE(!rec.match(get("/x", "example.com:80", true)).found);  // not the https default port
+  ASSERT_TRUE(rec.match(get("/y", "WWW.A.COM")).found);
+  ASSERT_TRUE(rec.match(get("/y", "www.a.com.")).found);
+  ASSERT_EQ(normalize_host("Example.COM.:443", true), std::string("example.com"));
+  ASSERT_EQ(normalize_host("example.com:443", false), std::string("example.com:443"));
+  ASSERT_EQ(normalize_host("[::1]:80", false), std::string("[::1]"));
+  ASSERT_EQ(normalize_host("a.com:", false), std::string("a.com"));
 }
 
-TEST(replay_non_default_port_must_match) {
+TEST(ReplayIndex, replay_non_default_port_must_match) {
   Recording rec({at("GET /p HTTP/1.1", "eight", "a.com:8080")});
-  CHECK(rec.match(get("/p", "a.com:8080")).found);
-  CHECK(rec.match(get("/p", "A.com:8080")).found);
+  ASSERT_TRUE(rec.match(get("/p", "a.com:8080")).found);
+  ASSERT_TRUE(rec.match(get("/p", "A.com:8080")).found);
   const ReplayMatch m = rec.match(get("/p", "a.com"));
-  CHECK(!m.found);
-  CHECK(!rec.match(get("/p", "a.com:8081")).found);
+  ASSERT_TRUE(!m.found);
+  ASSERT_TRUE(!rec.match(get("/p", "a.com:8081")).found);
 }
 
-TEST(replay_method_mismatch) {
+TEST(ReplayIndex, replay_method_mismatch) {
   Recording rec({at("GET /form HTTP/1.1", "form")});
   const ReplayMatch m = rec.match(get("/form", "example.com", false, "UA", "POST"));
-  CHECK(!m.found);
-  CHECK(contains(m.response.body, "method"));
-  CHECK(contains(m.log_line, "method"));
+  ASSERT_TRUE(!m.found);
+  ASSERT_TRUE(contains(m.response.body, "method"));
+  ASSERT_TRUE(contains(m.log_line, "method"));
 }
 
-TEST(replay_path_mismatch) {
+TEST(ReplayIndex, replay_path_mismatch) {
   Recording rec({at("GET /a/b HTTP/1.1", "ab")});
   const ReplayMatch m = rec.match(get("/a/c"));
-  CHECK(!m.found);
-  CHECK(contains(m.response.body, "path"));
-  CHECK(contains(m.response.body, "GET http://example.com/a/b"));
-  CHECK(!rec.match(get("/a/b/")).found);
+  ASSERT_TRUE(!m.found);
+  ASSERT_TRUE(contains(m.response.body, "path"));
+  ASSERT_TRUE(contains(m.response.body, "GET http://example.com/a/b"));
+  ASSERT_TRUE(!rec.match(get("/a/b/")).found);
 }
 
-TEST(replay_query_closest_by_longest_common_substring) {
+TEST(ReplayIndex, replay_query_closest_by_longest_common_substring) {
   Recording rec({at("GET /q?id=123&t=1 HTTP/1.1", "first"), at("GET /q?id=999&t=2 HTTP/1.1", "second")});
-  CHECK_EQ(rec.match(get("/q?id=123&t=7")).response.body, std::string("first"));
-  CHECK_EQ(rec.match(get("/q?id=999&t=7")).response.body, std::string("second"));
-  CHECK_EQ(rec.match(get("/q?id=999&t=2")).response.body, std::string("second"));
-  CHECK_EQ(rec.match(get("/q")).response.body, std::string("first"));  // a tie: the earliest
-  CHECK_EQ(rec.match(get("/q?zzz")).response.body, std::string("first"));
+  ASSERT_EQ(rec.match(get("/q?id=123&t=7")).response.body, std::string("first"));
+  ASSERT_EQ(rec.match(get("/q?id=999&t=7")).response.body, std::string("second"));
+  ASSERT_EQ(rec.match(get("/q?id=999&t=2")).response.body, std::string("second"));
+  ASSERT_EQ(rec.match(get("/q")).response.body, std::string("first"));  // a tie: the earliest
+  ASSERT_EQ(rec.match(get("/q?zzz")).response.body, std::string("first"));
   // Unlike the original, a query on one side only is no obstacle.
   Recording bare({at("GET /r HTTP/1.1", "r")});
-  CHECK(bare.match(get("/r?cachebust=42")).found);
-  CHECK_EQ(longest_common_substring("id=123&t=7", "id=123&t=1"), size_t{9});
-  CHECK_EQ(longest_common_substring("", "abc"), size_t{0});
-  CHECK_EQ(longest_common_substring("xabcy", "zzabczz"), size_t{3});
+  ASSERT_TRUE(bare.match(get("/r?cachebust=42")).found);
+  ASSERT_EQ(longest_common_substring("id=123&t=7", "id=123&t=1"), size_t{9});
+  ASSERT_EQ(longest_common_substring("", "abc"), size_t{0});
+  ASSERT_EQ(longest_common_substring("xabcy", "zzabczz"), size_t{3});
 }
 
-TEST(replay_user_agent_rule) {
+TEST(ReplayIndex, replay_user_agent_rule) {
   PairSpec none = at("GET /n HTTP/1.1", "no-ua");
   none.request_headers = {{"Host", "example.com"}};
   Recording rec({at("GET /u HTTP/1.1", "with-ua"), none});
   const ReplayMatch other = rec.match(get("/u", "example.com", false, "Other"));
-  CHECK(!other.found);
-  CHECK(contains(other.response.body, "user-agent"));
-  CHECK(!rec.match(get("/u", "example.com", false, std::nullopt)).found);
-  CHECK(rec.match(get("/u", "example.com", false, "UA")).found);
-  CHECK(rec.match(get("/u", "example.com", false, "Other"), {true}).found);
-  CHECK(rec.match(get("/u", "example.com", false, std::nullopt), {true}).found);
-  CHECK(!rec.match(get("/n", "example.com", false, "UA")).found);
-  CHECK(rec.match(get("/n", "example.com", false, std::nullopt)).found);
-  CHECK(rec.match(get("/n", "example.com", false, "UA"), {true}).found);
+  ASSERT_TRUE(!other.found);
+  ASSERT_TRUE(contains(other.response.body, "user-agent"));
+  ASSERT_TRUE(!rec.match(get("/u", "example.com", false, std::nullopt)).found);
+  ASSERT_TRUE(rec.match(get("/u", "example.com", false, "UA")).found);
+  ASSERT_TRUE(rec.match(get("/u", "example.com", false, "Other"), {true}).found);
+  ASSERT_TRUE(rec.match(get("/u", "example.com", false, std::nullopt), {true}).found);
+  ASSERT_TRUE(!rec.match(get("/n", "example.com", false, "UA")).found);
+  ASSERT_TRUE(rec.match(get("/n", "example.com", false, std::nullopt)).found);
+  ASSERT_TRUE(rec.match(get("/n", "example.com", false, "UA"), {true}).found);
 }
 
-TEST(replay_repeated_identical_requests_in_recorded_order) {
+TEST(ReplayIndex, replay_repeated_identical_requests_in_recorded_order) {
   PairSpec a = at("GET /counter HTTP/1.1", "third"), b = at("GET /counter HTTP/1.1", "first"),
            c = at("GET /counter HTTP/1.1", "second");
   a.start_us = 300;
@@ -387,30 +387,30 @@ TEST(replay_repeated_identical_requests_in_recorded_order) {
   PairSpec other = at("GET /counter?x=1 HTTP/1.1", "query");
   other.start_us = 50;
   Recording rec({a, b, c, other});
-  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("first"));
-  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("second"));
-  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("third"));
-  CHECK_EQ(rec.match(get("/counter")).response.body, std::string("third"));
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("first"));
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("second"));
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("third"));
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("third"));
   // Another Host spelling of the same request shares the counter; another User-Agent does not.
-  CHECK_EQ(rec.match(get("/counter", "EXAMPLE.COM:80")).response.body, std::string("third"));
-  CHECK_EQ(rec.match(get("/counter", "example.com", false, "Other"), {true}).response.body, std::string("first"));
-  CHECK_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
-  CHECK_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
+  ASSERT_EQ(rec.match(get("/counter", "EXAMPLE.COM:80")).response.body, std::string("third"));
+  ASSERT_EQ(rec.match(get("/counter", "example.com", false, "Other"), {true}).response.body, std::string("first"));
+  ASSERT_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
+  ASSERT_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
 }
 
-TEST(replay_chunked_body_served_dechunked) {
+TEST(ReplayIndex, replay_chunked_body_served_dechunked) {
   PairSpec s = at("GET /chunked HTTP/1.1", "5\r\nhello\r\n6;ext=1\r\n world\r\n0\r\nX-Trailer: t\r\n\r\n");
   s.response_headers = {{"Content-Type", "text/plain"}, {"Transfer-Encoding", "chunked"}, {"Trailer", "X-Trailer"}};
   Recording rec({s});
   const ReplayMatch m = rec.match(get("/chunked"));
-  CHECK(m.found);
-  CHECK_EQ(m.response.body, std::string("hello world"));
-  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("11"));
-  CHECK(!header(m.response, "Transfer-Encoding"));
-  CHECK(!header(m.response, "Trailer"));
+  ASSERT_TRUE(m.found);
+  ASSERT_EQ(m.response.body, std::string("hello world"));
+  ASSERT_EQ(header(m.response, "Content-Length").value_or(""), std::string("11"));
+  ASSERT_TRUE(!header(m.response, "Transfer-Encoding"));
+  ASSERT_TRUE(!header(m.response, "Trailer"));
 }
 
-TEST(replay_hop_by_hop_headers_removed) {
+TEST(ReplayIndex, replay_hop_by_hop_headers_removed) {
   PairSpec s = at("GET /h HTTP/1.1", "abc");
   s.response_headers = {{"Connection", "keep-alive, X-Private"}, {"Keep-Alive", "timeout=5"}, {"X-Private", "p"},
                         {"Proxy-Connection", "keep-alive"},        {"Upgrade", "h2c"},          {"TE", "trailers"},
@@ -418,25 +418,25 @@ TEST(replay_hop_by_hop_headers_removed) {
                         {"Content-Encoding", "identity"}};
   Recording rec({s});
   const ReplayMatch m = rec.match(get("/h"));
-  CHECK(m.found);
-  CHECK_EQ(m.response.headers.size(), size_t{3});
-  CHECK_EQ(header(m.response, "X-Kept").value_or(""), std::string("yes"));
-  CHECK_EQ(header(m.response, "Content-Encoding").value_or(""), std::string("identity"));
-  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("3"));  // fixed, duplicates dropped
-  CHECK_EQ(count_headers(m.response, "Content-Length"), size_t{1});
+  ASSERT_TRUE(m.found);
+  ASSERT_EQ(m.response.headers.size(), size_t{3});
+  ASSERT_EQ(header(m.response, "X-Kept").value_or(""), std::string("yes"));
+  ASSERT_EQ(header(m.response, "Content-Encoding").value_or(""), std::string("identity"));
+  ASSERT_EQ(header(m.response, "Content-Length").value_or(""), std::string("3"));  // fixed, duplicates dropped
+  ASSERT_EQ(count_headers(m.response, "Content-Length"), size_t{1});
   // A right Content-Length is kept as recorded; a missing one is added.
   PairSpec ok = at("GET /ok HTTP/1.1", "abcd");
   ok.response_headers = {{"Content-Length", "4"}};
   PairSpec missing = at("GET /close-delimited HTTP/1.1", std::string("bin\0ary", 7));
   missing.response_headers = {{"Content-Type", "application/octet-stream"}};
   Recording rec2({ok, missing});
-  CHECK_EQ(header(rec2.match(get("/ok")).response, "Content-Length").value_or(""), std::string("4"));
+  ASSERT_EQ(header(rec2.match(get("/ok")).response, "Content-Length").value_or(""), std::string("4"));
   const ReplayMatch added = rec2.match(get("/close-delimited"));
-  CHECK_EQ(header(added.response, "Content-Length").value_or(""), std::string("7"));
-  CHECK_EQ(added.response.body.size(), size_t{7});
+  ASSERT_EQ(header(added.response, "Content-Length").value_or(""), std::string("7"));
+  ASSERT_EQ(added.response.body.size(), size_t{7});
 }
 
-TEST(replay_head_keeps_content_length_without_body) {
+TEST(ReplayIndex, replay_head_keeps_content_length_without_body) {
   PairSpec head = at("HEAD /big HTTP/1.1", "");
   head.response_headers = {{"Content-Type", "video/mp4"}, {"Content-Length", "1234"}};
   PairSpec not_modified = at("GET /cached HTTP/1.1", "stray");
@@ -447,64 +447,64 @@ TEST(replay_head_keeps_content_length_without_body) {
   no_content.response_headers = {};
   Recording rec({head, not_modified, no_content});
   const ReplayMatch m = rec.match(get("/big", "example.com", false, "UA", "HEAD"));
-  CHECK(m.found);
-  CHECK(m.response.body.empty());
-  CHECK_EQ(header(m.response, "Content-Length").value_or(""), std::string("1234"));
+  ASSERT_TRUE(m.found);
+  ASSERT_TRUE(m.response.body.empty());
+  ASSERT_EQ(header(m.response, "Content-Length").value_or(""), std::string("1234"));
   const ReplayMatch n = rec.match(get("/cached"));
-  CHECK_EQ(n.response.status, 304);
-  CHECK_EQ(n.response.reason, std::string("Not Modified"));
-  CHECK(n.response.body.empty());
-  CHECK(!header(n.response, "Content-Length"));
+  ASSERT_EQ(n.response.status, 304);
+  ASSERT_EQ(n.response.reason, std::string("Not Modified"));
+  ASSERT_TRUE(n.response.body.empty());
+  ASSERT_TRUE(!header(n.response, "Content-Length"));
   const ReplayMatch o = rec.match(get("/nothing"));
-  CHECK_EQ(o.response.status, 204);
-  CHECK(o.response.body.empty());
-  CHECK(!header(o.response, "Content-Length"));
+  ASSERT_EQ(o.response.status, 204);
+  ASSERT_TRUE(o.response.body.empty());
+  ASSERT_TRUE(!header(o.response, "Content-Length"));
   // HEAD is a method of its own: a recorded GET does not answer it.
-  CHECK(!rec.match(get("/cached", "example.com", false, "UA", "HEAD")).found);
+  ASSERT_TRUE(!rec.match(get("/cached", "example.com", false, "UA", "HEAD")).found);
 }
 
-TEST(replay_miss_explains_nearest_candidates) {
+TEST(ReplayIndex, replay_miss_explains_nearest_candidates) {
   PairSpec other_host = at("GET /b HTTP/1.1", "b", "other.com");
   other_host.https = true;
   other_host.port = 443;
   Recording rec({at("GET /a?x=1 HTTP/1.1", "a"), other_host, at("GET /zz HTTP/1.1", "zz")});
   const ReplayMatch scheme = rec.match(get("/a?x=1", "example.com", true));
-  CHECK(!scheme.found);
-  CHECK_EQ(scheme.response.status, 404);
-  CHECK_EQ(scheme.response.reason, std::string("Not Found"));
-  CHECK(contains(header(scheme.response, "Content-Type").value_or(""), "text/plain"));
-  CHECK_EQ(header(scheme.response, "Content-Length").value_or(""), std::to_string(scheme.response.body.size()));
-  CHECK(contains(scheme.response.body, "GET https://example.com/a?x=1"));                     // what was asked
-  CHECK(contains(scheme.response.body, "GET http://example.com/a?x=1 (differs in: scheme)"));  // nearest first
-  CHECK(contains(scheme.log_line, "GET https://example.com/a?x=1"));
-  CHECK(contains(scheme.log_line, "(differs in: scheme)"));
-  CHECK(scheme.log_line.find('\n') == std::string::npos);
+  ASSERT_TRUE(!scheme.found);
+  ASSERT_EQ(scheme.response.status, 404);
+  ASSERT_EQ(scheme.response.reason, std::string("Not Found"));
+  ASSERT_TRUE(contains(header(scheme.response, "Content-Type").value_or(""), "text/plain"));
+  ASSERT_EQ(header(scheme.response, "Content-Length").value_or(""), std::to_string(scheme.response.body.size()));
+  ASSERT_TRUE(contains(scheme.response.body, "GET https://example.com/a?x=1"));                     // what was asked
+  ASSERT_TRUE(contains(scheme.response.body, "GET http://example.com/a?x=1 (differs in: scheme)"));  // nearest first
+  ASSERT_TRUE(contains(scheme.log_line, "GET https://example.com/a?x=1"));
+  ASSERT_TRUE(contains(scheme.log_line, "(differs in: scheme)"));
+  ASSERT_TRUE(scheme.log_line.find('\n') == std::string::npos);
 
   const ReplayMatch host = rec.match(get("/b", "third.com", true));
-  CHECK(!host.found);
-  CHECK(contains(host.response.body, "https://other.com/b (differs in: host)"));
+  ASSERT_TRUE(!host.found);
+  ASSERT_TRUE(contains(host.response.body, "https://other.com/b (differs in: host)"));
 
   const ReplayMatch nothing = rec.match(get("/c", "nowhere.org"));
-  CHECK(!nothing.found);
-  CHECK(contains(nothing.response.body, "Nothing was recorded for host nowhere.org or path /c"));
-  CHECK(contains(nothing.log_line, "nothing recorded"));
+  ASSERT_TRUE(!nothing.found);
+  ASSERT_TRUE(contains(nothing.response.body, "Nothing was recorded for host nowhere.org or path /c"));
+  ASSERT_TRUE(contains(nothing.log_line, "nothing recorded"));
 
   // At most three candidates, same host first.
   const ReplayMatch many = rec.match(get("/b", "example.com", false, "Other", "POST"));
   size_t lines = 0;
   for (size_t pos = 0; (pos = many.response.body.find("(differs in:", pos)) != std::string::npos; pos++) lines++;
-  CHECK_EQ(lines, size_t{3});
-  CHECK(many.response.body.find("example.com/zz") < many.response.body.find("other.com/b"));
-  CHECK(contains(many.response.body, "method, path, query, user-agent"));
+  ASSERT_EQ(lines, size_t{3});
+  ASSERT_TRUE(many.response.body.find("example.com/zz") < many.response.body.find("other.com/b"));
+  ASSERT_TRUE(contains(many.response.body, "method, path, query, user-agent"));
 
   // A HEAD miss has the 404's length but no body.
   const ReplayMatch head = rec.match(get("/nope", "example.com", false, "UA", "HEAD"));
-  CHECK(!head.found);
-  CHECK(head.response.body.empty());
-  CHECK(header(head.response, "Content-Length").value_or("0") != "0");
+  ASSERT_TRUE(!head.found);
+  ASSERT_TRUE(head.response.body.empty());
+  ASSERT_TRUE(header(head.response, "Content-Length").value_or("0") != "0");
 }
 
-TEST(replay_load_warns_and_skips) {
+TEST(ReplayIndex, replay_load_warns_and_skips) {
   TempDir dir;
   write_pair(dir.path, "save.good", at("GET / HTTP/1.1", "ok"));
   write_file(dir.path / "save.corrupt", "this is not a protobuf \xff\xff\xff\xff");
@@ -519,38 +519,38 @@ TEST(replay_load_warns_and_skips) {
   write_pair(dir.path, "save.badstatus", bad_status);
   std::vector<std::string> warnings;
   ReplayIndex index = ReplayIndex::load(dir.path, &warnings);
-  CHECK_EQ(index.pairs(), size_t{1});
-  CHECK_EQ(warnings.size(), size_t{4});
+  ASSERT_EQ(index.pairs(), size_t{1});
+  ASSERT_EQ(warnings.size(), size_t{4});
   auto warned = [&](const std::string& a, const std::string& b) {
     for (const std::string& w : warnings) {
       if (contains(w, a) && contains(w, b)) return true;
     }
     return false;
   };
-  CHECK(warned("save.corrupt", "skipped"));
-  CHECK(warned((dir.path / "save.nohost").string() + ": the request has no Host header; skipped", ""));
-  CHECK(warned("save.badip", "invalid server address"));
-  CHECK(warned("save.badstatus", "status line"));
-  CHECK(index.match(get("/"), {}).found);
+  ASSERT_TRUE(warned("save.corrupt", "skipped"));
+  ASSERT_TRUE(warned((dir.path / "save.nohost").string() + ": the request has no Host header; skipped", ""));
+  ASSERT_TRUE(warned("save.badip", "invalid server address"));
+  ASSERT_TRUE(warned("save.badstatus", "status line"));
+  ASSERT_TRUE(index.match(get("/"), {}).found);
   // warnings may be null
-  CHECK_EQ(ReplayIndex::load(dir.path, nullptr).pairs(), size_t{1});
+  ASSERT_EQ(ReplayIndex::load(dir.path, nullptr).pairs(), size_t{1});
 }
 
-TEST(replay_load_errors) {
+TEST(ReplayIndex, replay_load_errors) {
   TempDir dir;
   write_file(dir.path / "save.corrupt", "garbage");
   PairSpec no_host = at("GET / HTTP/1.1", "x");
   no_host.request_headers = {};
   write_pair(dir.path, "save.nohost", no_host);
   std::vector<std::string> warnings;
-  CHECK_THROWS(UserError, ReplayIndex::load(dir.path, &warnings), "holds no valid recorded pair");
-  CHECK_EQ(warnings.size(), size_t{2});
+  EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path, &warnings), "holds no valid recorded pair");
+  ASSERT_EQ(warnings.size(), size_t{2});
   TempDir empty;
-  CHECK_THROWS(UserError, ReplayIndex::load(empty.path, nullptr), "holds no valid recorded pair (the directory has no files)");
-  CHECK_THROWS(UserError, ReplayIndex::load(dir.path / "missing", nullptr), "cannot read recording directory");
+  EXPECT_THROW_WITH(UserError, ReplayIndex::load(empty.path, nullptr), "holds no valid recorded pair (the directory has no files)");
+  EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path / "missing", nullptr), "cannot read recording directory");
 }
 
-TEST(replay_origins_and_names) {
+TEST(ReplayIndex, replay_origins_and_names) {
   PairSpec tls = at("GET / HTTP/1.1", "1", "a.com");
   tls.ip = "10.0.0.2";
   tls.port = 443;
@@ -576,29 +576,29 @@ TEST(replay_origins_and_names) {
   weird.ip = "10.0.0.9";
   Recording rec({tls, sni_only, clear, alt, literal, second_ip, weird});
   const auto& origins = rec.index->origins();
-  CHECK_EQ(origins.size(), size_t{5});
-  CHECK_EQ(origins[0].ip + ":" + std::to_string(origins[0].port), std::string("10.0.0.2:80"));
-  CHECK_EQ(origins[1].ip + ":" + std::to_string(origins[1].port), std::string("10.0.0.2:443"));
-  CHECK_EQ(origins[2].ip, std::string("10.0.0.3"));
-  CHECK_EQ(origins[3].ip, std::string("10.0.0.9"));
-  CHECK_EQ(origins[4].ip + ":" + std::to_string(origins[4].port), std::string("10.0.0.10:8080"));
-  CHECK(!origins[0].https && !origins[0].h2);
-  CHECK(origins[1].https && origins[1].h2);
-  CHECK(origins[2].https && origins[2].names.empty());
-  CHECK_EQ(join(origins[0].names), std::string("a.com"));
-  CHECK_EQ(join(origins[1].names), std::string("a.com,cdn.a.com"));
-  CHECK_EQ(join(origins[4].names), std::string("b.com"));
+  ASSERT_EQ(origins.size(), size_t{5});
+  ASSERT_EQ(origins[0].ip + ":" + std::to_string(origins[0].port), std::string("10.0.0.2:80"));
+  ASSERT_EQ(origins[1].ip + ":" + std::to_string(origins[1].port), std::string("10.0.0.2:443"));
+  ASSERT_EQ(origins[2].ip, std::string("10.0.0.3"));
+  ASSERT_EQ(origins[3].ip, std::string("10.0.0.9"));
+  ASSERT_EQ(origins[4].ip + ":" + std::to_string(origins[4].port), std::string("10.0.0.10:8080"));
+  ASSERT_TRUE(!origins[0].https && !origins[0].h2);
+  ASSERT_TRUE(origins[1].https && origins[1].h2);
+  ASSERT_TRUE(origins[2].https && origins[2].names.empty());
+  ASSERT_EQ(join(origins[0].names), std::string("a.com"));
+  ASSERT_EQ(join(origins[1].names), std::string("a.com,cdn.a.com"));
+  ASSERT_EQ(join(origins[4].names), std::string("b.com"));
   const auto& names = rec.index->names();
-  CHECK_EQ(names.size(), size_t{3});
-  CHECK_EQ(join(names.at("a.com")), std::string("10.0.0.2,10.0.0.9"));
-  CHECK_EQ(join(names.at("b.com")), std::string("10.0.0.10"));
-  CHECK_EQ(join(names.at("cdn.a.com")), std::string("10.0.0.2"));
-  CHECK(!names.count("10.0.0.3"));
-  CHECK_EQ(rec.warnings.size(), size_t{1});  // "bad name" is not resolvable
-  CHECK(contains(rec.warnings[0], "not a valid host name"));
+  ASSERT_EQ(names.size(), size_t{3});
+  ASSERT_EQ(join(names.at("a.com")), std::string("10.0.0.2,10.0.0.9"));
+  ASSERT_EQ(join(names.at("b.com")), std::string("10.0.0.10"));
+  ASSERT_EQ(join(names.at("cdn.a.com")), std::string("10.0.0.2"));
+  ASSERT_TRUE(!names.count("10.0.0.3"));
+  ASSERT_EQ(rec.warnings.size(), size_t{1});  // "bad name" is not resolvable
+  ASSERT_TRUE(contains(rec.warnings[0], "not a valid host name"));
 }
 
-TEST(replay_rescanning_agrees_with_index) {
+TEST(ReplayIndex, replay_rescanning_agrees_with_index) {
   PairSpec chunked = at("GET /c HTTP/1.1", "3\r\nabc\r\n0\r\n\r\n");
   chunked.response_headers = {{"Transfer-Encoding", "chunked"}};
   PairSpec late = at("GET /same HTTP/1.1", "later");
@@ -613,19 +613,19 @@ TEST(replay_rescanning_agrees_with_index) {
     ReplayIndex fresh = ReplayIndex::load(rec.dir.path, &unused);
     const ReplayMatch a = fresh.match(r, {});
     const ReplayMatch b = ReplayIndex::match_by_rescanning(rec.dir.path, r, {});
-    CHECK_EQ(a.found, b.found);
-    CHECK_EQ(a.response.status, b.response.status);
-    CHECK_EQ(a.response.body, b.response.body);
-    CHECK_EQ(a.log_line, b.log_line);
-    CHECK_EQ(a.response.headers.size(), b.response.headers.size());
+    ASSERT_EQ(a.found, b.found);
+    ASSERT_EQ(a.response.status, b.response.status);
+    ASSERT_EQ(a.response.body, b.response.body);
+    ASSERT_EQ(a.log_line, b.log_line);
+    ASSERT_EQ(a.response.headers.size(), b.response.headers.size());
   }
   // No state: always the first of identical requests.
-  CHECK_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
-  CHECK_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
-  CHECK_THROWS(UserError, ReplayIndex::match_by_rescanning(rec.dir.path / "gone", get("/"), {}), "cannot read");
+  ASSERT_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
+  ASSERT_EQ(ReplayIndex::match_by_rescanning(rec.dir.path, get("/same"), {}).response.body, std::string("earlier"));
+  EXPECT_THROW_WITH(UserError, ReplayIndex::match_by_rescanning(rec.dir.path / "gone", get("/"), {}), "cannot read");
 }
 
-TEST(replay_fastcgi_end_to_end) {
+TEST(ReplayIndex, replay_fastcgi_end_to_end) {
   PairSpec page = at("GET /page?v=1 HTTP/1.1", "<html>hi</html>");
   page.response_headers = {{"Content-Type", "text/html"}, {"Connection", "close"}, {"Set-Cookie", "a=1"},
                            {"Set-Cookie", "b=2"}};
@@ -643,45 +643,45 @@ TEST(replay_fastcgi_end_to_end) {
       logged.push_back(line);
     });
     struct stat st;
-    CHECK(::lstat(socket.c_str(), &st) == 0);
-    CHECK(S_ISSOCK(st.st_mode));
-    CHECK_EQ(st.st_mode & 0777, 0600u);
+    ASSERT_TRUE(::lstat(socket.c_str(), &st) == 0);
+    ASSERT_TRUE(S_ISSOCK(st.st_mode));
+    ASSERT_EQ(st.st_mode & 0777, 0600u);
     server.start();
 
     const CgiReply ok = parse_cgi(fcgi_request(socket, params_for("GET", "/page?v=1", "example.com")));
-    CHECK_EQ(ok.status, std::string("201 Created Here"));
-    CHECK_EQ(ok.header("Content-Type"), std::string("text/html"));
-    CHECK_EQ(ok.header("Content-Length"), std::string("15"));
-    CHECK_EQ(ok.header("Connection"), std::string(""));
-    CHECK_EQ(ok.headers.size(), size_t{4});  // both cookies, in order
-    CHECK_EQ(ok.headers[1].second, std::string("a=1"));
-    CHECK_EQ(ok.headers[2].second, std::string("b=2"));
-    CHECK_EQ(ok.body, std::string("<html>hi</html>"));
+    ASSERT_EQ(ok.status, std::string("201 Created Here"));
+    ASSERT_EQ(ok.header("Content-Type"), std::string("text/html"));
+    ASSERT_EQ(ok.header("Content-Length"), std::string("15"));
+    ASSERT_EQ(ok.header("Connection"), std::string(""));
+    ASSERT_EQ(ok.headers.size(), size_t{4});  // both cookies, in order
+    ASSERT_EQ(ok.headers[1].second, std::string("a=1"));
+    ASSERT_EQ(ok.headers[2].second, std::string("b=2"));
+    ASSERT_EQ(ok.body, std::string("<html>hi</html>"));
 
     const CgiReply tls = parse_cgi(fcgi_request(socket, params_for("GET", "/s", "example.com:443", true)));
-    CHECK_EQ(tls.status, std::string("200 OK"));
-    CHECK_EQ(tls.body, std::string("tls"));
+    ASSERT_EQ(tls.status, std::string("200 OK"));
+    ASSERT_EQ(tls.body, std::string("tls"));
 
     const CgiReply head = parse_cgi(fcgi_request(socket, params_for("HEAD", "/nope", "example.com")));
-    CHECK_EQ(head.status, std::string("404 Not Found"));
-    CHECK(head.body.empty());
+    ASSERT_EQ(head.status, std::string("404 Not Found"));
+    ASSERT_TRUE(head.body.empty());
 
     const CgiReply miss = parse_cgi(fcgi_request(socket, params_for("GET", "/nope", "example.com")));
-    CHECK_EQ(miss.status, std::string("404 Not Found"));
-    CHECK(contains(miss.header("Content-Type"), "text/plain"));
-    CHECK(contains(miss.body, "GET http://example.com/nope"));
-    CHECK_EQ(miss.header("Content-Length"), std::to_string(miss.body.size()));
-    CHECK_EQ(server.served(), uint64_t{2});
-    CHECK_EQ(server.missed(), uint64_t{2});
+    ASSERT_EQ(miss.status, std::string("404 Not Found"));
+    ASSERT_TRUE(contains(miss.header("Content-Type"), "text/plain"));
+    ASSERT_TRUE(contains(miss.body, "GET http://example.com/nope"));
+    ASSERT_EQ(miss.header("Content-Length"), std::to_string(miss.body.size()));
+    ASSERT_EQ(server.served(), uint64_t{2});
+    ASSERT_EQ(server.missed(), uint64_t{2});
     server.stop();
     server.stop();  // idempotent
   }
-  CHECK(!fs::exists(socket));  // removed on destruction
-  CHECK_EQ(logged.size(), size_t{2});
-  CHECK(contains(logged[1], "no recorded response for GET http://example.com/nope"));
+  ASSERT_TRUE(!fs::exists(socket));  // removed on destruction
+  ASSERT_EQ(logged.size(), size_t{2});
+  ASSERT_TRUE(contains(logged[1], "no recorded response for GET http://example.com/nope"));
 }
 
-TEST(replay_fastcgi_robustness) {
+TEST(ReplayIndex, replay_fastcgi_robustness) {
   PairSpec big = at("GET /big HTTP/1.1", std::string(4 << 20, 'x'));
   Recording rec({big, at("GET /small HTTP/1.1", "small")});
   const fs::path socket = rec.dir.path / "fcgi.sock";
@@ -692,7 +692,7 @@ TEST(replay_fastcgi_robustness) {
     const int fd = connect_unix(socket);
     send_all(fd, request_bytes(1, params_for("GET", "/big", "example.com"), false));
     char some[1000];
-    CHECK(read_exact(fd, some, sizeof some));
+    ASSERT_TRUE(read_exact(fd, some, sizeof some));
     ::close(fd);
   }
   // Garbage instead of FastCGI, and a connection closed before a word.
@@ -702,24 +702,24 @@ TEST(replay_fastcgi_robustness) {
     ::close(fd);
     ::close(connect_unix(socket));
   }
-  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/small", "example.com"))).body, std::string("small"));
-  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/big", "example.com"))).body.size(), size_t{4} << 20);
+  ASSERT_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/small", "example.com"))).body, std::string("small"));
+  ASSERT_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/big", "example.com"))).body.size(), size_t{4} << 20);
 
   // FCGI_KEEP_CONN: several requests on one connection; then stop() with the connection idle.
   const int kept = connect_unix(socket);
   for (uint16_t id = 1; id <= 3; id++) {
     send_all(kept, request_bytes(id, params_for("GET", "/small", "example.com"), true));
-    CHECK_EQ(parse_cgi(read_reply(kept)).body, std::string("small"));
+    ASSERT_EQ(parse_cgi(read_reply(kept)).body, std::string("small"));
   }
   const auto before = std::chrono::steady_clock::now();
   server.stop();
-  CHECK(std::chrono::steady_clock::now() - before < std::chrono::seconds(1));
+  ASSERT_TRUE(std::chrono::steady_clock::now() - before < std::chrono::seconds(1));
   char byte;
-  CHECK(::read(kept, &byte, 1) == 0);  // closed by the server
+  ASSERT_TRUE(::read(kept, &byte, 1) == 0);  // closed by the server
   ::close(kept);
 }
 
-TEST(replay_fastcgi_concurrent_requests) {
+TEST(ReplayIndex, replay_fastcgi_concurrent_requests) {
   std::vector<PairSpec> specs;
   for (int i = 0; i < 50; i++) specs.push_back(at("GET /item/" + std::to_string(i) + " HTTP/1.1", "body " + std::to_string(i)));
   Recording rec(specs);
@@ -746,39 +746,39 @@ TEST(replay_fastcgi_concurrent_requests) {
     });
   }
   for (std::thread& c : clients) c.join();
-  CHECK_EQ(wrong.load(), 0);
-  CHECK_EQ(correct.load(), 1600);
-  CHECK_EQ(server.served(), uint64_t{1600});
+  ASSERT_EQ(wrong.load(), 0);
+  ASSERT_EQ(correct.load(), 1600);
+  ASSERT_EQ(server.served(), uint64_t{1600});
 }
 
-TEST(replay_fastcgi_rescanning_mode) {
+TEST(ReplayIndex, replay_fastcgi_rescanning_mode) {
   Recording rec({at("GET /r HTTP/1.1", "rescanned")});
   const fs::path socket = rec.dir.path / "fcgi.sock";
   ReplayFastCgi server(*rec.index, {}, socket, 1, nullptr, true, rec.dir.path);
   server.start();
-  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/r", "example.com"))).body, std::string("rescanned"));
+  ASSERT_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/r", "example.com"))).body, std::string("rescanned"));
   // The directory is read per request: a pair added later is served.
   write_pair(rec.dir.path, "save.999", at("GET /added HTTP/1.1", "added"));
-  CHECK_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/added", "example.com"))).body, std::string("added"));
+  ASSERT_EQ(parse_cgi(fcgi_request(socket, params_for("GET", "/added", "example.com"))).body, std::string("added"));
 }
 
 // What the supervisor accepts from the ferry for an isolated (replay) namespace.
-TEST(replay_isolated_addresses_are_checked) {
+TEST(ReplayIndex, replay_isolated_addresses_are_checked) {
   auto ip = [](const char* text) { return *Ipv4::parse(text); };
   check_isolated_addresses({});
   check_isolated_addresses({ip("10.0.0.1"), ip("93.184.216.34"), ip("100.64.1.2"), ip("223.255.255.254")});
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("127.0.0.2")}),
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("127.0.0.2")}),
                "server address 127.0.0.2 is not a unicast address (loopback");
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("0.0.0.0")}), "0.0.0.0 is not a unicast address");
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("224.0.0.1")}), "224.0.0.1 is not a unicast address (multicast");
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("255.255.255.255")}), "255.255.255.255 is not a unicast address");
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("240.0.0.1")}), "reserved");
-  CHECK_THROWS(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.1")}),
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("0.0.0.0")}), "0.0.0.0 is not a unicast address");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("224.0.0.1")}), "224.0.0.1 is not a unicast address (multicast");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("255.255.255.255")}), "255.255.255.255 is not a unicast address");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("240.0.0.1")}), "reserved");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.1")}),
                "server address 10.0.0.1 was requested twice");
   std::vector<Ipv4> many;
   for (uint32_t i = 0; i < kMaxIsolatedAddresses; i++) many.push_back(Ipv4{0x0a000001 + i});
   check_isolated_addresses(many);
   many.push_back(Ipv4{0x0b000001});
-  CHECK_THROWS(UserError, check_isolated_addresses(many), "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
-  CHECK_THROWS(UserError, check_isolated_address_count(4000000000u), "--single-server");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses(many), "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
+  EXPECT_THROW_WITH(UserError, check_isolated_address_count(4000000000u), "--single-server");
 }

@@ -13,11 +13,11 @@
 #include <set>
 #include <thread>
 
-#include "exception.hh"
-#include "har.hh"
-#include "harness.hh"
-#include "http_record.pb.h"
-#include "record_file.hh"
+#include "util/exception.hh"
+#include "recording/har.hh"
+#include "expect.hh"
+#include "recording/http_record.pb.h"
+#include "recording/record_file.hh"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -117,7 +117,7 @@ std::string run_command(const std::string& command) {
 }
 }  // namespace
 
-TEST(record_round_trip_keeps_binary_bodies_and_our_fields) {
+TEST(RecordFile, record_round_trip_keeps_binary_bodies_and_our_fields) {
   RecordedPair p = sample_pair(3);
   p.request.first_line = "POST /upload HTTP/1.1";
   p.request.body = bytes_of({0, 1, 2, 0, 0xff, 0xfe, '\r', '\n', 0});
@@ -126,34 +126,34 @@ TEST(record_round_trip_keeps_binary_bodies_and_our_fields) {
   const std::string bytes = serialize_pair(p);
   std::string why;
   auto back = parse_pair(bytes, &why);
-  CHECK(back.has_value());
-  CHECK(*back == p);
-  CHECK_EQ(back->request.body.size(), size_t{9});
-  CHECK_EQ(back->response_last_byte_us, p.response_last_byte_us);
-  CHECK_EQ(back->server_name, std::string("example.com"));
-  CHECK_EQ(back->protocol, std::string("http/1.1"));
-  CHECK_EQ(back->port, uint16_t{443});
-  CHECK(back->https);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_TRUE(*back == p);
+  ASSERT_EQ(back->request.body.size(), size_t{9});
+  ASSERT_EQ(back->response_last_byte_us, p.response_last_byte_us);
+  ASSERT_EQ(back->server_name, std::string("example.com"));
+  ASSERT_EQ(back->protocol, std::string("http/1.1"));
+  ASSERT_EQ(back->port, uint16_t{443});
+  ASSERT_TRUE(back->https);
 }
 
-TEST(record_original_files_parse_with_our_fields_zero) {
+TEST(RecordFile, record_original_files_parse_with_our_fields_zero) {
   HttpMessage request{"GET /a HTTP/1.1", {{"Host", "old.example"}}, ""};
   HttpMessage response{"HTTP/1.1 200 OK", {{"Content-Length", "2"}}, "hi"};
   const std::string original = field_bytes(1, "192.168.1.5") + field_varint(2, 80) + field_varint(3, 1) +
                                field_bytes(4, original_message(request)) + field_bytes(5, original_message(response));
   std::string why;
   auto pair = parse_pair(original, &why);
-  CHECK(pair.has_value());
-  CHECK_EQ(pair->ip, std::string("192.168.1.5"));
-  CHECK_EQ(pair->port, uint16_t{80});
-  CHECK(!pair->https);
-  CHECK_EQ(pair->request.first_line, request.first_line);
-  CHECK_EQ(pair->request.headers.at(0).value, std::string("old.example"));
-  CHECK_EQ(pair->response.body, std::string("hi"));
-  CHECK_EQ(pair->request_start_us + pair->request_end_us + pair->response_first_byte_us + pair->response_last_byte_us, uint64_t{0});
-  CHECK(pair->server_name.empty() && pair->protocol.empty());
+  ASSERT_TRUE(pair.has_value());
+  ASSERT_EQ(pair->ip, std::string("192.168.1.5"));
+  ASSERT_EQ(pair->port, uint16_t{80});
+  ASSERT_TRUE(!pair->https);
+  ASSERT_EQ(pair->request.first_line, request.first_line);
+  ASSERT_EQ(pair->request.headers.at(0).value, std::string("old.example"));
+  ASSERT_EQ(pair->response.body, std::string("hi"));
+  ASSERT_EQ(pair->request_start_us + pair->request_end_us + pair->response_first_byte_us + pair->response_last_byte_us, uint64_t{0});
+  ASSERT_TRUE(pair->server_name.empty() && pair->protocol.empty());
   // With nothing of ours known, we write exactly what the original writes.
-  CHECK(serialize_pair(*pair) == original);
+  ASSERT_TRUE(serialize_pair(*pair) == original);
 
   // The same through the generated classes with only fields 1-5 set.
   MahimahiProtobufs::RequestResponse old;
@@ -163,17 +163,17 @@ TEST(record_original_files_parse_with_our_fields_zero) {
   old.mutable_request()->set_first_line("GET / HTTP/1.1");
   old.mutable_response()->set_first_line("HTTP/1.1 204 No Content");
   auto parsed = parse_pair(old.SerializeAsString(), &why);
-  CHECK(parsed.has_value());
-  CHECK(parsed->https);
-  CHECK_EQ(parsed->request_start_us, uint64_t{0});
-  CHECK(parsed->response.body.empty());
+  ASSERT_TRUE(parsed.has_value());
+  ASSERT_TRUE(parsed->https);
+  ASSERT_EQ(parsed->request_start_us, uint64_t{0});
+  ASSERT_TRUE(parsed->response.body.empty());
 }
 
-TEST(record_invalid_bytes_are_rejected_with_a_reason) {
+TEST(RecordFile, record_invalid_bytes_are_rejected_with_a_reason) {
   const std::string bytes = serialize_pair(sample_pair(1));
   // Cut anywhere inside the request or the response: never a record.
   MahimahiProtobufs::RequestResponse full;
-  CHECK(full.ParseFromString(bytes));
+  ASSERT_TRUE(full.ParseFromString(bytes));
   MahimahiProtobufs::RequestResponse head;
   head.set_ip(full.ip());
   head.set_port(full.port());
@@ -183,19 +183,19 @@ TEST(record_invalid_bytes_are_rejected_with_a_reason) {
                               field_bytes(5, full.response().SerializeAsString()).size();
   for (size_t cut = 0; cut < messages_end; cut++) {
     std::string why;
-    CHECK(!parse_pair(std::string_view(bytes).substr(0, cut), &why).has_value());
-    CHECK(!why.empty());
+    ASSERT_TRUE(!parse_pair(std::string_view(bytes).substr(0, cut), &why).has_value());
+    ASSERT_TRUE(!why.empty());
   }
   std::string why;
-  CHECK(!parse_pair("", &why));
-  CHECK_EQ(why, std::string("empty file"));
-  CHECK(!parse_pair("<html>this is not a record</html>\n", &why));
-  CHECK(!why.empty());
-  CHECK(!parse_pair(bytes_of({0x0a, 0x05, 'a'}), &why));  // a length running past the end
-  CHECK(why.find("truncated") != std::string::npos);
+  ASSERT_TRUE(!parse_pair("", &why));
+  ASSERT_EQ(why, std::string("empty file"));
+  ASSERT_TRUE(!parse_pair("<html>this is not a record</html>\n", &why));
+  ASSERT_TRUE(!why.empty());
+  ASSERT_TRUE(!parse_pair(bytes_of({0x0a, 0x05, 'a'}), &why));  // a length running past the end
+  ASSERT_TRUE(why.find("truncated") != std::string::npos);
 }
 
-TEST(record_writer_stores_every_pair_atomically) {
+TEST(RecordFile, record_writer_stores_every_pair_atomically) {
   TempDir tmp;
   std::vector<std::string> errors;
   std::mutex errors_mutex;
@@ -214,29 +214,29 @@ TEST(record_writer_stores_every_pair_atomically) {
     for (auto& t : threads) t.join();
     writer.finish();
     writer.finish();  // idempotent
-    CHECK_EQ(writer.written(), uint64_t{kThreads * kPerThread});
-    CHECK_EQ(writer.failed(), uint64_t{0});
+    ASSERT_EQ(writer.written(), uint64_t{kThreads * kPerThread});
+    ASSERT_EQ(writer.failed(), uint64_t{0});
   }
-  CHECK(errors.empty());
+  ASSERT_TRUE(errors.empty());
   const auto names = names_in(tmp.path);
-  CHECK_EQ(names.size(), size_t{kThreads * kPerThread});
-  CHECK(!any_temp_file(tmp.path));
+  ASSERT_EQ(names.size(), size_t{kThreads * kPerThread});
+  ASSERT_TRUE(!any_temp_file(tmp.path));
   std::set<std::string> targets;
   for (const auto& name : names) {
-    CHECK(name.rfind("save.", 0) == 0);
-    CHECK_EQ(name.size(), size_t{11});
+    ASSERT_TRUE(name.rfind("save.", 0) == 0);
+    ASSERT_EQ(name.size(), size_t{11});
     struct stat st;
-    CHECK(::stat((tmp.path / name).c_str(), &st) == 0);
-    CHECK_EQ(st.st_mode & 07777, 0600u);
+    ASSERT_TRUE(::stat((tmp.path / name).c_str(), &st) == 0);
+    ASSERT_EQ(st.st_mode & 07777, 0600u);
     std::string why;
     auto pair = parse_pair(read_file(tmp.path / name), &why);
-    CHECK(pair.has_value());
+    ASSERT_TRUE(pair.has_value());
     targets.insert(pair->request.first_line);
   }
-  CHECK_EQ(targets.size(), size_t{kThreads * kPerThread});  // every pair once
+  ASSERT_EQ(targets.size(), size_t{kThreads * kPerThread});  // every pair once
 }
 
-TEST(record_writer_back_pressure_loses_nothing) {
+TEST(RecordFile, record_writer_back_pressure_loses_nothing) {
   TempDir tmp;
   RecordWriter writer(tmp.path, nullptr, 4096);  // about two pairs' worth
   for (int i = 0; i < 40; i++) {
@@ -248,20 +248,20 @@ TEST(record_writer_back_pressure_loses_nothing) {
   big.response.body = std::string(100000, 'z');  // bigger than the whole bound: still accepted
   writer.write(std::move(big));
   writer.finish();
-  CHECK_EQ(writer.written(), uint64_t{41});
-  CHECK_EQ(names_in(tmp.path).size(), size_t{41});
+  ASSERT_EQ(writer.written(), uint64_t{41});
+  ASSERT_EQ(names_in(tmp.path).size(), size_t{41});
 }
 
-TEST(record_destructor_writes_what_is_queued) {
+TEST(RecordFile, record_destructor_writes_what_is_queued) {
   TempDir tmp;
   {
     RecordWriter writer(tmp.path, nullptr);
     for (int i = 0; i < 25; i++) writer.write(sample_pair(i));
   }
-  CHECK_EQ(names_in(tmp.path).size(), size_t{25});
+  ASSERT_EQ(names_in(tmp.path).size(), size_t{25});
 }
 
-TEST(record_load_skips_and_warns_about_bad_files) {
+TEST(RecordFile, record_load_skips_and_warns_about_bad_files) {
   TempDir tmp;
   write_file(tmp.path / "save.b", serialize_pair(sample_pair(2)));
   write_file(tmp.path / "save.a", serialize_pair(sample_pair(1)));
@@ -270,44 +270,44 @@ TEST(record_load_skips_and_warns_about_bad_files) {
   write_file(tmp.path / ".tmp-abc", "half written");  // hidden: ignored silently
   fs::create_directory(tmp.path / "subdir");          // not a regular file: ignored
   const LoadedRecording loaded = load_recording(tmp.path);
-  CHECK_EQ(loaded.entries.size(), size_t{2});
-  CHECK_EQ(loaded.entries[0].file.filename().string(), std::string("save.a"));
-  CHECK(loaded.entries[0].pair == sample_pair(1));
-  CHECK(loaded.entries[1].pair == sample_pair(2));
-  CHECK_EQ(loaded.warnings.size(), size_t{2});
+  ASSERT_EQ(loaded.entries.size(), size_t{2});
+  ASSERT_EQ(loaded.entries[0].file.filename().string(), std::string("save.a"));
+  ASSERT_TRUE(loaded.entries[0].pair == sample_pair(1));
+  ASSERT_TRUE(loaded.entries[1].pair == sample_pair(2));
+  ASSERT_EQ(loaded.warnings.size(), size_t{2});
   const std::string all = loaded.warnings[0] + "\n" + loaded.warnings[1];
-  CHECK(all.find("garbage") != std::string::npos);
-  CHECK(all.find("empty: not a recorded request/response (empty file)") != std::string::npos);
+  ASSERT_TRUE(all.find("garbage") != std::string::npos);
+  ASSERT_TRUE(all.find("empty: not a recorded request/response (empty file)") != std::string::npos);
 
-  CHECK_THROWS(UserError, load_recording(tmp.path / "missing"), "missing");
-  CHECK_THROWS(UserError, load_recording(tmp.path / "save.a"), "is not a directory");
+  EXPECT_THROW_WITH(UserError, load_recording(tmp.path / "missing"), "missing");
+  EXPECT_THROW_WITH(UserError, load_recording(tmp.path / "save.a"), "is not a directory");
 }
 
-TEST(record_load_never_reads_fifos_sockets_or_symbolic_links) {
+TEST(RecordFile, record_load_never_reads_fifos_sockets_or_symbolic_links) {
   TempDir tmp;
   write_file(tmp.path / "save.a", serialize_pair(sample_pair(1)));
-  CHECK(::mkfifo((tmp.path / "save.fifo").c_str(), 0600) == 0);  // reading it would block forever
+  ASSERT_TRUE(::mkfifo((tmp.path / "save.fifo").c_str(), 0600) == 0);  // reading it would block forever
   fs::create_symlink(tmp.path / "save.a", tmp.path / "save.link");
   fs::create_symlink("/nonexistent", tmp.path / "save.dangling");
   const LoadedRecording loaded = load_recording(tmp.path);
-  CHECK_EQ(loaded.entries.size(), size_t{1});
-  CHECK_EQ(loaded.warnings.size(), size_t{3});
+  ASSERT_EQ(loaded.entries.size(), size_t{1});
+  ASSERT_EQ(loaded.warnings.size(), size_t{3});
   std::string all;
   for (const std::string& w : loaded.warnings) all += w + "\n";
-  CHECK(all.find("save.fifo: a FIFO (named pipe), not a regular file; skipped") != std::string::npos);
-  CHECK(all.find("save.link: a symbolic link, not a regular file; skipped") != std::string::npos);
-  CHECK(all.find("save.dangling: a symbolic link") != std::string::npos);
-  CHECK_THROWS(UserError, read_recording_file(tmp.path / "save.fifo"), "FIFO");
-  CHECK_THROWS(UserError, read_recording_file(tmp.path / "save.link"), "symbolic link");
-  CHECK(parse_pair(read_recording_file(tmp.path / "save.a"), nullptr) == sample_pair(1));
+  ASSERT_TRUE(all.find("save.fifo: a FIFO (named pipe), not a regular file; skipped") != std::string::npos);
+  ASSERT_TRUE(all.find("save.link: a symbolic link, not a regular file; skipped") != std::string::npos);
+  ASSERT_TRUE(all.find("save.dangling: a symbolic link") != std::string::npos);
+  EXPECT_THROW_WITH(UserError, read_recording_file(tmp.path / "save.fifo"), "FIFO");
+  EXPECT_THROW_WITH(UserError, read_recording_file(tmp.path / "save.link"), "symbolic link");
+  ASSERT_TRUE(parse_pair(read_recording_file(tmp.path / "save.a"), nullptr) == sample_pair(1));
 
   // The directory itself: a symbolic link to it is refused with the way out.
   fs::create_directory_symlink(tmp.path, tmp.path / "linked");
-  CHECK_THROWS(UserError, load_recording(tmp.path / "linked"), "is a symbolic link: name the recording directory itself");
-  CHECK_EQ(load_recording(tmp.path.string() + "/linked/").entries.size(), size_t{1});
+  EXPECT_THROW_WITH(UserError, load_recording(tmp.path / "linked"), "is a symbolic link: name the recording directory itself");
+  ASSERT_EQ(load_recording(tmp.path.string() + "/linked/").entries.size(), size_t{1});
 }
 
-TEST(record_scan_holds_one_file_at_a_time_in_name_order) {
+TEST(RecordFile, record_scan_holds_one_file_at_a_time_in_name_order) {
   TempDir tmp;
   for (int i = 0; i < 5; i++) write_file(tmp.path / ("save." + std::to_string(i)), serialize_pair(sample_pair(i)));
   write_file(tmp.path / "save.9", "junk");
@@ -315,29 +315,29 @@ TEST(record_scan_holds_one_file_at_a_time_in_name_order) {
   scan_recording(
       tmp.path,
       [&](const fs::path& file, RecordedPair&& pair) {
-        CHECK(pair == sample_pair(std::stoi(file.extension().string().substr(1))));
+        ASSERT_TRUE(pair == sample_pair(std::stoi(file.extension().string().substr(1))));
         order.push_back(file.filename().string());
       },
       [&](std::string w) { warnings.push_back(std::move(w)); });
-  CHECK_EQ(order.size(), size_t{5});
-  CHECK(std::is_sorted(order.begin(), order.end()));
-  CHECK_EQ(warnings.size(), size_t{1});
-  CHECK(warnings[0].find("save.9: not a recorded request/response") != std::string::npos);
+  ASSERT_EQ(order.size(), size_t{5});
+  ASSERT_TRUE(std::is_sorted(order.begin(), order.end()));
+  ASSERT_EQ(warnings.size(), size_t{1});
+  ASSERT_TRUE(warnings[0].find("save.9: not a recorded request/response") != std::string::npos);
 }
 
-TEST(record_create_directory_refuses_existing_paths) {
+TEST(RecordFile, record_create_directory_refuses_existing_paths) {
   TempDir tmp;
   const fs::path dir = tmp.path / "rec";
   create_record_directory(dir);
   struct stat st;
-  CHECK(::stat(dir.c_str(), &st) == 0);
-  CHECK(S_ISDIR(st.st_mode));
-  CHECK_EQ(st.st_mode & 0777, 0700u);
-  CHECK_THROWS(UserError, create_record_directory(dir), "already exists: choose a new directory");
-  CHECK_THROWS(UserError, create_record_directory(tmp.path / "no" / "rec"), (tmp.path / "no").string() + " does not exist");
+  ASSERT_TRUE(::stat(dir.c_str(), &st) == 0);
+  ASSERT_TRUE(S_ISDIR(st.st_mode));
+  ASSERT_EQ(st.st_mode & 0777, 0700u);
+  EXPECT_THROW_WITH(UserError, create_record_directory(dir), "already exists: choose a new directory");
+  EXPECT_THROW_WITH(UserError, create_record_directory(tmp.path / "no" / "rec"), (tmp.path / "no").string() + " does not exist");
 }
 
-TEST(record_writer_reports_a_vanished_directory_once) {
+TEST(RecordFile, record_writer_reports_a_vanished_directory_once) {
   TempDir tmp;
   const fs::path dir = tmp.path / "rec";
   create_record_directory(dir);
@@ -350,15 +350,15 @@ TEST(record_writer_reports_a_vanished_directory_once) {
   fs::remove(dir);
   for (int i = 0; i < 5; i++) writer.write(sample_pair(i));
   writer.finish();
-  CHECK_EQ(writer.written(), uint64_t{0});
-  CHECK_EQ(writer.failed(), uint64_t{5});
-  CHECK_EQ(errors.size(), size_t{1});
-  CHECK(errors[0].find(dir.string()) != std::string::npos);
-  CHECK(errors[0].find(std::strerror(ENOENT)) != std::string::npos);
-  CHECK(!fs::exists(dir));
+  ASSERT_EQ(writer.written(), uint64_t{0});
+  ASSERT_EQ(writer.failed(), uint64_t{5});
+  ASSERT_EQ(errors.size(), size_t{1});
+  ASSERT_TRUE(errors[0].find(dir.string()) != std::string::npos);
+  ASSERT_TRUE(errors[0].find(std::strerror(ENOENT)) != std::string::npos);
+  ASSERT_TRUE(!fs::exists(dir));
 }
 
-TEST(record_writer_in_read_only_directory_leaves_nothing) {
+TEST(RecordFile, record_writer_in_read_only_directory_leaves_nothing) {
   if (::geteuid() == 0) return;  // root writes anyway; the full-disk test covers root
   TempDir tmp;
   ::chmod(tmp.path.c_str(), 0500);
@@ -367,15 +367,15 @@ TEST(record_writer_in_read_only_directory_leaves_nothing) {
     RecordWriter writer(tmp.path, [&](const std::string& e) { errors.push_back(e); });
     writer.write(sample_pair(1));
     writer.finish();
-    CHECK_EQ(writer.failed(), uint64_t{1});
+    ASSERT_EQ(writer.failed(), uint64_t{1});
   }
   ::chmod(tmp.path.c_str(), 0700);
-  CHECK_EQ(errors.size(), size_t{1});
-  CHECK(names_in(tmp.path).empty());
+  ASSERT_EQ(errors.size(), size_t{1});
+  ASSERT_TRUE(names_in(tmp.path).empty());
 }
 
 // A 64 KiB tmpfs fills up: the pairs that do not fit fail cleanly, one message, no leftovers.
-TEST(record_writer_full_disk_leaves_no_partial_file) {
+TEST(RecordFile, record_writer_full_disk_leaves_no_partial_file) {
   TempDir tmp;
   if (::mount("tmpfs", tmp.path.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) return;  // cannot mount: skip
   std::vector<std::string> errors;
@@ -400,35 +400,35 @@ TEST(record_writer_full_disk_leaves_no_partial_file) {
   for (const auto& name : names) complete = complete && parse_pair(read_file(tmp.path / name), nullptr).has_value();
   const bool leftovers = any_temp_file(tmp.path);
   ::umount(tmp.path.c_str());
-  CHECK(written >= 1);
-  CHECK(failed >= 1);
-  CHECK_EQ(written + failed, uint64_t{12});
-  CHECK_EQ(names.size(), size_t(written));
-  CHECK(complete);
-  CHECK(!leftovers);
-  CHECK_EQ(errors.size(), size_t{1});
-  CHECK(errors[0].find(std::strerror(ENOSPC)) != std::string::npos);
-  CHECK(errors[0].find(tmp.path.string()) != std::string::npos);
+  ASSERT_TRUE(written >= 1);
+  ASSERT_TRUE(failed >= 1);
+  ASSERT_EQ(written + failed, uint64_t{12});
+  ASSERT_EQ(names.size(), size_t(written));
+  ASSERT_TRUE(complete);
+  ASSERT_TRUE(!leftovers);
+  ASSERT_EQ(errors.size(), size_t{1});
+  ASSERT_TRUE(errors[0].find(std::strerror(ENOSPC)) != std::string::npos);
+  ASSERT_TRUE(errors[0].find(tmp.path.string()) != std::string::npos);
 }
 
-TEST(record_decoded_body_dechunks_with_extensions_and_trailers) {
+TEST(RecordFile, record_decoded_body_dechunks_with_extensions_and_trailers) {
   HttpMessage m{"HTTP/1.1 200 OK", {{"Transfer-Encoding", "chunked"}}, ""};
   m.body = "5;name=value\r\nhello\r\n1A\r\n" + std::string(26, 'x') + "\r\n0\r\nExpires: never\r\nX-Trailer: 1\r\n\r\n";
-  CHECK_EQ(decoded_body(m), "hello" + std::string(26, 'x'));
+  ASSERT_EQ(decoded_body(m), "hello" + std::string(26, 'x'));
   m.headers = {{"transfer-encoding", "gzip, Chunked"}};
-  CHECK_EQ(decoded_body(m), "hello" + std::string(26, 'x'));
+  ASSERT_EQ(decoded_body(m), "hello" + std::string(26, 'x'));
   m.body = std::string("3\r\na\0b\r\n0\r\n\r\n", 13);
-  CHECK_EQ(decoded_body(m), std::string("a\0b", 3));
+  ASSERT_EQ(decoded_body(m), std::string("a\0b", 3));
   m.body = "5\r\nhel";  // truncated: what arrived
-  CHECK_EQ(decoded_body(m), std::string("hel"));
+  ASSERT_EQ(decoded_body(m), std::string("hel"));
   m.headers = {{"Content-Length", "6"}};
   m.body = "5\r\nhel";  // not chunked: as is
-  CHECK_EQ(decoded_body(m), std::string("5\r\nhel"));
+  ASSERT_EQ(decoded_body(m), std::string("5\r\nhel"));
   m.headers = {{"Transfer-Encoding", "chunked, gzip"}};  // chunked is not the final coding
-  CHECK(!is_chunked(m));
+  ASSERT_TRUE(!is_chunked(m));
 }
 
-TEST(record_original_schema_decodes_our_file) {
+TEST(RecordFile, record_original_schema_decodes_our_file) {
   const fs::path proto = fs::path(__FILE__).parent_path().parent_path() / "fixtures" / "original_http_record.proto";
   if (!fs::exists(proto) || run_command("protoc --version 2>/dev/null").empty()) return;  // no protoc: skip
   TempDir tmp;
@@ -436,10 +436,10 @@ TEST(record_original_schema_decodes_our_file) {
   const std::string decoded = run_command("protoc --decode=MahimahiProtobufs.RequestResponse -I " +
                                           proto.parent_path().string() + " " + proto.string() + " < " +
                                           (tmp.path / "save.x").string() + " 2>&1");
-  CHECK(decoded.find("ip: \"10.0.0.2\"") != std::string::npos);
-  CHECK(decoded.find("scheme: HTTPS") != std::string::npos);
-  CHECK(decoded.find("first_line: \"GET /item/1?a=1&b=two HTTP/1.1\"") != std::string::npos);
-  CHECK(decoded.find("100: 1700000000001000") != std::string::npos);  // ours: an unknown field to the original
+  ASSERT_TRUE(decoded.find("ip: \"10.0.0.2\"") != std::string::npos);
+  ASSERT_TRUE(decoded.find("scheme: HTTPS") != std::string::npos);
+  ASSERT_TRUE(decoded.find("first_line: \"GET /item/1?a=1&b=two HTTP/1.1\"") != std::string::npos);
+  ASSERT_TRUE(decoded.find("100: 1700000000001000") != std::string::npos);  // ours: an unknown field to the original
 }
 
 // ---- HAR ----
@@ -488,28 +488,28 @@ std::vector<RecordingEntry> varied_entries() {
 }
 }  // namespace
 
-TEST(har_round_trip_is_byte_exact) {
+TEST(RecordFile, har_round_trip_is_byte_exact) {
   const auto entries = varied_entries();
   const json har = to_har(entries);
   const std::string text = har.dump(2);  // must not throw: every string is valid UTF-8
   std::vector<std::string> warnings;
   const auto pairs = from_har(parse_har_text(text, "test.har"), &warnings, "test.har");
-  CHECK(warnings.empty());
-  CHECK_EQ(pairs.size(), entries.size());
+  ASSERT_TRUE(warnings.empty());
+  ASSERT_EQ(pairs.size(), entries.size());
   // to_har orders by request time; match by first line and body instead of position.
   for (const RecordingEntry& e : entries) {
     size_t matches = 0;
     for (const RecordedPair& p : pairs) matches += p == e.pair;
-    CHECK_EQ(matches, size_t{1});
+    ASSERT_EQ(matches, size_t{1});
   }
 }
 
-TEST(har_standard_fields_describe_the_exchange) {
+TEST(RecordFile, har_standard_fields_describe_the_exchange) {
   const json har = to_har(varied_entries());
-  CHECK_EQ(har["log"]["version"].get<std::string>(), std::string("1.2"));
-  CHECK_EQ(har["log"]["creator"]["name"].get<std::string>(), std::string("mahimahi"));
+  ASSERT_EQ(har["log"]["version"].get<std::string>(), std::string("1.2"));
+  ASSERT_EQ(har["log"]["creator"]["name"].get<std::string>(), std::string("mahimahi"));
   const json& entries = har["log"]["entries"];
-  CHECK_EQ(entries.size(), size_t{6});
+  ASSERT_EQ(entries.size(), size_t{6});
   auto find = [&](const std::string& file) -> const json& {
     for (const json& e : entries) {
       if (e["_mahimahi"]["file"] == file) return e;
@@ -517,38 +517,38 @@ TEST(har_standard_fields_describe_the_exchange) {
     throw std::runtime_error("no entry " + file);
   };
   const json& old = find("save.old");
-  CHECK_EQ(old["startedDateTime"].get<std::string>(), std::string("1970-01-01T00:00:00.000Z"));
-  CHECK_EQ(old["timings"]["send"].get<double>(), -1.0);
-  CHECK_EQ(old["request"]["url"].get<std::string>(), std::string("http://172.16.0.9/"));
-  CHECK_EQ(old["response"]["status"].get<int>(), 200);
+  ASSERT_EQ(old["startedDateTime"].get<std::string>(), std::string("1970-01-01T00:00:00.000Z"));
+  ASSERT_EQ(old["timings"]["send"].get<double>(), -1.0);
+  ASSERT_EQ(old["request"]["url"].get<std::string>(), std::string("http://172.16.0.9/"));
+  ASSERT_EQ(old["response"]["status"].get<int>(), 200);
 
   const json& chunked = find("save.chunked");
-  CHECK_EQ(chunked["request"]["url"].get<std::string>(), std::string("https://example.com/item/1?a=1&b=two"));
-  CHECK_EQ(chunked["response"]["content"]["text"].get<std::string>(), std::string("<h1>héllo"));
-  CHECK_EQ(chunked["connection"].get<std::string>(), std::string("443"));
-  CHECK_EQ(chunked["startedDateTime"].get<std::string>(), std::string("2023-11-14T22:13:20.001Z"));
-  CHECK_EQ(chunked["timings"]["send"].get<double>(), 0.15);
-  CHECK_EQ(chunked["timings"]["wait"].get<double>(), 19.85);
-  CHECK_EQ(chunked["timings"]["receive"].get<double>(), 5.0);
-  CHECK_EQ(chunked["time"].get<double>(), 25.0);
-  CHECK_EQ(chunked["request"]["queryString"][1]["value"].get<std::string>(), std::string("two"));
+  ASSERT_EQ(chunked["request"]["url"].get<std::string>(), std::string("https://example.com/item/1?a=1&b=two"));
+  ASSERT_EQ(chunked["response"]["content"]["text"].get<std::string>(), std::string("<h1>héllo"));
+  ASSERT_EQ(chunked["connection"].get<std::string>(), std::string("443"));
+  ASSERT_EQ(chunked["startedDateTime"].get<std::string>(), std::string("2023-11-14T22:13:20.001Z"));
+  ASSERT_EQ(chunked["timings"]["send"].get<double>(), 0.15);
+  ASSERT_EQ(chunked["timings"]["wait"].get<double>(), 19.85);
+  ASSERT_EQ(chunked["timings"]["receive"].get<double>(), 5.0);
+  ASSERT_EQ(chunked["time"].get<double>(), 25.0);
+  ASSERT_EQ(chunked["request"]["queryString"][1]["value"].get<std::string>(), std::string("two"));
 
   const json& binary = find("save.binary");
-  CHECK_EQ(binary["response"]["content"]["encoding"].get<std::string>(), std::string("base64"));
-  CHECK_EQ(*base64_decode(binary["response"]["content"]["text"].get<std::string>()), bytes_of({0x89, 'P', 'N', 'G', 0, 0, 0xff, 0x0a}));
-  CHECK(binary["_mahimahi"].contains("request_headers_raw"));
+  ASSERT_EQ(binary["response"]["content"]["encoding"].get<std::string>(), std::string("base64"));
+  ASSERT_EQ(*base64_decode(binary["response"]["content"]["text"].get<std::string>()), bytes_of({0x89, 'P', 'N', 'G', 0, 0, 0xff, 0x0a}));
+  ASSERT_TRUE(binary["_mahimahi"].contains("request_headers_raw"));
 
   const json& post = find("save.post");
-  CHECK_EQ(post["request"]["url"].get<std::string>(), std::string("http://example.com:8443/form?x=%41+b&y"));
-  CHECK_EQ(post["request"]["postData"]["text"].get<std::string>(), std::string("a=1&b=2"));
-  CHECK_EQ(post["request"]["queryString"][0]["value"].get<std::string>(), std::string("A b"));
+  ASSERT_EQ(post["request"]["url"].get<std::string>(), std::string("http://example.com:8443/form?x=%41+b&y"));
+  ASSERT_EQ(post["request"]["postData"]["text"].get<std::string>(), std::string("a=1&b=2"));
+  ASSERT_EQ(post["request"]["queryString"][0]["value"].get<std::string>(), std::string("A b"));
   const json& binpost = find("save.binpost");
-  CHECK_EQ(*base64_decode(binpost["request"]["postData"]["_text_base64"].get<std::string>()), bytes_of({0, 0xc3, 0x28, 0xff}));
-  CHECK_EQ(find("save.304")["response"]["bodySize"].get<int>(), 0);
-  CHECK(!find("save.304")["request"].contains("postData"));
+  ASSERT_EQ(*base64_decode(binpost["request"]["postData"]["_text_base64"].get<std::string>()), bytes_of({0, 0xc3, 0x28, 0xff}));
+  ASSERT_EQ(find("save.304")["response"]["bodySize"].get<int>(), 0);
+  ASSERT_TRUE(!find("save.304")["request"].contains("postData"));
 }
 
-TEST(har_from_browser_becomes_valid_http1) {
+TEST(RecordFile, har_from_browser_becomes_valid_http1) {
   const std::string png = bytes_of({0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n', 0, 0, 0, 0x0d});
   const json har = {
       {"log",
@@ -597,97 +597,97 @@ TEST(har_from_browser_becomes_valid_http1) {
            {"response", {{"status", 200}}}}}}}}};
   std::vector<std::string> warnings;
   const auto pairs = from_har(har, &warnings, "browser.har");
-  CHECK_EQ(pairs.size(), size_t{2});
-  CHECK_EQ(warnings.size(), size_t{3});
-  CHECK(warnings[0].find("browser.har: entry 3 (https://v6.example.com/)") != std::string::npos);
-  CHECK(warnings[0].find("IPv4") != std::string::npos);
-  CHECK(warnings[1].find("status 0") != std::string::npos);
-  CHECK(warnings[2].find("no response content") != std::string::npos);
+  ASSERT_EQ(pairs.size(), size_t{2});
+  ASSERT_EQ(warnings.size(), size_t{3});
+  ASSERT_TRUE(warnings[0].find("browser.har: entry 3 (https://v6.example.com/)") != std::string::npos);
+  ASSERT_TRUE(warnings[0].find("IPv4") != std::string::npos);
+  ASSERT_TRUE(warnings[1].find("status 0") != std::string::npos);
+  ASSERT_TRUE(warnings[2].find("no response content") != std::string::npos);
 
   const RecordedPair& page = pairs[0];
-  CHECK_EQ(page.request.first_line, std::string("GET /page?q=1 HTTP/1.1"));
-  CHECK_EQ(page.request.headers.at(0).key, std::string("Host"));
-  CHECK_EQ(page.request.headers.at(0).value, std::string("www.example.com"));
-  for (const auto& h : page.request.headers) CHECK(h.key[0] != ':');
-  CHECK_EQ(page.response.first_line, std::string("HTTP/1.1 200 OK"));
-  CHECK(!page.response.header("Content-Encoding"));
-  CHECK_EQ(std::string(*page.response.header("Content-Length")), std::string("12"));
-  CHECK_EQ(page.response.body, std::string("<p>hello</p>"));
-  CHECK_EQ(page.ip, std::string("93.184.216.34"));
-  CHECK_EQ(page.port, uint16_t{443});
-  CHECK(page.https);
-  CHECK_EQ(page.server_name, std::string("www.example.com"));
+  ASSERT_EQ(page.request.first_line, std::string("GET /page?q=1 HTTP/1.1"));
+  ASSERT_EQ(page.request.headers.at(0).key, std::string("Host"));
+  ASSERT_EQ(page.request.headers.at(0).value, std::string("www.example.com"));
+  for (const auto& h : page.request.headers) ASSERT_TRUE(h.key[0] != ':');
+  ASSERT_EQ(page.response.first_line, std::string("HTTP/1.1 200 OK"));
+  ASSERT_TRUE(!page.response.header("Content-Encoding"));
+  ASSERT_EQ(std::string(*page.response.header("Content-Length")), std::string("12"));
+  ASSERT_EQ(page.response.body, std::string("<p>hello</p>"));
+  ASSERT_EQ(page.ip, std::string("93.184.216.34"));
+  ASSERT_EQ(page.port, uint16_t{443});
+  ASSERT_TRUE(page.https);
+  ASSERT_EQ(page.server_name, std::string("www.example.com"));
   // 10:00:00.5 at +01:00 is 09:00:00.5 UTC; the request starts after blocked (1) and connect (2).
   const uint64_t started = 1709283600500000ULL;
-  CHECK_EQ(page.request_start_us, started + 3000);
-  CHECK_EQ(page.request_end_us, started + 3500);
-  CHECK_EQ(page.response_first_byte_us, started + 23500);
-  CHECK_EQ(page.response_last_byte_us, started + 30500);
+  ASSERT_EQ(page.request_start_us, started + 3000);
+  ASSERT_EQ(page.request_end_us, started + 3500);
+  ASSERT_EQ(page.response_first_byte_us, started + 23500);
+  ASSERT_EQ(page.response_last_byte_us, started + 30500);
 
   const RecordedPair& logo = pairs[1];
-  CHECK_EQ(logo.ip, std::string("93.184.216.35"));
-  CHECK_EQ(logo.port, uint16_t{8080});
-  CHECK(!logo.https);
-  CHECK_EQ(logo.request.first_line, std::string("GET /logo.png HTTP/1.1"));
-  CHECK_EQ(std::string(*logo.request.header("Host")), std::string("img.example.com:8080"));
-  CHECK_EQ(logo.response.body, png);
-  CHECK(!logo.response.header("Transfer-Encoding"));
-  CHECK_EQ(std::string(*logo.response.header("Content-Length")), std::to_string(png.size()));
-  CHECK_EQ(decoded_body(logo.response), png);
+  ASSERT_EQ(logo.ip, std::string("93.184.216.35"));
+  ASSERT_EQ(logo.port, uint16_t{8080});
+  ASSERT_TRUE(!logo.https);
+  ASSERT_EQ(logo.request.first_line, std::string("GET /logo.png HTTP/1.1"));
+  ASSERT_EQ(std::string(*logo.request.header("Host")), std::string("img.example.com:8080"));
+  ASSERT_EQ(logo.response.body, png);
+  ASSERT_TRUE(!logo.response.header("Transfer-Encoding"));
+  ASSERT_EQ(std::string(*logo.response.header("Content-Length")), std::to_string(png.size()));
+  ASSERT_EQ(decoded_body(logo.response), png);
   // The converted pairs survive our own round trip too.
   const auto again = from_har(to_har({{"a", page}, {"b", logo}}), &warnings, "x");
-  CHECK_EQ(again.size(), size_t{2});
-  CHECK((again[0] == page && again[1] == logo) || (again[0] == logo && again[1] == page));
+  ASSERT_EQ(again.size(), size_t{2});
+  ASSERT_TRUE((again[0] == page && again[1] == logo) || (again[0] == logo && again[1] == page));
 }
 
-TEST(har_malformed_input_is_a_user_error) {
-  CHECK_THROWS(UserError, parse_har_text("{\"log\": [1, 2", "broken.har"), "broken.har is not valid JSON");
-  CHECK_THROWS(UserError, from_har(json::parse("{\"foo\": 1}"), nullptr, "other.json"), "other.json is not a HAR file");
-  CHECK_THROWS(UserError, from_har(json::parse("{\"log\": {}}"), nullptr, "x.har"), "no \"entries\" array");
-  CHECK_THROWS(UserError, from_har(json::parse("[1]"), nullptr, "arr.har"), "arr.har is not a HAR file");
+TEST(RecordFile, har_malformed_input_is_a_user_error) {
+  EXPECT_THROW_WITH(UserError, parse_har_text("{\"log\": [1, 2", "broken.har"), "broken.har is not valid JSON");
+  EXPECT_THROW_WITH(UserError, from_har(json::parse("{\"foo\": 1}"), nullptr, "other.json"), "other.json is not a HAR file");
+  EXPECT_THROW_WITH(UserError, from_har(json::parse("{\"log\": {}}"), nullptr, "x.har"), "no \"entries\" array");
+  EXPECT_THROW_WITH(UserError, from_har(json::parse("[1]"), nullptr, "arr.har"), "arr.har is not a HAR file");
   std::vector<std::string> warnings;
   // A damaged _mahimahi entry is skipped, not half-converted.
   json har = to_har(varied_entries());
   har["log"]["entries"][0]["_mahimahi"]["response_body_raw_base64"] = "not base64!";
   har["log"]["entries"][1] = 42;
   const auto pairs = from_har(har, &warnings, "x.har");
-  CHECK_EQ(pairs.size(), size_t{4});
-  CHECK_EQ(warnings.size(), size_t{2});
-  CHECK(warnings[0].find("not valid base64") != std::string::npos);
+  ASSERT_EQ(pairs.size(), size_t{4});
+  ASSERT_EQ(warnings.size(), size_t{2});
+  ASSERT_TRUE(warnings[0].find("not valid base64") != std::string::npos);
 }
 
-TEST(har_helpers_base64_utf8_and_time) {
+TEST(RecordFile, har_helpers_base64_utf8_and_time) {
   std::string all;
   for (int i = 0; i < 256; i++) all += static_cast<char>(i);
   for (size_t n = 0; n <= all.size(); n += 1) {
     const std::string data = all.substr(0, n);
     auto back = base64_decode(base64_encode(data));
-    CHECK(back.has_value());
-    CHECK(*back == data);
+    ASSERT_TRUE(back.has_value());
+    ASSERT_TRUE(*back == data);
   }
-  CHECK_EQ(base64_encode("ab"), std::string("YWI="));
-  CHECK_EQ(*base64_decode("YWI"), std::string("ab"));      // missing padding tolerated
-  CHECK_EQ(*base64_decode("YW\nJj\n"), std::string("abc"));  // line breaks ignored
-  CHECK(!base64_decode("YW=I"));
-  CHECK(!base64_decode("Y"));
-  CHECK(!base64_decode("YWJj!"));
+  ASSERT_EQ(base64_encode("ab"), std::string("YWI="));
+  ASSERT_EQ(*base64_decode("YWI"), std::string("ab"));      // missing padding tolerated
+  ASSERT_EQ(*base64_decode("YW\nJj\n"), std::string("abc"));  // line breaks ignored
+  ASSERT_TRUE(!base64_decode("YW=I"));
+  ASSERT_TRUE(!base64_decode("Y"));
+  ASSERT_TRUE(!base64_decode("YWJj!"));
   const std::string big(5 << 20, '\x7f');  // more than one EVP block call
-  CHECK(*base64_decode(base64_encode(big)) == big);
+  ASSERT_TRUE(*base64_decode(base64_encode(big)) == big);
 
-  CHECK(is_valid_utf8("plain"));
-  CHECK(is_valid_utf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
-  CHECK(is_valid_utf8(std::string("nul\0inside", 10)));
-  CHECK(!is_valid_utf8("\xff"));
-  CHECK(!is_valid_utf8("\xc3"));
-  CHECK(!is_valid_utf8("\xc0\xaf"));          // overlong
-  CHECK(!is_valid_utf8("\xed\xa0\x80"));      // surrogate
-  CHECK(!is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  ASSERT_TRUE(is_valid_utf8("plain"));
+  ASSERT_TRUE(is_valid_utf8("h\xc3\xa9llo \xf0\x9f\x98\x80"));
+  ASSERT_TRUE(is_valid_utf8(std::string("nul\0inside", 10)));
+  ASSERT_TRUE(!is_valid_utf8("\xff"));
+  ASSERT_TRUE(!is_valid_utf8("\xc3"));
+  ASSERT_TRUE(!is_valid_utf8("\xc0\xaf"));          // overlong
+  ASSERT_TRUE(!is_valid_utf8("\xed\xa0\x80"));      // surrogate
+  ASSERT_TRUE(!is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
 
-  CHECK_EQ(iso8601_from_us(0), std::string("1970-01-01T00:00:00.000Z"));
-  CHECK_EQ(iso8601_from_us(1700000000123456ULL), std::string("2023-11-14T22:13:20.123Z"));
-  CHECK_EQ(*us_from_iso8601("2023-11-14T22:13:20.123456Z"), uint64_t{1700000000123456ULL});
-  CHECK_EQ(*us_from_iso8601("2023-11-14T23:13:20.1+01:00"), uint64_t{1700000000100000ULL});
-  CHECK_EQ(*us_from_iso8601("2023-11-14T22:13:20Z"), uint64_t{1700000000000000ULL});
-  CHECK(!us_from_iso8601("yesterday"));
-  CHECK(!us_from_iso8601("2023-13-14T22:13:20Z"));
+  ASSERT_EQ(iso8601_from_us(0), std::string("1970-01-01T00:00:00.000Z"));
+  ASSERT_EQ(iso8601_from_us(1700000000123456ULL), std::string("2023-11-14T22:13:20.123Z"));
+  ASSERT_EQ(*us_from_iso8601("2023-11-14T22:13:20.123456Z"), uint64_t{1700000000123456ULL});
+  ASSERT_EQ(*us_from_iso8601("2023-11-14T23:13:20.1+01:00"), uint64_t{1700000000100000ULL});
+  ASSERT_EQ(*us_from_iso8601("2023-11-14T22:13:20Z"), uint64_t{1700000000000000ULL});
+  ASSERT_TRUE(!us_from_iso8601("yesterday"));
+  ASSERT_TRUE(!us_from_iso8601("2023-13-14T22:13:20Z"));
 }

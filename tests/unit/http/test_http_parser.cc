@@ -3,8 +3,8 @@
 #include <string>
 #include <vector>
 
-#include "harness.hh"
-#include "http_parser.hh"
+#include "expect.hh"
+#include "http/http_parser.hh"
 
 using namespace std::string_literals;
 
@@ -30,8 +30,10 @@ Outcome run(Direction direction, const std::vector<std::string>& methods, std::s
   for (size_t pos = 0; pos < input.size() && parser.state() == State::Http; pos += piece) {
     const std::string_view chunk = input.substr(pos, piece);
     const size_t used = parser.feed(chunk);
-    CHECK(used <= chunk.size());
-    if (parser.state() == State::Http) CHECK_EQ(used, chunk.size());
+    EXPECT_TRUE(used <= chunk.size());
+    if (parser.state() == State::Http) {
+      EXPECT_EQ(used, chunk.size());
+    }
     outcome.consumed += used;
   }
   if (call_finish) outcome.finished_cleanly = parser.finish();
@@ -44,22 +46,24 @@ Outcome run(Direction direction, const std::vector<std::string>& methods, std::s
 Outcome run_request(std::string_view input, size_t piece = SIZE_MAX) { return run(Direction::Request, {}, input, piece); }
 
 void check_same(const Outcome& a, const Outcome& b) {
-  CHECK(a.state == b.state);
-  CHECK_EQ(a.error, b.error);
-  CHECK_EQ(a.finished_cleanly, b.finished_cleanly);
+  ASSERT_TRUE(a.state == b.state);
+  ASSERT_EQ(a.error, b.error);
+  ASSERT_EQ(a.finished_cleanly, b.finished_cleanly);
   // On Error, feed() does not count the unparsable message, which may have begun in an earlier call.
-  if (a.state != State::Error) CHECK_EQ(a.consumed, b.consumed);
-  CHECK_EQ(a.messages.size(), b.messages.size());
+  if (a.state != State::Error) {
+    ASSERT_EQ(a.consumed, b.consumed);
+  }
+  ASSERT_EQ(a.messages.size(), b.messages.size());
   for (size_t i = 0; i < a.messages.size(); i++) {
     const HttpMessage& x = a.messages[i].message;
     const HttpMessage& y = b.messages[i].message;
-    CHECK_EQ(a.messages[i].interim, b.messages[i].interim);
-    CHECK_EQ(x.first_line, y.first_line);
-    CHECK_EQ(x.body, y.body);
-    CHECK_EQ(x.headers.size(), y.headers.size());
+    ASSERT_EQ(a.messages[i].interim, b.messages[i].interim);
+    ASSERT_EQ(x.first_line, y.first_line);
+    ASSERT_EQ(x.body, y.body);
+    ASSERT_EQ(x.headers.size(), y.headers.size());
     for (size_t h = 0; h < x.headers.size(); h++) {
-      CHECK_EQ(x.headers[h].key, y.headers[h].key);
-      CHECK_EQ(x.headers[h].value, y.headers[h].value);
+      ASSERT_EQ(x.headers[h].key, y.headers[h].key);
+      ASSERT_EQ(x.headers[h].value, y.headers[h].value);
     }
   }
 }
@@ -118,145 +122,145 @@ std::vector<Stream> corpus() {
 }
 }  // namespace
 
-TEST(http_parser_request_methods) {
+TEST(HttpParser, http_parser_request_methods) {
   for (std::string method : {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PROPFIND", "CONNECT",
                              "VERSION-CONTROL"}) {
     const std::string target = method == "CONNECT" ? "example.com:443" : "/a/b?c=d";
     const std::string input = method + " " + target + " HTTP/1.1\r\nHost: example.com\r\nUser-Agent: test\r\n\r\n";
     HttpParser parser(Direction::Request);
-    CHECK_EQ(parser.feed(input), input.size());
-    CHECK(parser.state() == State::Http);
-    CHECK(!parser.in_message());
-    CHECK(parser.has_completed());
+    ASSERT_EQ(parser.feed(input), input.size());
+    ASSERT_TRUE(parser.state() == State::Http);
+    ASSERT_TRUE(!parser.in_message());
+    ASSERT_TRUE(parser.has_completed());
     const auto completed = parser.pop_completed();
-    CHECK(!completed.interim);
-    CHECK_EQ(completed.message.first_line, method + " " + target + " HTTP/1.1");
-    CHECK_EQ(completed.message.headers.size(), size_t{2});
-    CHECK_EQ(completed.message.headers[0].key, std::string("Host"));
-    CHECK_EQ(completed.message.headers[0].value, std::string("example.com"));
-    CHECK_EQ(completed.message.headers[1].value, std::string("test"));
-    CHECK(completed.message.body.empty());
-    CHECK(!parser.has_completed());
-    CHECK(parser.finish());
+    ASSERT_TRUE(!completed.interim);
+    ASSERT_EQ(completed.message.first_line, method + " " + target + " HTTP/1.1");
+    ASSERT_EQ(completed.message.headers.size(), size_t{2});
+    ASSERT_EQ(completed.message.headers[0].key, std::string("Host"));
+    ASSERT_EQ(completed.message.headers[0].value, std::string("example.com"));
+    ASSERT_EQ(completed.message.headers[1].value, std::string("test"));
+    ASSERT_TRUE(completed.message.body.empty());
+    ASSERT_TRUE(!parser.has_completed());
+    ASSERT_TRUE(parser.finish());
   }
 }
 
-TEST(http_parser_request_content_length_body) {
+TEST(HttpParser, http_parser_request_content_length_body) {
   const Outcome out = run_request(
       "POST /form HTTP/1.1\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: 11\r\n\r\n"
       "hello=world"
       "PATCH /p HTTP/1.1\r\nContent-Length: 0\r\n\r\n"
       "PUT /f HTTP/1.1\r\nContent-Length: 3, 3\r\ncontent-length: 3\r\n\r\nabc");
-  CHECK(out.state == State::Http);
-  CHECK(out.finished_cleanly);
-  CHECK_EQ(out.messages.size(), size_t{3});
-  CHECK_EQ(out.messages[0].message.body, std::string("hello=world"));
-  CHECK_EQ(*out.messages[0].message.header("content-length"), std::string_view("11"));
-  CHECK_EQ(out.messages[1].message.first_line, std::string("PATCH /p HTTP/1.1"));
-  CHECK(out.messages[1].message.body.empty());
-  CHECK_EQ(out.messages[2].message.body, std::string("abc"));
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_TRUE(out.finished_cleanly);
+  ASSERT_EQ(out.messages.size(), size_t{3});
+  ASSERT_EQ(out.messages[0].message.body, std::string("hello=world"));
+  ASSERT_EQ(*out.messages[0].message.header("content-length"), std::string_view("11"));
+  ASSERT_EQ(out.messages[1].message.first_line, std::string("PATCH /p HTTP/1.1"));
+  ASSERT_TRUE(out.messages[1].message.body.empty());
+  ASSERT_EQ(out.messages[2].message.body, std::string("abc"));
 }
 
-TEST(http_parser_request_bad_content_length_is_error) {
+TEST(HttpParser, http_parser_request_bad_content_length_is_error) {
   for (const std::string value : {"5, 6", "abc", "-1", "+5", "", "5 5", "99999999999999999999999"}) {
     const Outcome out = run_request("POST / HTTP/1.1\r\nContent-Length: " + value + "\r\n\r\nhello");
-    CHECK(out.state == State::Error);
-    CHECK_EQ(out.error, std::string("invalid Content-Length"));
-    CHECK(out.messages.empty());
-    CHECK(!out.finished_cleanly);
+    ASSERT_TRUE(out.state == State::Error);
+    ASSERT_EQ(out.error, std::string("invalid Content-Length"));
+    ASSERT_TRUE(out.messages.empty());
+    ASSERT_TRUE(!out.finished_cleanly);
   }
   const Outcome two_fields = run_request("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 4\r\n\r\nhello");
-  CHECK(two_fields.state == State::Error);
+  ASSERT_TRUE(two_fields.state == State::Error);
 }
 
-TEST(http_parser_request_chunked_body) {
+TEST(HttpParser, http_parser_request_chunked_body) {
   const std::string body = "5\r\nhello\r\n6;ext\r\n world\r\n0\r\nX-Trailer: yes\r\n\r\n";
   const Outcome out = run_request(
       "PUT /upload HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n" + body +
       "POST /both HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\nContent-Length: 100\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
-  CHECK(out.state == State::Http);
-  CHECK_EQ(out.messages.size(), size_t{2});
-  CHECK_EQ(out.messages[0].message.body, body);
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_EQ(out.messages.size(), size_t{2});
+  ASSERT_EQ(out.messages[0].message.body, body);
   // Transfer-Encoding overrides Content-Length.
-  CHECK_EQ(out.messages[1].message.body, std::string("3\r\nabc\r\n0\r\n\r\n"));
+  ASSERT_EQ(out.messages[1].message.body, std::string("3\r\nabc\r\n0\r\n\r\n"));
 }
 
-TEST(http_parser_request_transfer_encoding_not_chunked_is_error) {
+TEST(HttpParser, http_parser_request_transfer_encoding_not_chunked_is_error) {
   for (const std::string coding : {"gzip", "chunked, gzip", "identity"}) {
     const Outcome out = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: " + coding + "\r\n\r\nhello");
-    CHECK(out.state == State::Error);
-    CHECK_EQ(out.error, std::string("transfer-encoding does not end in chunked"));
+    ASSERT_TRUE(out.state == State::Error);
+    ASSERT_EQ(out.error, std::string("transfer-encoding does not end in chunked"));
   }
   // The final coding may come from a later field; names are case-insensitive.
   const Outcome split = run_request(
       "POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\nTRANSFER-ENCODING: Chunked\r\n\r\n2\r\nhi\r\n0\r\n\r\n");
-  CHECK(split.state == State::Http);
-  CHECK_EQ(split.messages.size(), size_t{1});
+  ASSERT_TRUE(split.state == State::Http);
+  ASSERT_EQ(split.messages.size(), size_t{1});
 }
 
-TEST(http_parser_response_chunked_with_extensions_and_trailers_stored_raw) {
+TEST(HttpParser, http_parser_response_chunked_with_extensions_and_trailers_stored_raw) {
   const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Expires\r\n\r\n";
   const std::string next = "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nnext";
   const Outcome out = run(Direction::Response, {"GET", "GET"}, head + kChunkedBody + next);
-  CHECK(out.state == State::Http);
-  CHECK(out.finished_cleanly);
-  CHECK_EQ(out.messages.size(), size_t{2});
-  CHECK_EQ(out.messages[0].message.body, kChunkedBody);
-  CHECK_EQ(out.messages[0].message.headers.size(), size_t{2});  // trailers are in the body, not the headers
-  CHECK_EQ(out.messages[1].message.body, std::string("next"));
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_TRUE(out.finished_cleanly);
+  ASSERT_EQ(out.messages.size(), size_t{2});
+  ASSERT_EQ(out.messages[0].message.body, kChunkedBody);
+  ASSERT_EQ(out.messages[0].message.headers.size(), size_t{2});  // trailers are in the body, not the headers
+  ASSERT_EQ(out.messages[1].message.body, std::string("next"));
 }
 
-TEST(http_parser_response_close_delimited_completed_by_finish) {
+TEST(HttpParser, http_parser_response_close_delimited_completed_by_finish) {
   HttpParser parser(Direction::Response);
   parser.expect_response_to("GET");
   const std::string head = "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\n";
-  CHECK_EQ(parser.feed(head + "first part, "), head.size() + 12);
-  CHECK_EQ(parser.feed("second part"), size_t{11});
-  CHECK(!parser.has_completed());
-  CHECK(parser.in_message());
-  CHECK(parser.finish());
-  CHECK(parser.has_completed());
+  ASSERT_EQ(parser.feed(head + "first part, "), head.size() + 12);
+  ASSERT_EQ(parser.feed("second part"), size_t{11});
+  ASSERT_TRUE(!parser.has_completed());
+  ASSERT_TRUE(parser.in_message());
+  ASSERT_TRUE(parser.finish());
+  ASSERT_TRUE(parser.has_completed());
   const auto completed = parser.pop_completed();
-  CHECK_EQ(completed.message.body, std::string("first part, second part"));
-  CHECK(!parser.in_message());
+  ASSERT_EQ(completed.message.body, std::string("first part, second part"));
+  ASSERT_TRUE(!parser.in_message());
 
   // A transfer coding other than chunked on a response also means "until close".
   const Outcome gzip = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08");
-  CHECK(gzip.finished_cleanly);
-  CHECK_EQ(gzip.messages.size(), size_t{1});
-  CHECK_EQ(gzip.messages[0].message.body, std::string("\x1f\x8b\x08"));
+  ASSERT_TRUE(gzip.finished_cleanly);
+  ASSERT_EQ(gzip.messages.size(), size_t{1});
+  ASSERT_EQ(gzip.messages[0].message.body, std::string("\x1f\x8b\x08"));
 }
 
-TEST(http_parser_head_response_has_no_body) {
+TEST(HttpParser, http_parser_head_response_has_no_body) {
   const Outcome out = run(Direction::Response, {"HEAD", "GET"},
                           "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"
                           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nhi");
-  CHECK(out.state == State::Http);
-  CHECK(out.finished_cleanly);
-  CHECK_EQ(out.messages.size(), size_t{2});
-  CHECK(out.messages[0].message.body.empty());
-  CHECK_EQ(out.messages[1].message.body, std::string("hi"));
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_TRUE(out.finished_cleanly);
+  ASSERT_EQ(out.messages.size(), size_t{2});
+  ASSERT_TRUE(out.messages[0].message.body.empty());
+  ASSERT_EQ(out.messages[1].message.body, std::string("hi"));
 
   // Chunked framing is ignored too.
   const Outcome chunked = run(Direction::Response, {"HEAD"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n");
-  CHECK(chunked.finished_cleanly);
-  CHECK_EQ(chunked.messages.size(), size_t{1});
+  ASSERT_TRUE(chunked.finished_cleanly);
+  ASSERT_EQ(chunked.messages.size(), size_t{1});
 }
 
-TEST(http_parser_204_and_304_have_no_body) {
+TEST(HttpParser, http_parser_204_and_304_have_no_body) {
   const Outcome out = run(Direction::Response, {"DELETE", "GET", "GET"},
                           "HTTP/1.1 204 No Content\r\nContent-Length: 10\r\n\r\n"
                           "HTTP/1.1 304 Not Modified\r\nETag: \"abc\"\r\nContent-Length: 500\r\n\r\n"
                           "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc");
-  CHECK(out.state == State::Http);
-  CHECK(out.finished_cleanly);
-  CHECK_EQ(out.messages.size(), size_t{3});
-  CHECK(out.messages[0].message.body.empty());
-  CHECK(out.messages[1].message.body.empty());
-  CHECK_EQ(out.messages[2].message.body, std::string("abc"));
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_TRUE(out.finished_cleanly);
+  ASSERT_EQ(out.messages.size(), size_t{3});
+  ASSERT_TRUE(out.messages[0].message.body.empty());
+  ASSERT_TRUE(out.messages[1].message.body.empty());
+  ASSERT_EQ(out.messages[2].message.body, std::string("abc"));
 }
 
-TEST(http_parser_100_continue_then_final_response_consumes_method_once) {
+TEST(HttpParser, http_parser_100_continue_then_final_response_consumes_method_once) {
   // If the 100 had used up HEAD, the 200 would be read as a GET response with a 5-byte body.
   HttpParser parser(Direction::Response);
   parser.expect_response_to("HEAD");
@@ -265,118 +269,118 @@ TEST(http_parser_100_continue_then_final_response_consumes_method_once) {
       "HTTP/1.1 100 Continue\r\n\r\n"
       "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n"
       "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc";
-  CHECK_EQ(parser.feed(input), input.size());
-  CHECK(!parser.in_message());
+  ASSERT_EQ(parser.feed(input), input.size());
+  ASSERT_TRUE(!parser.in_message());
   auto first = parser.pop_completed();
-  CHECK(first.interim);
-  CHECK_EQ(first.message.first_line, std::string("HTTP/1.1 100 Continue"));
+  ASSERT_TRUE(first.interim);
+  ASSERT_EQ(first.message.first_line, std::string("HTTP/1.1 100 Continue"));
   auto second = parser.pop_completed();
-  CHECK(!second.interim);
-  CHECK(second.message.body.empty());
+  ASSERT_TRUE(!second.interim);
+  ASSERT_TRUE(second.message.body.empty());
   auto third = parser.pop_completed();
-  CHECK(!third.interim);
-  CHECK_EQ(third.message.body, std::string("abc"));
-  CHECK(!parser.has_completed());
+  ASSERT_TRUE(!third.interim);
+  ASSERT_EQ(third.message.body, std::string("abc"));
+  ASSERT_TRUE(!parser.has_completed());
 
   // An interim response with nothing queued is still interim.
   const Outcome lone = run(Direction::Response, {}, "HTTP/1.1 100 Continue\r\n\r\n");
-  CHECK_EQ(lone.messages.size(), size_t{1});
-  CHECK(lone.messages[0].interim);
+  ASSERT_EQ(lone.messages.size(), size_t{1});
+  ASSERT_TRUE(lone.messages[0].interim);
 }
 
-TEST(http_parser_103_early_hints) {
+TEST(HttpParser, http_parser_103_early_hints) {
   const Outcome out = run(Direction::Response, {"GET"},
                           "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload; as=style\r\n\r\n"
                           "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
-  CHECK(out.finished_cleanly);
-  CHECK_EQ(out.messages.size(), size_t{2});
-  CHECK(out.messages[0].interim);
-  CHECK_EQ(*out.messages[0].message.header("link"), std::string_view("</style.css>; rel=preload; as=style"));
-  CHECK(!out.messages[1].interim);
-  CHECK_EQ(out.messages[1].message.body, std::string("ok"));
+  ASSERT_TRUE(out.finished_cleanly);
+  ASSERT_EQ(out.messages.size(), size_t{2});
+  ASSERT_TRUE(out.messages[0].interim);
+  ASSERT_EQ(*out.messages[0].message.header("link"), std::string_view("</style.css>; rel=preload; as=style"));
+  ASSERT_TRUE(!out.messages[1].interim);
+  ASSERT_EQ(out.messages[1].message.body, std::string("ok"));
 }
 
-TEST(http_parser_101_switches_to_tunnel_without_consuming_tunnel_bytes) {
+TEST(HttpParser, http_parser_101_switches_to_tunnel_without_consuming_tunnel_bytes) {
   HttpParser parser(Direction::Response);
   parser.expect_response_to("GET");
   const std::string head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n";
-  CHECK_EQ(parser.feed(head + "\x81\x05hello"), head.size());
-  CHECK(parser.state() == State::Tunnel);
-  CHECK(parser.upgraded());
-  CHECK(!parser.in_message());
-  CHECK(parser.has_completed());
+  ASSERT_EQ(parser.feed(head + "\x81\x05hello"), head.size());
+  ASSERT_TRUE(parser.state() == State::Tunnel);
+  ASSERT_TRUE(parser.upgraded());
+  ASSERT_TRUE(!parser.in_message());
+  ASSERT_TRUE(parser.has_completed());
   const auto completed = parser.pop_completed();
-  CHECK(!completed.interim);
-  CHECK_EQ(completed.message.first_line, std::string("HTTP/1.1 101 Switching Protocols"));
-  CHECK_EQ(parser.feed("HTTP/1.1 200 OK\r\n\r\n"), size_t{0});
-  CHECK(!parser.has_completed());
-  CHECK(parser.finish());
+  ASSERT_TRUE(!completed.interim);
+  ASSERT_EQ(completed.message.first_line, std::string("HTTP/1.1 101 Switching Protocols"));
+  ASSERT_EQ(parser.feed("HTTP/1.1 200 OK\r\n\r\n"), size_t{0});
+  ASSERT_TRUE(!parser.has_completed());
+  ASSERT_TRUE(parser.finish());
 
   // The 101 ends exactly at the end of a feed: the next feed is all tunnel.
   HttpParser exact(Direction::Response);
-  CHECK_EQ(exact.feed(head), head.size());
-  CHECK(exact.upgraded());
-  CHECK_EQ(exact.feed("\x81"), size_t{0});
+  ASSERT_EQ(exact.feed(head), head.size());
+  ASSERT_TRUE(exact.upgraded());
+  ASSERT_EQ(exact.feed("\x81"), size_t{0});
 }
 
-TEST(http_parser_connect_2xx_becomes_tunnel) {
+TEST(HttpParser, http_parser_connect_2xx_becomes_tunnel) {
   HttpParser parser(Direction::Response);
   parser.expect_response_to("CONNECT");
   const std::string head = "HTTP/1.1 200 Connection Established\r\n\r\n";
   const std::string client_hello = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"s;
-  CHECK_EQ(parser.feed(head + client_hello), head.size());
-  CHECK(parser.state() == State::Tunnel);
-  CHECK(parser.upgraded());
-  CHECK_EQ(parser.pop_completed().message.first_line, std::string("HTTP/1.1 200 Connection Established"));
+  ASSERT_EQ(parser.feed(head + client_hello), head.size());
+  ASSERT_TRUE(parser.state() == State::Tunnel);
+  ASSERT_TRUE(parser.upgraded());
+  ASSERT_EQ(parser.pop_completed().message.first_line, std::string("HTTP/1.1 200 Connection Established"));
 
   // A refused CONNECT is an ordinary response (with a body) and the connection stays HTTP:
   // the next CONNECT on it succeeds (204) and only then does the tunnel start.
   const Outcome refused = run(Direction::Response, {"CONNECT", "CONNECT"},
                               "HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 6\r\n\r\ndenied"
                               "HTTP/1.1 204 No Content\r\n\r\nrest");
-  CHECK(refused.state == State::Tunnel);
-  CHECK_EQ(refused.consumed, refused.messages[0].message.serialize().size() + 27);
-  CHECK_EQ(refused.messages.size(), size_t{2});
-  CHECK_EQ(refused.messages[0].message.body, std::string("denied"));
+  ASSERT_TRUE(refused.state == State::Tunnel);
+  ASSERT_EQ(refused.consumed, refused.messages[0].message.serialize().size() + 27);
+  ASSERT_EQ(refused.messages.size(), size_t{2});
+  ASSERT_EQ(refused.messages[0].message.body, std::string("denied"));
 }
 
-TEST(http_parser_pipelined_requests_in_one_feed) {
+TEST(HttpParser, http_parser_pipelined_requests_in_one_feed) {
   const std::string input =
       "GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
       "POST /b HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n\r\nbody"
       "PUT /c HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nx\r\n0\r\n\r\n"
       "DELETE /d HTTP/1.1\r\nHost: h\r\n\r\n";
   HttpParser parser(Direction::Request);
-  CHECK_EQ(parser.feed(input), input.size());
+  ASSERT_EQ(parser.feed(input), input.size());
   std::vector<std::string> lines;
   while (parser.has_completed()) lines.push_back(parser.pop_completed().message.first_line);
-  CHECK_EQ(lines.size(), size_t{4});
-  CHECK_EQ(lines[0], std::string("GET /a HTTP/1.1"));
-  CHECK_EQ(lines[1], std::string("POST /b HTTP/1.1"));
-  CHECK_EQ(lines[2], std::string("PUT /c HTTP/1.1"));
-  CHECK_EQ(lines[3], std::string("DELETE /d HTTP/1.1"));
+  ASSERT_EQ(lines.size(), size_t{4});
+  ASSERT_EQ(lines[0], std::string("GET /a HTTP/1.1"));
+  ASSERT_EQ(lines[1], std::string("POST /b HTTP/1.1"));
+  ASSERT_EQ(lines[2], std::string("PUT /c HTTP/1.1"));
+  ASSERT_EQ(lines[3], std::string("DELETE /d HTTP/1.1"));
 }
 
-TEST(http_parser_pipelined_responses_follow_the_method_queue) {
+TEST(HttpParser, http_parser_pipelined_responses_follow_the_method_queue) {
   HttpParser parser(Direction::Response);
   parser.expect_response_to("GET");
   const std::string first = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\none";
   const std::string second = "HTTP/1.1 200 OK\r\nContent-Length: 99\r\n\r\n";
   const std::string third = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\ntwo\r\n0\r\n\r\n";
-  CHECK_EQ(parser.feed(first), first.size());
+  ASSERT_EQ(parser.feed(first), first.size());
   // The HEAD request is announced while its response is already arriving.
-  CHECK_EQ(parser.feed(second.substr(0, 10)), size_t{10});
+  ASSERT_EQ(parser.feed(second.substr(0, 10)), size_t{10});
   parser.expect_response_to("HEAD");
-  CHECK_EQ(parser.feed(second.substr(10) + third), second.size() - 10 + third.size());
+  ASSERT_EQ(parser.feed(second.substr(10) + third), second.size() - 10 + third.size());
   std::vector<std::string> bodies;
   while (parser.has_completed()) bodies.push_back(parser.pop_completed().message.body);
-  CHECK_EQ(bodies.size(), size_t{3});
-  CHECK_EQ(bodies[0], std::string("one"));
-  CHECK(bodies[1].empty());
-  CHECK_EQ(bodies[2], std::string("3\r\ntwo\r\n0\r\n\r\n"));  // no method queued: read as a GET response
+  ASSERT_EQ(bodies.size(), size_t{3});
+  ASSERT_EQ(bodies[0], std::string("one"));
+  ASSERT_TRUE(bodies[1].empty());
+  ASSERT_EQ(bodies[2], std::string("3\r\ntwo\r\n0\r\n\r\n"));  // no method queued: read as a GET response
 }
 
-TEST(http_parser_byte_at_a_time_matches_one_feed) {
+TEST(HttpParser, http_parser_byte_at_a_time_matches_one_feed) {
   for (const Stream& stream : corpus()) {
     const Outcome whole = run(stream.direction, stream.methods, stream.bytes);
     const Outcome bytewise = run(stream.direction, stream.methods, stream.bytes, 1);
@@ -384,7 +388,7 @@ TEST(http_parser_byte_at_a_time_matches_one_feed) {
   }
 }
 
-TEST(http_parser_any_split_matches_one_feed) {
+TEST(HttpParser, http_parser_any_split_matches_one_feed) {
   std::mt19937 random(42);
   for (const Stream& stream : corpus()) {
     const Outcome whole = run(stream.direction, stream.methods, stream.bytes);
@@ -409,7 +413,7 @@ TEST(http_parser_any_split_matches_one_feed) {
   }
 }
 
-TEST(http_parser_expected_outcomes_of_corpus) {
+TEST(HttpParser, http_parser_expected_outcomes_of_corpus) {
   // Pin down what the split tests compare against.
   const auto streams = corpus();
   std::vector<std::pair<State, size_t>> expected = {
@@ -418,15 +422,15 @@ TEST(http_parser_expected_outcomes_of_corpus) {
       {State::Http, 4},  {State::Http, 1},  {State::Http, 4},  {State::Tunnel, 1}, {State::Tunnel, 1},
       {State::Http, 1},  {State::Error, 0}, {State::Http, 0},
   };
-  CHECK_EQ(streams.size(), expected.size());
+  ASSERT_EQ(streams.size(), expected.size());
   for (size_t i = 0; i < streams.size(); i++) {
     const Outcome out = run(streams[i].direction, streams[i].methods, streams[i].bytes);
-    CHECK(out.state == expected[i].first);
-    CHECK_EQ(out.messages.size(), expected[i].second);
+    ASSERT_TRUE(out.state == expected[i].first);
+    ASSERT_EQ(out.messages.size(), expected[i].second);
   }
 }
 
-TEST(http_parser_serialize_round_trip_reproduces_input) {
+TEST(HttpParser, http_parser_serialize_round_trip_reproduces_input) {
   const std::vector<Stream> streams = {
       {Direction::Request, {},
        "GET /index.html HTTP/1.1\r\nHost: example.com\r\nX-Trailing: kept  \r\nX-Empty: \r\n\r\n"
@@ -440,116 +444,116 @@ TEST(http_parser_serialize_round_trip_reproduces_input) {
   };
   for (const Stream& stream : streams) {
     const Outcome out = run(stream.direction, stream.methods, stream.bytes);
-    CHECK(out.state == State::Http);
-    CHECK(out.finished_cleanly);
-    CHECK_EQ(concatenated_serializations(out), stream.bytes);
+    ASSERT_TRUE(out.state == State::Http);
+    ASSERT_TRUE(out.finished_cleanly);
+    ASSERT_EQ(concatenated_serializations(out), stream.bytes);
   }
 }
 
-TEST(http_parser_header_values_strip_only_leading_whitespace) {
+TEST(HttpParser, http_parser_header_values_strip_only_leading_whitespace) {
   const Outcome out = run_request("GET / HTTP/1.1\r\nX-Spaced: \t  value  \r\nX-Empty:\r\nX-Tight:v\r\n\r\n");
-  CHECK_EQ(out.messages.size(), size_t{1});
+  ASSERT_EQ(out.messages.size(), size_t{1});
   const auto& headers = out.messages[0].message.headers;
-  CHECK_EQ(headers.size(), size_t{3});
-  CHECK_EQ(headers[0].key, std::string("X-Spaced"));
-  CHECK_EQ(headers[0].value, std::string("value  "));
-  CHECK_EQ(headers[1].value, std::string(""));
-  CHECK_EQ(headers[2].value, std::string("v"));
+  ASSERT_EQ(headers.size(), size_t{3});
+  ASSERT_EQ(headers[0].key, std::string("X-Spaced"));
+  ASSERT_EQ(headers[0].value, std::string("value  "));
+  ASSERT_EQ(headers[1].value, std::string(""));
+  ASSERT_EQ(headers[2].value, std::string("v"));
 }
 
-TEST(http_parser_bare_lf_and_leading_empty_lines) {
+TEST(HttpParser, http_parser_bare_lf_and_leading_empty_lines) {
   HttpParser parser(Direction::Request);
   const std::string input = "\r\n\r\n\nGET / HTTP/1.1\nHost: a\n\n\r\nPOST / HTTP/1.1\nContent-Length: 2\n\nok";
-  CHECK_EQ(parser.feed(input), input.size());
+  ASSERT_EQ(parser.feed(input), input.size());
   const auto get = parser.pop_completed();
-  CHECK_EQ(get.message.first_line, std::string("GET / HTTP/1.1"));
-  CHECK_EQ(get.message.headers[0].value, std::string("a"));
-  CHECK_EQ(parser.pop_completed().message.body, std::string("ok"));
+  ASSERT_EQ(get.message.first_line, std::string("GET / HTTP/1.1"));
+  ASSERT_EQ(get.message.headers[0].value, std::string("a"));
+  ASSERT_EQ(parser.pop_completed().message.body, std::string("ok"));
   // Empty lines alone are not a message.
-  CHECK_EQ(parser.feed("\r\n"), size_t{2});
-  CHECK(!parser.in_message());
-  CHECK(parser.finish());
+  ASSERT_EQ(parser.feed("\r\n"), size_t{2});
+  ASSERT_TRUE(!parser.in_message());
+  ASSERT_TRUE(parser.finish());
 }
 
-TEST(http_parser_status_line_forms) {
+TEST(HttpParser, http_parser_status_line_forms) {
   for (const std::string line : {"HTTP/1.1 200 OK", "HTTP/1.1 200", "HTTP/1.1 200 ", "HTTP/1.0 404 Not Found",
                                  "HTTP/1.1 599 Anything at all!"}) {
     const Outcome out = run(Direction::Response, {"GET"}, line + "\r\nContent-Length: 0\r\n\r\n");
-    CHECK(out.state == State::Http);
-    CHECK_EQ(out.messages.size(), size_t{1});
-    CHECK_EQ(out.messages[0].message.first_line, line);
+    ASSERT_TRUE(out.state == State::Http);
+    ASSERT_EQ(out.messages.size(), size_t{1});
+    ASSERT_EQ(out.messages[0].message.first_line, line);
   }
   for (const std::string line : {"HTTP/1.1 20", "HTTP/1.1 2000 OK", "HTTP/2 200", "HTTP/2.0 200 OK", "HTTP/1.1  200 OK",
                                  "ICY 200 OK", "http/1.1 200 OK", "HTTP/1.1 099 Low", "HTTP/1.1 OK"}) {
     const Outcome out = run(Direction::Response, {"GET"}, line + "\r\nContent-Length: 0\r\n\r\n");
-    CHECK(out.state == State::Error);
-    CHECK(out.messages.empty());
+    ASSERT_TRUE(out.state == State::Error);
+    ASSERT_TRUE(out.messages.empty());
   }
 }
 
-TEST(http_parser_invalid_request_lines) {
+TEST(HttpParser, http_parser_invalid_request_lines) {
   for (const std::string line : {"get / HTTP/1.1", "GET /", "GET  / HTTP/1.1", "GET / HTTP/2.0", "GET / HTTP/1.1 x",
                                  "GET /a b HTTP/1.1", "GET / http/1.1", "GET\t/ HTTP/1.1",
                                  "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1"}) {
     const Outcome out = run_request(line + "\r\n\r\n");
-    CHECK(out.state == State::Error);
-    CHECK(out.messages.empty());
+    ASSERT_TRUE(out.state == State::Error);
+    ASSERT_TRUE(out.messages.empty());
   }
   // The HTTP/2 connection preface is not HTTP/1.x.
-  CHECK(run_request("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").state == State::Error);
+  ASSERT_TRUE(run_request("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").state == State::Error);
 }
 
-TEST(http_parser_response_without_queued_method_is_read_as_get) {
+TEST(HttpParser, http_parser_response_without_queued_method_is_read_as_get) {
   const Outcome out = run(Direction::Response, {}, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nbody");
-  CHECK(out.state == State::Http);
-  CHECK_EQ(out.messages.size(), size_t{1});
-  CHECK_EQ(out.messages[0].message.body, std::string("body"));
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_EQ(out.messages.size(), size_t{1});
+  ASSERT_EQ(out.messages[0].message.body, std::string("body"));
 }
 
-TEST(http_parser_tls_client_hello_is_error_at_once) {
+TEST(HttpParser, http_parser_tls_client_hello_is_error_at_once) {
   const std::string client_hello = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03"s;
   HttpParser request_side(Direction::Request);
-  CHECK_EQ(request_side.feed(client_hello.substr(0, 1)), size_t{0});
-  CHECK(request_side.state() == State::Error);
-  CHECK_EQ(request_side.error(), std::string("request line does not start with a method"));
-  CHECK_EQ(request_side.feed(client_hello), size_t{0});
-  CHECK(!request_side.finish());
+  ASSERT_EQ(request_side.feed(client_hello.substr(0, 1)), size_t{0});
+  ASSERT_TRUE(request_side.state() == State::Error);
+  ASSERT_EQ(request_side.error(), std::string("request line does not start with a method"));
+  ASSERT_EQ(request_side.feed(client_hello), size_t{0});
+  ASSERT_TRUE(!request_side.finish());
 
   HttpParser whole(Direction::Request);
-  CHECK_EQ(whole.feed(client_hello), size_t{0});
-  CHECK(whole.state() == State::Error);
+  ASSERT_EQ(whole.feed(client_hello), size_t{0});
+  ASSERT_TRUE(whole.state() == State::Error);
 
   // A TLS server reply (ServerHello) on the response side.
   HttpParser response_side(Direction::Response);
-  CHECK_EQ(response_side.feed("\x16\x03\x03"), size_t{0});
-  CHECK(response_side.state() == State::Error);
+  ASSERT_EQ(response_side.feed("\x16\x03\x03"), size_t{0});
+  ASSERT_TRUE(response_side.state() == State::Error);
 
   // After a good message, feed() counts only that message.
   HttpParser after(Direction::Request);
   const std::string get = "GET / HTTP/1.1\r\nHost: a\r\n\r\n";
-  CHECK_EQ(after.feed(get + client_hello), get.size());
-  CHECK(after.state() == State::Error);
-  CHECK(after.has_completed());
-  CHECK_EQ(after.pop_completed().message.first_line, std::string("GET / HTTP/1.1"));
+  ASSERT_EQ(after.feed(get + client_hello), get.size());
+  ASSERT_TRUE(after.state() == State::Error);
+  ASSERT_TRUE(after.has_completed());
+  ASSERT_EQ(after.pop_completed().message.first_line, std::string("GET / HTTP/1.1"));
 }
 
-TEST(http_parser_header_line_errors) {
+TEST(HttpParser, http_parser_header_line_errors) {
   const Outcome no_colon = run_request("GET / HTTP/1.1\r\nHost example.com\r\n\r\n");
-  CHECK(no_colon.state == State::Error);
-  CHECK_EQ(no_colon.error, std::string("header line without a colon"));
-  CHECK(no_colon.messages.empty());
+  ASSERT_TRUE(no_colon.state == State::Error);
+  ASSERT_EQ(no_colon.error, std::string("header line without a colon"));
+  ASSERT_TRUE(no_colon.messages.empty());
 
   const Outcome space_before_colon = run_request("GET / HTTP/1.1\r\nHost : example.com\r\n\r\n");
-  CHECK_EQ(space_before_colon.error, std::string("invalid header name"));
+  ASSERT_EQ(space_before_colon.error, std::string("invalid header name"));
   const Outcome empty_name = run_request("GET / HTTP/1.1\r\n: value\r\n\r\n");
-  CHECK_EQ(empty_name.error, std::string("invalid header name"));
+  ASSERT_EQ(empty_name.error, std::string("invalid header name"));
   const Outcome folded = run_request("GET / HTTP/1.1\r\nX-Long: a\r\n  continued\r\n\r\n");
-  CHECK_EQ(folded.error, std::string("obsolete line folding"));
+  ASSERT_EQ(folded.error, std::string("obsolete line folding"));
   const Outcome response = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nbroken\r\n\r\n");
-  CHECK_EQ(response.error, std::string("header line without a colon"));
+  ASSERT_EQ(response.error, std::string("header line without a colon"));
 }
 
-TEST(http_parser_two_mib_header_is_error) {
+TEST(HttpParser, http_parser_two_mib_header_is_error) {
   const std::string big = "GET / HTTP/1.1\r\nX-Big: " + std::string(2 << 20, 'a') + "\r\n\r\n";
   HttpParser parser(Direction::Request);
   size_t fed = 0;
@@ -557,95 +561,95 @@ TEST(http_parser_two_mib_header_is_error) {
     parser.feed(std::string_view(big).substr(fed, 65536));
     fed += 65536;
   }
-  CHECK(parser.state() == State::Error);
-  CHECK_EQ(parser.error(), std::string("header section larger than 1 MiB"));
-  CHECK(fed <= (size_t{1} << 20) + 65536);  // noticed at the cap, not at the end
+  ASSERT_TRUE(parser.state() == State::Error);
+  ASSERT_EQ(parser.error(), std::string("header section larger than 1 MiB"));
+  ASSERT_TRUE(fed <= (size_t{1} << 20) + 65536);  // noticed at the cap, not at the end
 
   // Many small fields add up the same way.
   std::string many = "GET / HTTP/1.1\r\n";
   while (many.size() < (size_t{2} << 20)) many += "X-Field: " + std::string(100, 'b') + "\r\n";
-  CHECK_EQ(run_request(many + "\r\n", 65536).error, std::string("header section larger than 1 MiB"));
+  ASSERT_EQ(run_request(many + "\r\n", 65536).error, std::string("header section larger than 1 MiB"));
 
   // Just under the cap is fine.
   const std::string large = "GET / HTTP/1.1\r\nX-Large: " + std::string(1000000, 'c') + "\r\n\r\n";
   const Outcome ok = run_request(large, 65536);
-  CHECK(ok.state == State::Http);
-  CHECK_EQ(ok.messages.size(), size_t{1});
+  ASSERT_TRUE(ok.state == State::Http);
+  ASSERT_EQ(ok.messages.size(), size_t{1});
 }
 
-TEST(http_parser_bad_chunk_size_is_error) {
+TEST(HttpParser, http_parser_bad_chunk_size_is_error) {
   for (const std::string size_line : {"zz", "", "-1", "0x10", " 5", "5 x", "1ffffffffffffffff", "10000000000000000"}) {
     const Outcome out = run(Direction::Response, {"GET"},
                             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size_line + "\r\nhello\r\n0\r\n\r\n");
-    CHECK(out.state == State::Error);
-    CHECK_EQ(out.error, std::string("invalid chunk size"));
-    CHECK(out.messages.empty());
+    ASSERT_TRUE(out.state == State::Error);
+    ASSERT_EQ(out.error, std::string("invalid chunk size"));
+    ASSERT_TRUE(out.messages.empty());
   }
   // The largest size that fits in 64 bits is accepted (then cut short).
   const Outcome huge = run(Direction::Response, {"GET"},
                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc");
-  CHECK(huge.state == State::Http);
-  CHECK(!huge.finished_cleanly);
+  ASSERT_TRUE(huge.state == State::Http);
+  ASSERT_TRUE(!huge.finished_cleanly);
 
   const Outcome no_crlf = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloX\r\n0\r\n\r\n");
-  CHECK_EQ(no_crlf.error, std::string("chunk data not followed by a line end"));
+  ASSERT_EQ(no_crlf.error, std::string("chunk data not followed by a line end"));
   const Outcome bad_trailer = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nnot a field\r\n\r\n");
-  CHECK_EQ(bad_trailer.error, std::string("header line without a colon"));
+  ASSERT_EQ(bad_trailer.error, std::string("header line without a colon"));
   const Outcome long_ext = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;" +
                                        std::string(HttpParser::kMaxChunkSizeLine, 'e') + "\r\nhello\r\n0\r\n\r\n");
-  CHECK_EQ(long_ext.error, std::string("chunk size line too long"));
+  ASSERT_EQ(long_ext.error, std::string("chunk size line too long"));
 }
 
-TEST(http_parser_finish_reports_cut_short_messages) {
+TEST(HttpParser, http_parser_finish_reports_cut_short_messages) {
   // Mid-body (Content-Length).
   const Outcome mid_body = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhello");
-  CHECK(!mid_body.finished_cleanly);
-  CHECK(mid_body.messages.empty());
+  ASSERT_TRUE(!mid_body.finished_cleanly);
+  ASSERT_TRUE(mid_body.messages.empty());
   // Mid-body (chunked request), mid-header, mid-start-line.
-  CHECK(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel").finished_cleanly);
-  CHECK(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n").finished_cleanly);
-  CHECK(!run_request("GET / HTTP/1.1\r\nHost: a\r\n").finished_cleanly);
-  CHECK(!run_request("GE").finished_cleanly);
+  ASSERT_TRUE(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel").finished_cleanly);
+  ASSERT_TRUE(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n").finished_cleanly);
+  ASSERT_TRUE(!run_request("GET / HTTP/1.1\r\nHost: a\r\n").finished_cleanly);
+  ASSERT_TRUE(!run_request("GE").finished_cleanly);
   // Between messages, and on an empty stream.
   const Outcome between = run_request("GET / HTTP/1.1\r\n\r\n");
-  CHECK(between.finished_cleanly);
-  CHECK_EQ(between.messages.size(), size_t{1});
-  CHECK(run_request("").finished_cleanly);
+  ASSERT_TRUE(between.finished_cleanly);
+  ASSERT_EQ(between.messages.size(), size_t{1});
+  ASSERT_TRUE(run_request("").finished_cleanly);
 
   HttpParser parser(Direction::Request);
   parser.feed("GET / HTTP/1.1\r\nHost");
-  CHECK(parser.in_message());
-  CHECK(!parser.finish());
-  CHECK(!parser.has_completed());
-  CHECK(!parser.in_message());
+  ASSERT_TRUE(parser.in_message());
+  ASSERT_TRUE(!parser.finish());
+  ASSERT_TRUE(!parser.has_completed());
+  ASSERT_TRUE(!parser.in_message());
 }
 
-TEST(http_parser_lying_content_length_does_not_allocate_it) {
+TEST(HttpParser, http_parser_lying_content_length_does_not_allocate_it) {
   // A terabyte-sized Content-Length must neither throw nor reserve a terabyte.
   const Outcome out = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\nsmall");
-  CHECK(out.state == State::Http);
-  CHECK(!out.finished_cleanly);
+  ASSERT_TRUE(out.state == State::Http);
+  ASSERT_TRUE(!out.finished_cleanly);
 }
 
-TEST(http_parser_large_body_in_64k_pieces) {
+TEST(HttpParser, http_parser_large_body_in_64k_pieces) {
   const size_t body_size = 64 << 20;
   std::string piece(65536, 'z');
   HttpParser parser(Direction::Response);
   parser.expect_response_to("GET");
   const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_size) + "\r\n\r\n";
-  CHECK_EQ(parser.feed(head), head.size());
+  ASSERT_EQ(parser.feed(head), head.size());
   for (size_t sent = 0; sent < body_size; sent += piece.size()) {
     piece[0] = static_cast<char>('a' + (sent / piece.size()) % 26);
-    CHECK_EQ(parser.feed(piece), piece.size());
+    ASSERT_EQ(parser.feed(piece), piece.size());
   }
-  CHECK(parser.has_completed());
+  ASSERT_TRUE(parser.has_completed());
   const auto completed = parser.pop_completed();
-  CHECK_EQ(completed.message.body.size(), body_size);
-  CHECK_EQ(completed.message.body[65536], 'b');
-  CHECK_EQ(completed.message.body[body_size - 1], 'z');
+  ASSERT_EQ(completed.message.body.size(), body_size);
+  ASSERT_EQ(completed.message.body[65536], 'b');
+  ASSERT_EQ(completed.message.body[body_size - 1], 'z');
 }
 
-TEST(http_parser_pop_completed_on_empty_throws) {
+TEST(HttpParser, http_parser_pop_completed_on_empty_throws) {
   HttpParser parser(Direction::Request);
-  CHECK_THROWS(std::logic_error, parser.pop_completed(), "no completed message");
+  EXPECT_THROW_WITH(std::logic_error, parser.pop_completed(), "no completed message");
 }

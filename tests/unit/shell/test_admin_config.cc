@@ -1,0 +1,50 @@
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "shell/admin_config.hh"
+#include "util/exception.hh"
+#include "expect.hh"
+
+TEST(AdminConfig, admin_config_parses_settings_and_comments) {
+  auto c = AdministratorConfig::parse(
+      "# comment\n\n  allow-address-pool 198.18.0.0/15  # lab range\nallow-address-pool 203.0.113.0/24\nferry-nice -20\n",
+      "f");
+  ASSERT_EQ(c.allowed_pools.size(), 2u);
+  ASSERT_EQ(c.allowed_pools[0].str(), "198.18.0.0/15");
+  ASSERT_TRUE(c.ferry_nice && *c.ferry_nice == -20);
+  auto empty = AdministratorConfig::parse("", "f");
+  ASSERT_TRUE(empty.allowed_pools.empty() && !empty.ferry_nice);
+}
+
+TEST(AdminConfig, admin_config_refuses_bad_lines_naming_them) {
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("ferry-nice -21\n", "f"), "f:1: ferry-nice");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("ferry-nice x\n", "f"), "f:1:");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("\nallow-address-pool 10.0.0.1/8\n", "f"), "f:2:");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("allow-address-pool\n", "f"), "KEY VALUE");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("ferry-nice 0 1\n", "f"), "KEY VALUE");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("nice -20\n", "f"), "unknown setting");
+}
+
+TEST(AdminConfig, admin_config_file_must_be_root_only) {
+  char dir[] = "/tmp/mm-conf.XXXXXX";
+  ASSERT_TRUE(::mkdtemp(dir));
+  const std::string path = std::string(dir) + "/mahimahi.conf";
+  auto empty = AdministratorConfig::load(path);  // absent: nothing widened
+  ASSERT_TRUE(empty.allowed_pools.empty());
+  std::ofstream(path) << "ferry-nice -5\n";
+  ::chmod(path.c_str(), 0666);
+  if (::geteuid() == 0) {
+    EXPECT_THROW_WITH(UserError, AdministratorConfig::load(path), "writable by root only");
+    ::chmod(path.c_str(), 0644);
+    ::chmod(dir, 0755);
+    auto c = AdministratorConfig::load(path);
+    ASSERT_TRUE(c.ferry_nice && *c.ferry_nice == -5);
+  } else {
+    EXPECT_THROW_WITH(UserError, AdministratorConfig::load(path), "owned by root");  // owned by this user
+  }
+  ::unlink(path.c_str());
+  ::rmdir(dir);
+}
