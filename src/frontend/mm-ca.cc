@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include "util/args.hh"
 #include "tls/certificate_authority.hh"
+#include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
@@ -30,34 +30,33 @@ namespace fs = std::filesystem;
 namespace {
 const char* const kNickname = "Mahimahi local CA";
 
-const ProgramInfo kInfo{
-    "mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|untrust|leaf] ...",
-    "Manages the local certificate authority whose certificates mm-record presents for HTTPS\n"
-    "sites while recording and replay's servers present while replaying. It is made on first use\n"
-    "(EC P-256, valid 20 years); its private key stays in the CA directory, readable by you only.\n"
-    "\n"
-    "Commands:\n"
-    "  show              the CA's files, subject, validity and SPKI hash, with the Chromium flag\n"
-    "                    that accepts its certificates (the default command)\n"
-    "  path              print the CA certificate's path\n"
-    "  spki              print base64(SHA-256(SubjectPublicKeyInfo)) for Chromium's\n"
-    "                    --ignore-certificate-errors-spki-list\n"
-    "  create            make the CA if there is none; say whether it was made or existed\n"
-    "  trust             add the CA to your NSS database (Chromium, curl built with NSS...), as\n"
-    "                    \"Mahimahi local CA\" trusted to identify web sites; needs certutil\n"
-    "                    (Debian/Ubuntu package libnss3-tools). Running it again replaces it.\n"
-    "  untrust           remove it from the NSS database (no error if absent)\n"
-    "  leaf NAME... --cert FILE --key FILE\n"
-    "                    write a certificate for the host names or IP addresses NAME... (chain:\n"
-    "                    certificate then CA, PEM) to FILE, and its private key to the other FILE\n"
-    "\n"
-    "Options:\n"
-    "  --ca-dir DIR      the CA directory (default: $MAHIMAHI_CA_DIR, else\n"
-    "                    $XDG_DATA_HOME/mahimahi/ca, else ~/.local/share/mahimahi/ca)\n"
-    "  --nssdb DIR       the NSS database for trust and untrust (default: ~/.pki/nssdb, made if\n"
-    "                    absent); for Firefox, give its profile directory\n"
-    "  --help            show this help\n"
-    "  --version         show the version\n"};
+const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|untrust|leaf] ...",
+                        "Manages the local certificate authority whose certificates mm-record presents for HTTPS\n"
+                        "sites while recording and replay's servers present while replaying. It is made on first use\n"
+                        "(EC P-256, valid 20 years); its private key stays in the CA directory, readable by you only.\n"
+                        "\n"
+                        "Commands:\n"
+                        "  show              the CA's files, subject, validity and SPKI hash, with the Chromium flag\n"
+                        "                    that accepts its certificates (the default command)\n"
+                        "  path              print the CA certificate's path\n"
+                        "  spki              print base64(SHA-256(SubjectPublicKeyInfo)) for Chromium's\n"
+                        "                    --ignore-certificate-errors-spki-list\n"
+                        "  create            make the CA if there is none; say whether it was made or existed\n"
+                        "  trust             add the CA to your NSS database (Chromium, curl built with NSS...), as\n"
+                        "                    \"Mahimahi local CA\" trusted to identify web sites; needs certutil\n"
+                        "                    (Debian/Ubuntu package libnss3-tools). Running it again replaces it.\n"
+                        "  untrust           remove it from the NSS database (no error if absent)\n"
+                        "  leaf NAME... --cert FILE --key FILE\n"
+                        "                    write a certificate for the host names or IP addresses NAME... (chain:\n"
+                        "                    certificate then CA, PEM) to FILE, and its private key to the other FILE\n"
+                        "\n"
+                        "Options:\n"
+                        "  --ca-dir DIR      the CA directory (default: $MAHIMAHI_CA_DIR, else\n"
+                        "                    $XDG_DATA_HOME/mahimahi/ca, else ~/.local/share/mahimahi/ca)\n"
+                        "  --nssdb DIR       the NSS database for trust and untrust (default: ~/.pki/nssdb, made if\n"
+                        "                    absent); for Firefox, give its profile directory\n"
+                        "  --help            show this help\n"
+                        "  --version         show the version\n"};
 
 std::string home_directory() {
   const char* home = std::getenv("HOME");
@@ -92,7 +91,8 @@ std::optional<std::string> find_program(const std::string& name) {
     const std::string directory = end > start ? directories.substr(start, end - start) : ".";
     const std::string candidate = directory + "/" + name;
     struct stat st {};
-    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
     start = end + 1;
   }
   return std::nullopt;
@@ -101,8 +101,9 @@ std::optional<std::string> find_program(const std::string& name) {
 std::string certutil_path() {
   static const std::optional<std::string> found = find_program("certutil");
   if (!found) {
-    throw UserError("certutil is not installed; install it (Debian/Ubuntu: sudo apt install libnss3-tools; "
-                    "Fedora: sudo dnf install nss-tools) and run this again");
+    throw UserError(
+        "certutil is not installed; install it (Debian/Ubuntu: sudo apt install libnss3-tools; "
+        "Fedora: sudo dnf install nss-tools) and run this again");
   }
   return *found;
 }
@@ -224,7 +225,8 @@ void make_private_directories(const fs::path& directory) {
     if (part.empty()) continue;
     so_far /= part;
     if (::mkdir(so_far.c_str(), 0700) != 0 && errno != EEXIST) {
-      throw UserError("cannot create " + so_far.string() + ": " + std::strerror(errno) + "; give --nssdb a writable directory");
+      throw UserError("cannot create " + so_far.string() + ": " + std::strerror(errno) +
+                      "; give --nssdb a writable directory");
     }
   }
 }
@@ -241,15 +243,16 @@ int trust(const CertificateAuthority& ca, const NssDatabase& db, bool default_da
     std::cout << "created the NSS database " << db.argument() << "\n";
   }
   const int replaced = remove_from_nss(db);
-  const ProgramResult added = run_certutil(
-      {"-A", "-n", kNickname, "-t", "C,,", "-i", ca.certificate_path().string(), "-d", db.argument()});
+  const ProgramResult added =
+      run_certutil({"-A", "-n", kNickname, "-t", "C,,", "-i", ca.certificate_path().string(), "-d", db.argument()});
   if (added.status != 0) {
     throw UserError("certutil could not import " + ca.certificate_path().string() + " into " + db.argument() + ": " +
                     first_line(added.errors) + "; check that the database is writable by you");
   }
   std::cout << (replaced ? "re-imported" : "imported") << " \"" << kNickname << "\" (" << ca.certificate_path().string()
             << ") into " << db.argument() << ", trusted to identify web sites\n";
-  if (default_database) std::cout << "Chromium started from now on accepts the certificates mm-record and replay present.\n";
+  if (default_database)
+    std::cout << "Chromium started from now on accepts the certificates mm-record and replay present.\n";
   return 0;
 }
 
@@ -326,11 +329,13 @@ int run(int argc, char** argv) {
   if (std::find(kCommands.begin(), kCommands.end(), command) == kCommands.end()) {
     throw UsageError("unknown command \"" + command + "\" (show, path, spki, create, trust, untrust or leaf)");
   }
-  if (command != "leaf" && !operands.empty()) throw UsageError(command + " takes no arguments, not \"" + operands.front() + "\"");
+  if (command != "leaf" && !operands.empty())
+    throw UsageError(command + " takes no arguments, not \"" + operands.front() + "\"");
   if (nssdb && command != "trust" && command != "untrust") throw UsageError("--nssdb goes with trust or untrust only");
   if ((certificate || key) && command != "leaf") throw UsageError("--cert and --key go with leaf only");
   if (command == "leaf") {
-    if (operands.empty()) throw UsageError("leaf needs at least one host name, e.g. mm-ca leaf example.com --cert c.pem --key c.key");
+    if (operands.empty())
+      throw UsageError("leaf needs at least one host name, e.g. mm-ca leaf example.com --cert c.pem --key c.key");
     if (!certificate || !key) throw UsageError("leaf needs --cert FILE and --key FILE");
     if (fs::absolute(*certificate) == fs::absolute(*key)) throw UsageError("--cert and --key must be different files");
   }

@@ -4,9 +4,9 @@
 #include <cstdio>
 
 #include "graphing/chart.hh"
-#include "util/exception.hh"
 #include "graphing/graph_tool.hh"
 #include "graphing/link_log_reader.hh"
+#include "util/exception.hh"
 
 int main(int argc, char** argv) {
   return run_graph_tool(

@@ -1,23 +1,22 @@
 // mm-delay DELAY-MS [--] [COMMAND...]: a fixed one-way delay in each direction.
 #include <optional>
 
+#include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
-#include "packet/queues.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-delay", "DELAY-MS [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace whose packets are\n"
-    "delayed by DELAY-MS milliseconds in each direction (so the round trip grows by twice\n"
-    "DELAY-MS). DELAY-MS may be fractional (12.5) and 0.\n"
-    "\n"
-    "Options:\n"
-    "  --help      show this help\n"
-    "  --version   show the version\n"
-    "\n"
-    "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
-    "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
+const ProgramInfo kInfo{"mm-delay", "DELAY-MS [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace whose packets are\n"
+                        "delayed by DELAY-MS milliseconds in each direction (so the round trip grows by twice\n"
+                        "DELAY-MS). DELAY-MS may be fractional (12.5) and 0.\n"
+                        "\n"
+                        "Options:\n"
+                        "  --help      show this help\n"
+                        "  --version   show the version\n"
+                        "\n"
+                        "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
+                        "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
 }
 
 int main(int argc, char** argv) {

@@ -2,15 +2,14 @@
 #include "frontend/switching_shell.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-intermittent", "uplink|downlink ON-SECONDS OFF-SECONDS [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace where the given\n"
-    "direction is periodically on for ON-SECONDS (packets pass), then off for OFF-SECONDS\n"
-    "(every arriving packet is dropped), starting on. Fractions of seconds are allowed.\n"
-    "\n"
-    "Options:\n"
-    "  --help      show this help\n"
-    "  --version   show the version\n"};
+const ProgramInfo kInfo{"mm-intermittent", "uplink|downlink ON-SECONDS OFF-SECONDS [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace where the given\n"
+                        "direction is periodically on for ON-SECONDS (packets pass), then off for OFF-SECONDS\n"
+                        "(every arriving packet is dropped), starting on. Fractions of seconds are allowed.\n"
+                        "\n"
+                        "Options:\n"
+                        "  --help      show this help\n"
+                        "  --version   show the version\n"};
 }
 
 int main(int argc, char** argv) {

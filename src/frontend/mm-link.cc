@@ -4,12 +4,12 @@
 
 #include <optional>
 
-#include "shell/ferry_pair.hh"
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
-#include "shell/packet_shell.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
+#include "shell/ferry_pair.hh"
+#include "shell/packet_shell.hh"
 
 namespace {
 const ProgramInfo kInfo{
@@ -46,8 +46,9 @@ struct Direction {
 };
 
 std::string shell_quote(const std::string& word) {
-  if (!word.empty() && word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
-                           std::string::npos)
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
+          std::string::npos)
     return word;
   std::string quoted = "'";
   for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -93,26 +94,25 @@ int main(int argc, char** argv) {
     bool once = false;
     std::optional<uint64_t> seed;
     auto meter = [](std::string_view) {
-      throw UsageError("live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
-                       "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
+      throw UsageError(
+          "live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
+          "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
     };
-    ArgScanner scanner(
-        kInfo,
-        {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
-         {"u", true, [&](std::string_view v) { up.log = v; }},
-         {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
-         {"d", true, [&](std::string_view v) { down.log = v; }},
-         {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
-         {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
-         {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
-         {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
-         {"once", false, [&](std::string_view) { once = true; }},
-         {"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }},
-         {"meter-uplink", false, meter},
-         {"meter-downlink", false, meter},
-         {"meter-uplink-delay", false, meter},
-         {"meter-downlink-delay", false, meter},
-         {"meter-all", false, meter}});
+    ArgScanner scanner(kInfo, {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
+                               {"u", true, [&](std::string_view v) { up.log = v; }},
+                               {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
+                               {"d", true, [&](std::string_view v) { down.log = v; }},
+                               {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+                               {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
+                               {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
+                               {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
+                               {"once", false, [&](std::string_view) { once = true; }},
+                               {"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }},
+                               {"meter-uplink", false, meter},
+                               {"meter-downlink", false, meter},
+                               {"meter-uplink-delay", false, meter},
+                               {"meter-downlink-delay", false, meter},
+                               {"meter-all", false, meter}});
     ShellSpec spec;
     int traces = 0;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
@@ -122,7 +122,8 @@ int main(int argc, char** argv) {
       (traces++ == 0 ? up : down).trace = word;
       return true;
     });
-    if (traces < 2) throw UsageError(traces == 0 ? "missing UPLINK-TRACE and DOWNLINK-TRACE" : "missing DOWNLINK-TRACE");
+    if (traces < 2)
+      throw UsageError(traces == 0 ? "missing UPLINK-TRACE and DOWNLINK-TRACE" : "missing DOWNLINK-TRACE");
     const uint64_t base_seed = seed ? *seed : Random::fresh_seed();
     for (auto* d : {&up, &down}) {
       const auto& text = d == &up ? up_args : down_args;

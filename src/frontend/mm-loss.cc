@@ -1,22 +1,21 @@
 // mm-loss uplink|downlink RATE [uplink|downlink RATE] [--seed N] [--] [COMMAND...]
 #include <optional>
 
+#include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
-#include "packet/queues.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-loss", "uplink|downlink RATE [uplink|downlink RATE] [--seed N] [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace where each packet\n"
-    "is dropped independently with probability RATE (0 to 1) in the given direction.\n"
-    "uplink: packets leaving the shell; downlink: packets entering it. Both directions may\n"
-    "be given at once, e.g. mm-loss uplink 0.01 downlink 0.02.\n"
-    "\n"
-    "Options:\n"
-    "  --seed N    seed the random drops, so that a run can be repeated exactly\n"
-    "  --help      show this help\n"
-    "  --version   show the version\n"};
+const ProgramInfo kInfo{"mm-loss", "uplink|downlink RATE [uplink|downlink RATE] [--seed N] [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace where each packet\n"
+                        "is dropped independently with probability RATE (0 to 1) in the given direction.\n"
+                        "uplink: packets leaving the shell; downlink: packets entering it. Both directions may\n"
+                        "be given at once, e.g. mm-loss uplink 0.01 downlink 0.02.\n"
+                        "\n"
+                        "Options:\n"
+                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n"
+                        "  --help      show this help\n"
+                        "  --version   show the version\n"};
 
 enum Direction { kUplink, kDownlink };
 }  // namespace
@@ -47,7 +46,8 @@ int main(int argc, char** argv) {
       }
       return false;
     });
-    if (pending) throw UsageError("missing loss rate after " + std::string(*pending == kUplink ? "uplink" : "downlink"));
+    if (pending)
+      throw UsageError("missing loss rate after " + std::string(*pending == kUplink ? "uplink" : "downlink"));
     if (!rate[kUplink] && !rate[kDownlink]) throw UsageError("missing direction and loss rate");
     spec.device_kind = "loss";
     if (rate[kUplink]) spec.tag += "[loss up=" + typed[kUplink] + "] ";

@@ -2,17 +2,16 @@
 #include "frontend/switching_shell.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-onoff", "uplink|downlink MEAN-ON-SECONDS MEAN-OFF-SECONDS [--seed N] [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace where the given\n"
-    "direction alternates between on (packets pass) and off (every arriving packet is\n"
-    "dropped). Each on and off period lasts an exponentially distributed time with the given\n"
-    "mean, in seconds (fractions allowed). The link starts on.\n"
-    "\n"
-    "Options:\n"
-    "  --seed N    seed the random periods, so that a run can be repeated exactly\n"
-    "  --help      show this help\n"
-    "  --version   show the version\n"};
+const ProgramInfo kInfo{"mm-onoff", "uplink|downlink MEAN-ON-SECONDS MEAN-OFF-SECONDS [--seed N] [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace where the given\n"
+                        "direction alternates between on (packets pass) and off (every arriving packet is\n"
+                        "dropped). Each on and off period lasts an exponentially distributed time with the given\n"
+                        "mean, in seconds (fractions allowed). The link starts on.\n"
+                        "\n"
+                        "Options:\n"
+                        "  --seed N    seed the random periods, so that a run can be repeated exactly\n"
+                        "  --help      show this help\n"
+                        "  --version   show the version\n"};
 }
 
 int main(int argc, char** argv) {

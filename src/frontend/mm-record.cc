@@ -5,13 +5,13 @@
 #include <optional>
 #include <thread>
 
-#include "tls/certificate_authority.hh"
-#include "util/exception.hh"
+#include "packet/queues.hh"
+#include "record/record_proxy.hh"
+#include "recording/record_file.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
-#include "packet/queues.hh"
-#include "recording/record_file.hh"
-#include "record/record_proxy.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
 
 namespace {
 const ProgramInfo kInfo{
@@ -45,11 +45,12 @@ int main(int argc, char** argv) {
     std::optional<std::string> ca_dir;
     bool allow_quic = false;
     RecordProxyOptions options;
-    ArgScanner scanner(kInfo, {{"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
-                               {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
-                               {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
-                               {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
-                               {"verbose", false, [&](std::string_view) { options.verbose = true; }}});
+    ArgScanner scanner(kInfo,
+                       {{"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                        {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
+                        {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
+                        {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
+                        {"verbose", false, [&](std::string_view) { options.verbose = true; }}});
     ShellSpec spec;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (dir) return false;

@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "util/exception.hh"
-#include "util/file_descriptor.hh"
 #include "recording/har.hh"
 #include "recording/record_file.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace fs = std::filesystem;
 
@@ -78,7 +78,8 @@ std::string printable(std::string_view text) {
 
 // Width on the terminal, counting UTF-8 sequences as one column each.
 size_t columns(std::string_view text) {
-  return static_cast<size_t>(std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
 std::string shortened(const std::string& text, size_t width) {
@@ -120,8 +121,8 @@ LoadedRecording load_nonempty(const std::string& dir, const char* purpose) {
   LoadedRecording loaded = load_recording(dir);
   print_warnings(loaded.warnings);
   if (loaded.entries.empty() && !loaded.warnings.empty()) {
-    throw UserError(dir + " holds no valid recorded request/response (" + count(loaded.warnings.size(), "file", "files") +
-                    " skipped): is it a recording directory?");
+    throw UserError(dir + " holds no valid recorded request/response (" +
+                    count(loaded.warnings.size(), "file", "files") + " skipped): is it a recording directory?");
   }
   if (loaded.entries.empty() && purpose) throw UserError(dir + " is an empty recording: " + purpose);
   return loaded;
@@ -162,8 +163,8 @@ std::string local_time_us(uint64_t us) {
   std::tm tm{};
   gmtime_r(&seconds, &tm);
   char text[64];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02d %02d:%02d:%02d.%06u UTC", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
+  std::snprintf(text, sizeof text, "%04d-%02d-%02d %02d:%02d:%02d.%06u UTC", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
   return text;
 }
 
@@ -222,7 +223,8 @@ int show(const std::string& dir, const std::string& file, bool raw) {
 
   std::string out;
   out += "file          " + printable(path.string()) + "\n";
-  out += "server        " + printable(p.ip) + ":" + std::to_string(p.port) + " (" + (p.https ? "https" : "http") + ")\n";
+  out +=
+      "server        " + printable(p.ip) + ":" + std::to_string(p.port) + " (" + (p.https ? "https" : "http") + ")\n";
   out += "server name   " + (p.server_name.empty() ? std::string("unknown") : printable(p.server_name)) + "\n";
   out += "protocol      " + (p.protocol.empty() ? std::string("unknown") : printable(p.protocol)) + "\n";
   if (p.request_start_us || p.request_end_us || p.response_first_byte_us || p.response_last_byte_us) {
@@ -246,8 +248,7 @@ int show(const std::string& dir, const std::string& file, bool raw) {
 
 int to_har_file(const std::string& dir, const std::string& output, bool force) {
   const LoadedRecording loaded = load_nonempty(dir, "nothing to convert");
-  const std::string text =
-      to_har(loaded.entries).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  const std::string text = to_har(loaded.entries).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (output == "-") {
     write_all(1, text);
     return 0;
@@ -255,7 +256,8 @@ int to_har_file(const std::string& dir, const std::string& output, bool force) {
   const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
   FileDescriptor fd(::open(output.c_str(), flags, 0644));
   if (!fd.valid()) {
-    if (errno == EEXIST) throw UserError(output + " already exists: choose another name, or add --force to overwrite it");
+    if (errno == EEXIST)
+      throw UserError(output + " already exists: choose another name, or add --force to overwrite it");
     throw UserError("cannot write " + output + ": " + std::strerror(errno));
   }
   try {
@@ -335,7 +337,8 @@ int run(int argc, char** argv) {
     return show(words[0], words[1], raw);
   }
   if (command == "to-har") {
-    if (words.size() != 2) throw UsageError("to-har takes a recording DIR and the OUT.har to write (- for standard output)");
+    if (words.size() != 2)
+      throw UsageError("to-har takes a recording DIR and the OUT.har to write (- for standard output)");
     return to_har_file(words[0], words[1], force);
   }
   if (command == "from-har") {

@@ -13,43 +13,42 @@
 #include <set>
 #include <sstream>
 
-#include "tls/certificate_authority.hh"
-#include "util/exception.hh"
-#include "util/file_descriptor.hh"
-#include "shell/packet_shell.hh"
 #include "replay/replay_fastcgi.hh"
 #include "replay/replay_index.hh"
 #include "replay/replay_servers.hh"
+#include "shell/packet_shell.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 #include "util/signals.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace with no way out, where\n"
-    "every server of the recording in DIR (made by mm-record, or by the original Mahimahi)\n"
-    "exists at its recorded IP address and port and answers from the recording: one Apache\n"
-    "httpd per recorded IP:port (HTTPS where recorded, with certificates from your local CA,\n"
-    "see mm-ca), one matcher behind them all, and a DNS server that knows every recorded name\n"
-    "(any other name fails at once).\n"
-    "\n"
-    "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
-    "and path match; among those, the one whose query string has the longest common substring\n"
-    "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
-    "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
-    "names the nearest recorded requests (and a line on standard error says the same).\n"
-    "\n"
-    "Options:\n"
-    "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
-    "                        says the origin spoke h2)\n"
-    "  --ignore-user-agent   match requests whatever their User-Agent\n"
-    "  --single-server       one server (one IP) answers everything and every name resolves to\n"
-    "                        it: a control for what multi-origin emulation changes\n"
-    "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
-    "  --verbose             a summary of requests answered and missed at the end\n"
-    "  --help, --version\n"
-    "\n"
-    "Also installed as mm-webreplay. Nests with the other shells:\n"
-    "  mm-replay /tmp/site mm-delay 50 mm-link up.trace down.trace -- chromium ...\n"};
+const ProgramInfo kInfo{"mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace with no way out, where\n"
+                        "every server of the recording in DIR (made by mm-record, or by the original Mahimahi)\n"
+                        "exists at its recorded IP address and port and answers from the recording: one Apache\n"
+                        "httpd per recorded IP:port (HTTPS where recorded, with certificates from your local CA,\n"
+                        "see mm-ca), one matcher behind them all, and a DNS server that knows every recorded name\n"
+                        "(any other name fails at once).\n"
+                        "\n"
+                        "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
+                        "and path match; among those, the one whose query string has the longest common substring\n"
+                        "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
+                        "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
+                        "names the nearest recorded requests (and a line on standard error says the same).\n"
+                        "\n"
+                        "Options:\n"
+                        "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
+                        "                        says the origin spoke h2)\n"
+                        "  --ignore-user-agent   match requests whatever their User-Agent\n"
+                        "  --single-server       one server (one IP) answers everything and every name resolves to\n"
+                        "                        it: a control for what multi-origin emulation changes\n"
+                        "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
+                        "  --verbose             a summary of requests answered and missed at the end\n"
+                        "  --help, --version\n"
+                        "\n"
+                        "Also installed as mm-webreplay. Nests with the other shells:\n"
+                        "  mm-replay /tmp/site mm-delay 50 mm-link up.trace down.trace -- chromium ...\n"};
 
 // The IPv4 resolvers the command will ask (glibc reads the first three nameserver lines;
 // without any it asks 127.0.0.1): they must exist in the namespace, answered by dnsmasq.
@@ -79,7 +78,8 @@ class WorkDirectory {
  public:
   WorkDirectory() {
     std::string pattern = (std::filesystem::temp_directory_path() / "mm-replay.XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw SystemError("creating a directory in " + std::filesystem::temp_directory_path().string());
+    if (!::mkdtemp(pattern.data()))
+      throw SystemError("creating a directory in " + std::filesystem::temp_directory_path().string());
     path_ = pattern;
   }
   ~WorkDirectory() {
@@ -135,7 +135,8 @@ ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
     }
     for (const auto& [name, ips] : p.index->names()) p.dns.names[name] = {ip};
   } else {
-    for (const ReplayOrigin& o : origins) p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2)});
+    for (const ReplayOrigin& o : origins)
+      p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2)});
     p.dns.names = p.index->names();
   }
   for (Ipv4 r : resolver_addresses()) p.dns.listen.push_back(r.str());
@@ -163,8 +164,8 @@ int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan&
   SignalFd term(SignalSet{SIGTERM});
   for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);
 
-  CertificateAuthority ca = CertificateAuthority::load_or_create(
-      ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
+  CertificateAuthority ca = CertificateAuthority::load_or_create(ca_dir ? std::filesystem::path(*ca_dir)
+                                                                        : CertificateAuthority::default_directory());
   WorkDirectory work;
   const bool rescan = std::getenv("MAHIMAHI_REPLAY_RESCAN") != nullptr;  // the original's way, for bench/replay
   ReplayFastCgi matcher(
@@ -192,11 +193,12 @@ int main(int argc, char** argv) {
     std::optional<std::string> dir, ca_dir;
     bool http2 = false, single_server = false, verbose = false;
     ReplayOptions options;
-    ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
-                               {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
-                               {"single-server", false, [&](std::string_view) { single_server = true; }},
-                               {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
-                               {"verbose", false, [&](std::string_view) { verbose = true; }}});
+    ArgScanner scanner(kInfo,
+                       {{"http2", false, [&](std::string_view) { http2 = true; }},
+                        {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
+                        {"single-server", false, [&](std::string_view) { single_server = true; }},
+                        {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                        {"verbose", false, [&](std::string_view) { verbose = true; }}});
     ShellSpec spec;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (dir) return false;
@@ -211,7 +213,7 @@ int main(int argc, char** argv) {
     // parsing can regain them), and only the list of addresses goes back to the supervisor.
     spec.isolated = true;
     spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
-                                                                             const std::function<void()>& ready) {
+                                                                              const std::function<void()>& ready) {
       try {
         (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
         ReplayPlan p = plan(dir, http2, single_server);

@@ -2,11 +2,11 @@
 #include <cmath>
 #include <cstdio>
 
-#include "util/args.hh"
 #include "graphing/chart.hh"
-#include "util/exception.hh"
 #include "graphing/graph_tool.hh"
 #include "graphing/link_log_reader.hh"
+#include "util/args.hh"
+#include "util/exception.hh"
 
 int main(int argc, char** argv) {
   return run_graph_tool(

@@ -10,10 +10,10 @@
 #include <optional>
 #include <sstream>
 
+#include "packet/trace.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-#include "packet/trace.hh"
 
 namespace {
 const char* kUsage =
@@ -46,9 +46,7 @@ const char* kHelp =
     "  -o FILE         write the trace to FILE instead of standard output\n"
     "  --help, --version\n";
 
-[[noreturn]] void usage_error(const std::string& message) {
-  throw UsageError(message);
-}
+[[noreturn]] void usage_error(const std::string& message) { throw UsageError(message); }
 
 void write_output(const std::optional<std::string>& path, const std::string& text) {
   if (!path) {
@@ -189,8 +187,8 @@ std::string convert(const std::string& format, const std::string& path) {
   const std::string source = path == "-" ? std::string("standard input") : path;
   if (format != "kbps-per-ms" && format != "ms-kbps" && format != "csv")
     usage_error("unknown --format \"" + format + "\" (kbps-per-ms, ms-kbps or csv)");
-  const std::string text = read_user_file(path, "rate series", kMaxRatesFileBytes,
-                                          "convert a shorter stretch (at most 10000000 lines)");
+  const std::string text =
+      read_user_file(path, "rate series", kMaxRatesFileBytes, "convert a shorter stretch (at most 10000000 lines)");
   std::istringstream lines(text);
   std::string line;
   TraceBuilder builder(source);
@@ -231,7 +229,8 @@ std::string convert(const std::string& format, const std::string& path) {
     auto f = fields_of(line);
     if (f.empty()) continue;
     const std::string where = source + ":" + std::to_string(number_of_line) + ": ";
-    if (f.size() != 2) throw UserError(where + "expected two fields: " + (format == "csv" ? "SECONDS,MBIT/S" : "MS KBIT/S"));
+    if (f.size() != 2)
+      throw UserError(where + "expected two fields: " + (format == "csv" ? "SECONDS,MBIT/S" : "MS KBIT/S"));
     if (format == "csv" && steps.empty() && !std::isdigit(static_cast<unsigned char>(f[0][0]))) continue;  // header
     const double t = number(f[0], where) * (format == "csv" ? 1000 : 1);
     if (t > static_cast<double>(Trace::kMaxMs)) {
@@ -250,8 +249,9 @@ std::string convert(const std::string& format, const std::string& path) {
   const double start = steps.front().first;
   const double total = std::ceil(end - start - 1e-9);
   if (total > static_cast<double>(Trace::kMaxMs)) {
-    throw UserError(source + ": the trace would last " + std::to_string(static_cast<uint64_t>(total)) + " ms, more than " +
-                    std::to_string(Trace::kMaxMs) + " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
+    throw UserError(source + ": the trace would last " + std::to_string(static_cast<uint64_t>(total)) +
+                    " ms, more than " + std::to_string(Trace::kMaxMs) +
+                    " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
   }
   uint64_t done = 0;
   const uint64_t count = static_cast<uint64_t>(total);
@@ -292,7 +292,9 @@ void info(const std::string& argument) {
     longest_gap = std::max(longest_gap, offsets[i] - previous);
     previous = offsets[i];
   }
-  auto mbps = [&](uint64_t count, Nanos span) { return static_cast<double>(count) * 12000.0 / (static_cast<double>(span) / 1e9) / 1e6; };
+  auto mbps = [&](uint64_t count, Nanos span) {
+    return static_cast<double>(count) * 12000.0 / (static_cast<double>(span) / 1e9) / 1e6;
+  };
   double low = 1e300, high = 0, sum = 0, sum2 = 0;
   size_t next = 0;
   for (uint64_t w = 0; w < windows; w++) {

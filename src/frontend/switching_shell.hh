@@ -2,9 +2,9 @@
 // mm-onoff and mm-intermittent: one direction switches between on (forward) and off (drop).
 #include <optional>
 
+#include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
-#include "packet/queues.hh"
 
 inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, const std::string& tag_word,
                                OnOffGate::Durations durations) {

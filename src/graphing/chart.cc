@@ -54,16 +54,18 @@ double nice_step(double range, int count) {
 
 std::string format_tick(double v) {
   char text[32];
-  if (std::abs(v) >= 1 || v == 0) std::snprintf(text, sizeof text, "%g", std::round(v * 1000) / 1000);
-  else std::snprintf(text, sizeof text, "%g", v);
+  if (std::abs(v) >= 1 || v == 0)
+    std::snprintf(text, sizeof text, "%g", std::round(v * 1000) / 1000);
+  else
+    std::snprintf(text, sizeof text, "%g", v);
   return text;
 }
 
 class Painter {
  public:
   explicit Painter(cairo_t* cr) : cr_(cr) {}
-  void text(const std::string& s, double x, double y, double align_x, double align_y, int size = 11,
-            bool bold = false, bool vertical = false) {
+  void text(const std::string& s, double x, double y, double align_x, double align_y, int size = 11, bool bold = false,
+            bool vertical = false) {
     PangoLayout* layout = pango_cairo_create_layout(cr_);
     std::string font = std::string("DejaVu Sans") + (bold ? " Bold " : " ") + std::to_string(size);
     PangoFontDescription* description = pango_font_description_from_string(font.c_str());
@@ -240,7 +242,8 @@ void render_chart(const Chart& chart, const std::string& output, int width, int 
   cairo_surface_finish(surface);
   if (status == CAIRO_STATUS_SUCCESS) status = cairo_surface_status(surface);
   cairo_surface_destroy(surface);
-  if (sink.error) throw UserError("cannot write " + (output.empty() ? std::string("standard output") : output) + ": " +
-                                  std::strerror(sink.error));
+  if (sink.error)
+    throw UserError("cannot write " + (output.empty() ? std::string("standard output") : output) + ": " +
+                    std::strerror(sink.error));
   if (status != CAIRO_STATUS_SUCCESS) throw UserError(std::string("drawing failed: ") + cairo_status_to_string(status));
 }

@@ -59,7 +59,8 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
     }
     std::string_view rest = line;
     double t = 0, a = 0, b = 0;
-    if (!parse_number(rest, t)) throw UserError(where + "expected a time (a number of ms up to 1e15), found " + quoted(line));
+    if (!parse_number(rest, t))
+      throw UserError(where + "expected a time (a number of ms up to 1e15), found " + quoted(line));
     while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
     if (rest.empty()) throw UserError(where + "missing event type");
     const char kind = rest.front();
@@ -67,8 +68,12 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
     t -= base;
     bool ok = parse_number(rest, a);
     switch (kind) {
-      case '#': log.opportunities.push_back({t, a}); break;
-      case '+': log.arrivals.push_back({t, a}); break;
+      case '#':
+        log.opportunities.push_back({t, a});
+        break;
+      case '+':
+        log.arrivals.push_back({t, a});
+        break;
       case '-':
         ok = ok && parse_number(rest, b);
         log.departures.push_back({t, a, b});
@@ -77,10 +82,12 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
         ok = ok && parse_number(rest, b);
         log.drops.push_back({t, a, b});
         break;
-      default: throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
+      default:
+        throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
     }
-    if (!ok) throw UserError(where + "malformed '" + std::string(1, kind) + "' line " + quoted(line) +
-                           " (numbers must be at most 1e15)");
+    if (!ok)
+      throw UserError(where + "malformed '" + std::string(1, kind) + "' line " + quoted(line) +
+                      " (numbers must be at most 1e15)");
     if (!any || t < log.first) log.first = t;
     if (!any || t > log.last) log.last = t;
     any = true;
@@ -88,10 +95,12 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
   if (!any) throw UserError(path + ": no events in this log (is it an mm-link log?)");
   if (log.last - log.first > kMaxSpanMs) {
     char span[64];
-    std::snprintf(span, sizeof span, "%.1f hours (%.0f to %.0f ms)", (log.last - log.first) / 3.6e6, log.first, log.last);
-    throw UserError(path + ": its events span " + span +
-                    ", more than the 24 hours the graphs can cover; plot a part of it, e.g. awk '/^#/ || $1 < 3600000' " +
-                    path + " for the first hour");
+    std::snprintf(span, sizeof span, "%.1f hours (%.0f to %.0f ms)", (log.last - log.first) / 3.6e6, log.first,
+                  log.last);
+    throw UserError(
+        path + ": its events span " + span +
+        ", more than the 24 hours the graphs can cover; plot a part of it, e.g. awk '/^#/ || $1 < 3600000' " + path +
+        " for the first hour");
   }
   return log;
 }

@@ -8,10 +8,24 @@
 #include <vector>
 
 struct LinkLog {
-  struct Opportunity { double time; double bytes; };
-  struct Arrival { double time; double bytes; };
-  struct Departure { double time; double bytes; double delay; };
-  struct Drop { double time; double packets; double bytes; };
+  struct Opportunity {
+    double time;
+    double bytes;
+  };
+  struct Arrival {
+    double time;
+    double bytes;
+  };
+  struct Departure {
+    double time;
+    double bytes;
+    double delay;
+  };
+  struct Drop {
+    double time;
+    double packets;
+    double bytes;
+  };
   std::vector<Opportunity> opportunities;
   std::vector<Arrival> arrivals;
   std::vector<Departure> departures;

@@ -53,9 +53,7 @@ std::string_view without_line_end(std::string_view line) {
 }
 
 // "HTTP/1.x": this parser speaks HTTP/1.0 and 1.1 framing (any minor digit is accepted).
-bool is_http1_version(std::string_view v) {
-  return v.size() == 8 && v.substr(0, 7) == "HTTP/1." && is_digit(v[7]);
-}
+bool is_http1_version(std::string_view v) { return v.size() == 8 && v.substr(0, 7) == "HTTP/1." && is_digit(v[7]); }
 
 enum class TransferCoding { Absent, ChunkedLast, Other };
 
@@ -259,9 +257,15 @@ bool HttpParser::check_start_line_prefix() {
     const char c = prefix[i];
     bool ok;
     switch (shape[i]) {
-      case 'd': ok = is_digit(c); break;
-      case 'x': ok = c == ' ' || c == '\r'; break;
-      default: ok = c == shape[i]; break;
+      case 'd':
+        ok = is_digit(c);
+        break;
+      case 'x':
+        ok = c == ' ' || c == '\r';
+        break;
+      default:
+        ok = c == shape[i];
+        break;
     }
     if (!ok) {
       fail("not an HTTP/1.x status line");

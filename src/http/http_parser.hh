@@ -78,12 +78,12 @@ class HttpParser {
   size_t consume_chunk_data_end(std::string_view data, size_t pos);
   size_t consume_trailer(std::string_view data, size_t pos);
 
-  bool check_start_line_prefix();            // reject non-HTTP bytes before their line ends
+  bool check_start_line_prefix();  // reject non-HTTP bytes before their line ends
   bool parse_start_line(std::string_view line);
   bool parse_field_line(std::string_view line, HttpHeader* field);  // nullptr: validate only
-  void start_body();                         // the header section ended: choose the framing
+  void start_body();                                                // the header section ended: choose the framing
   void complete_message(bool interim);
-  void reset_message();                      // forget the message in progress
+  void reset_message();  // forget the message in progress
   void fail(std::string why);
 
   Direction direction_;
@@ -96,11 +96,11 @@ class HttpParser {
 
   HttpMessage current_;
   bool have_start_line_ = false;
-  std::string line_;            // the unfinished line of the header section
-  size_t head_bytes_ = 0;       // header section bytes so far (for the size cap)
-  int status_code_ = 0;         // response side: of the message being parsed
+  std::string line_;             // the unfinished line of the header section
+  size_t head_bytes_ = 0;        // header section bytes so far (for the size cap)
+  int status_code_ = 0;          // response side: of the message being parsed
   uint64_t body_remaining_ = 0;  // FixedBody / ChunkData: bytes still to come
-  size_t body_line_start_ = 0;  // ChunkSize / Trailer: where the current line starts in current_.body
-  size_t trailer_bytes_ = 0;    // trailer section bytes so far (for the size cap)
-  bool saw_cr_ = false;         // ChunkDataEnd: the CR of the CRLF has been seen
+  size_t body_line_start_ = 0;   // ChunkSize / Trailer: where the current line starts in current_.body
+  size_t trailer_bytes_ = 0;     // trailer section bytes so far (for the size cap)
+  bool saw_cr_ = false;          // ChunkDataEnd: the CR of the CRLF has been seen
 };

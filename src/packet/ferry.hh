@@ -8,9 +8,9 @@
 
 #include <algorithm>
 #include <atomic>
-#include <span>
 #include <cerrno>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <thread>
 
@@ -67,9 +67,15 @@ class Ferry {
       bool readable = false, woken = false;
       for (int i = 0; i < n; i++) {
         switch (events[i].data.u64) {
-          case kStop: return;
-          case kInput: readable = true; break;
-          case kTimer: timer.fired(); woken = true; break;
+          case kStop:
+            return;
+          case kInput:
+            readable = true;
+            break;
+          case kTimer:
+            timer.fired();
+            woken = true;
+            break;
         }
       }
       if (woken) {
@@ -108,7 +114,8 @@ class Ferry {
 
   void release(Nanos now) {
     // A packet the kernel refuses (device going away, no memory) is dropped, as a link would.
-    queue_.release(now, [this](std::span<const uint8_t> packet) { (void)!::write(out_, packet.data(), packet.size()); });
+    queue_.release(now,
+                   [this](std::span<const uint8_t> packet) { (void)!::write(out_, packet.data(), packet.size()); });
   }
 
   int in_, out_;

@@ -35,9 +35,15 @@ void LinkLogWriter::drain(LinkEventRing& ring) {
   ring.drain([this](const LinkEvent& e) {
     opportunities_until(e.time);
     switch (e.kind) {
-      case '+': line(e.time, '+', e.bytes, 0, 1); break;
-      case '-': line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2); break;
-      case 'd': line(e.time, 'd', e.packets, e.bytes, 2); break;
+      case '+':
+        line(e.time, '+', e.bytes, 0, 1);
+        break;
+      case '-':
+        line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2);
+        break;
+      case 'd':
+        line(e.time, 'd', e.packets, e.bytes, 2);
+        break;
     }
   });
   if (buffer_.size() >= (1 << 16)) flush();

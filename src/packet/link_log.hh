@@ -15,9 +15,9 @@
 #include <memory>
 #include <string>
 
+#include "packet/trace.hh"
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
-#include "packet/trace.hh"
 
 struct LinkEvent {
   Nanos time;

@@ -8,10 +8,10 @@
 #include <memory>
 #include <span>
 
-#include "util/clock.hh"
 #include "packet/link_log.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
+#include "util/clock.hh"
 
 class LinkQueue {
  public:

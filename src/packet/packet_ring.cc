@@ -1,7 +1,7 @@
 #include "packet/packet_ring.hh"
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 
 namespace {
 size_t round16(size_t n) { return (n + 15) & ~size_t{15}; }

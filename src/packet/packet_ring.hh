@@ -31,7 +31,7 @@ class PacketRing {
 
   bool empty() const { return packets_ == 0; }
   size_t packets() const { return packets_; }
-  size_t bytes() const { return bytes_; }       // packet data queued
+  size_t bytes() const { return bytes_; }        // packet data queued
   size_t capacity() const { return capacity_; }  // buffer size
 
   const Record& front() const { return *record_at(head_); }

@@ -192,7 +192,9 @@ class CoDelState {
 class CoDelQueue final : public FifoDiscipline {
  public:
   CoDelQueue(Limits limits, double target_ms, double interval_ms)
-      : limits_(limits), target_ms_(target_ms), interval_ms_(interval_ms),
+      : limits_(limits),
+        target_ms_(target_ms),
+        interval_ms_(interval_ms),
         codel_(ms_to_nanos(target_ms), ms_to_nanos(interval_ms)) {}
   void enqueue(Nanos now, uint32_t length, DropCount& drops) override { admit_within(limits_, now, length, drops); }
   bool next(Nanos now, DropCount& drops) override {
@@ -217,8 +219,12 @@ class CoDelQueue final : public FifoDiscipline {
 class PieQueue final : public FifoDiscipline {
  public:
   PieQueue(Limits limits, double qdelay_ref_ms, double max_burst_ms, uint64_t seed)
-      : limits_(limits), qdelay_ref_ms_(qdelay_ref_ms), max_burst_ms_(max_burst_ms),
-        qdelay_ref_(ms_to_nanos(qdelay_ref_ms)), max_burst_(ms_to_nanos(max_burst_ms)), random_(seed),
+      : limits_(limits),
+        qdelay_ref_ms_(qdelay_ref_ms),
+        max_burst_ms_(max_burst_ms),
+        qdelay_ref_(ms_to_nanos(qdelay_ref_ms)),
+        max_burst_(ms_to_nanos(max_burst_ms)),
+        random_(seed),
         burst_allowance_(max_burst_) {}
 
   void enqueue(Nanos now, uint32_t length, DropCount& drops) override {
@@ -253,12 +259,18 @@ class PieQueue final : public FifoDiscipline {
     while (now >= next_update_) {
       const Nanos qdelay = queue_delay(next_update_);
       double scale = 1;
-      if (probability_ < 0.000001) scale = 1.0 / 2048;
-      else if (probability_ < 0.00001) scale = 1.0 / 512;
-      else if (probability_ < 0.0001) scale = 1.0 / 128;
-      else if (probability_ < 0.001) scale = 1.0 / 32;
-      else if (probability_ < 0.01) scale = 1.0 / 8;
-      else if (probability_ < 0.1) scale = 1.0 / 2;
+      if (probability_ < 0.000001)
+        scale = 1.0 / 2048;
+      else if (probability_ < 0.00001)
+        scale = 1.0 / 512;
+      else if (probability_ < 0.0001)
+        scale = 1.0 / 128;
+      else if (probability_ < 0.001)
+        scale = 1.0 / 32;
+      else if (probability_ < 0.01)
+        scale = 1.0 / 8;
+      else if (probability_ < 0.1)
+        scale = 1.0 / 2;
       const double delta = scale * (kAlpha * static_cast<double>(qdelay - qdelay_ref_) / 1e9 +
                                     kBeta * static_cast<double>(qdelay - qdelay_old_) / 1e9);
       probability_ = std::clamp(probability_ + delta, 0.0, 1.0);
@@ -371,7 +383,10 @@ class FqCoDelQueue final : public QueueDiscipline {
   uint32_t classify(std::span<const uint8_t> packet) const {
     // IPv4 5-tuple: protocol, addresses, and ports for TCP/UDP (first fragment).
     uint64_t h = 0x9e3779b97f4a7c15ULL;
-    auto mix = [&h](uint64_t v) { h = (h ^ v) * 0xbf58476d1ce4e5b9ULL; h ^= h >> 31; };
+    auto mix = [&h](uint64_t v) {
+      h = (h ^ v) * 0xbf58476d1ce4e5b9ULL;
+      h ^= h >> 31;
+    };
     if (packet.size() >= 20) {
       const size_t header = (packet[0] & 0x0f) * 4u;
       mix(packet[9]);
@@ -444,13 +459,20 @@ QueueArgs QueueArgs::parse(std::string_view text, std::string_view option) {
       if (number != std::floor(number)) throw UsageError(where + ": " + std::string(name) + " must be a whole number");
       return static_cast<uint64_t>(number);
     };
-    if (name == "bytes") args.bytes = integer();
-    else if (name == "packets") args.packets = integer();
-    else if (name == "target") args.target = number;
-    else if (name == "interval") args.interval = number;
-    else if (name == "qdelay_ref") args.qdelay_ref = number;
-    else if (name == "max_burst") args.max_burst = number;
-    else if (name == "flows") args.flows = integer();
+    if (name == "bytes")
+      args.bytes = integer();
+    else if (name == "packets")
+      args.packets = integer();
+    else if (name == "target")
+      args.target = number;
+    else if (name == "interval")
+      args.interval = number;
+    else if (name == "qdelay_ref")
+      args.qdelay_ref = number;
+    else if (name == "max_burst")
+      args.max_burst = number;
+    else if (name == "flows")
+      args.flows = integer();
     else
       throw UsageError(where + ": unknown parameter \"" + std::string(name) +
                        "\" (known: bytes, packets, target, interval, qdelay_ref, max_burst, flows)");

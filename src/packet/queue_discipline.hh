@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "util/clock.hh"
 #include "packet/packet_ring.hh"
+#include "util/clock.hh"
 #include "util/random.hh"
 
 struct DropCount {

@@ -10,8 +10,8 @@
 #include <span>
 #include <utility>
 
-#include "util/clock.hh"
 #include "packet/packet_ring.hh"
+#include "util/clock.hh"
 #include "util/random.hh"
 
 // Every packet leaves exactly `delay` after it arrived.

@@ -33,12 +33,14 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
                       std::to_string(kMaxMs) + " (is this a trace file?)");
     }
     if (line_number > kMaxOpportunities) {
-      throw UserError(where + "more than " + std::to_string(kMaxOpportunities) +
-                      " lines; a trace holds at most that many opportunities: use a shorter trace (its period repeats)");
+      throw UserError(
+          where + "more than " + std::to_string(kMaxOpportunities) +
+          " lines; a trace holds at most that many opportunities: use a shorter trace (its period repeats)");
     }
     uint64_t ms = 0;
     auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), ms);
-    if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == line.data() + line.size() && ms > kMaxMs)) {
+    if (ec == std::errc::result_out_of_range ||
+        (ec == std::errc() && ptr == line.data() + line.size() && ms > kMaxMs)) {
       throw UserError(where + "timestamp " + std::string(line) + " is too large: times are at most " +
                       std::to_string(kMaxMs) + " ms (24.8 days)");
     }
@@ -88,15 +90,16 @@ double Trace::parse_rate(std::string_view text) {
     std::string_view name;
     double factor;
   };
-  static constexpr Unit kUnits[] = {{"bit/s", 1},    {"bps", 1},     {"kbit/s", 1e3}, {"kbps", 1e3},
-                                    {"Mbit/s", 1e6}, {"Mbps", 1e6},  {"Gbit/s", 1e9}, {"Gbps", 1e9}};
+  static constexpr Unit kUnits[] = {{"bit/s", 1},    {"bps", 1},    {"kbit/s", 1e3}, {"kbps", 1e3},
+                                    {"Mbit/s", 1e6}, {"Mbps", 1e6}, {"Gbit/s", 1e9}, {"Gbps", 1e9}};
   double scale = 0;
   for (const Unit& u : kUnits) {
     if (unit == u.name) scale = u.factor;
   }
   if (ec != std::errc() || scale == 0 || !std::isfinite(value) || value <= 0) {
-    throw UsageError("\"" + std::string(text) +
-                     "\" is not a rate; write e.g. 12Mbit/s, 500kbit/s or 1Gbit/s (units bit/s, kbit/s, Mbit/s, Gbit/s)");
+    throw UsageError(
+        "\"" + std::string(text) +
+        "\" is not a rate; write e.g. 12Mbit/s, 500kbit/s or 1Gbit/s (units bit/s, kbit/s, Mbit/s, Gbit/s)");
   }
   const double bps = value * scale;
   if (bps < 1 || bps > 1e12) throw UsageError("rate " + std::string(text) + " is out of range (1 bit/s to 1 Tbit/s)");

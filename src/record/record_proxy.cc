@@ -75,7 +75,7 @@ void reset_on_close(int fd) {
 struct Endpoint {
   FileDescriptor fd;
   std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};  // destroyed before fd
-  std::string out;          // bytes waiting for the socket to accept them
+  std::string out;                                              // bytes waiting for the socket to accept them
   size_t out_offset = 0;
   bool read_closed = false;  // the peer has finished sending (FIN or close_notify)
   bool write_shut = false;   // we have finished sending to the peer
@@ -226,7 +226,8 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
     (void)::setrlimit(RLIMIT_NOFILE, &files);
   }
   socklen_t length = sizeof listener_address_;
-  check_syscall("getsockname", ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&listener_address_), &length));
+  check_syscall("getsockname",
+                ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&listener_address_), &length));
   if (!hello_context_ || !upstream_context_) throw std::runtime_error("OpenSSL: " + openssl_errors());
 
   SSL_CTX* hello = hello_context_.get();
@@ -283,7 +284,8 @@ void RecordProxy::run() {
         if (options_.verbose) {
           timespec cpu;
           ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
-          std::cerr << "mm-record: the proxy used " << cpu.tv_sec * 1000.0 + cpu.tv_nsec / 1e6 << " ms of CPU" << std::endl;
+          std::cerr << "mm-record: the proxy used " << cpu.tv_sec * 1000.0 + cpu.tv_nsec / 1e6 << " ms of CPU"
+                    << std::endl;
         }
         return;
       }
@@ -308,7 +310,8 @@ void RecordProxy::accept_all() {
     sockaddr_in original{};
     socklen_t length = sizeof original;
     if (::getsockopt(client.get(), SOL_IP, SO_ORIGINAL_DST, &original, &length) < 0) continue;  // not redirected
-    if (original.sin_addr.s_addr == listener_address_.sin_addr.s_addr && original.sin_port == listener_address_.sin_port) {
+    if (original.sin_addr.s_addr == listener_address_.sin_addr.s_addr &&
+        original.sin_port == listener_address_.sin_port) {
       reset_on_close(client.get());  // to the proxy itself: it would loop
       continue;
     }
@@ -433,7 +436,8 @@ int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
     size_t length;
     if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &length) && length > 5 && p[2] == 0) {
       const size_t name_length = (static_cast<size_t>(p[3]) << 8) | p[4];
-      if (5 + name_length <= length) c->server_name = lowercase(std::string(reinterpret_cast<const char*>(p + 5), name_length));
+      if (5 + name_length <= length)
+        c->server_name = lowercase(std::string(reinterpret_cast<const char*>(p + 5), name_length));
     }
     return SSL_CLIENT_HELLO_RETRY;
   }
@@ -532,7 +536,8 @@ bool RecordProxy::drive_tls(Connection& c) {
 bool RecordProxy::relay(Connection& c) {
   bool progress = false;
   if (!c.client.flush() || !c.server.flush()) {
-    if (options_.verbose) std::cerr << "mm-record: " << c.where() << ": " << c.client.error << c.server.error << std::endl;
+    if (options_.verbose)
+      std::cerr << "mm-record: " << c.where() << ": " << c.client.error << c.server.error << std::endl;
     close(c, true);
     return false;
   }
@@ -647,7 +652,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     HttpParser::Completed done = c.responses.pop_completed();
     const uint64_t start = (!completed && !was_idle) ? c.response_start_us : now;
     completed = true;
-    if (done.interim) continue;  // 100 Continue, 103 Early Hints: relayed, the final one follows
+    if (done.interim) continue;       // 100 Continue, 103 Early Hints: relayed, the final one follows
     if (c.pending.empty()) continue;  // a response nobody asked for: relayed, nothing to pair
     Connection::PendingRequest request = std::move(c.pending.front());
     c.pending.pop_front();
@@ -698,7 +703,8 @@ void RecordProxy::update_interest(Connection& c) {
       server = tls(c.server) ? tls(c.server) : EPOLLIN;
       break;
     case Phase::Relaying:
-      for (auto [from, to, events] : {std::tuple{&c.client, &c.server, &client}, std::tuple{&c.server, &c.client, &server}}) {
+      for (auto [from, to, events] :
+           {std::tuple{&c.client, &c.server, &client}, std::tuple{&c.server, &c.client, &server}}) {
         if (!from->read_closed && to->pending() < kHighWater) *events |= EPOLLIN;
         if (from->pending() > 0) *events |= EPOLLOUT;
         *events |= tls(*from);

@@ -15,18 +15,17 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <string>
 #include <unordered_map>
 
+#include "recording/record_file.hh"
 #include "tls/certificate_authority.hh"
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
-#include "recording/record_file.hh"
 
 struct RecordProxyOptions {
-  bool verify_upstream = true;  // check servers' certificates (system CAs, or SSL_CERT_FILE)
+  bool verify_upstream = true;   // check servers' certificates (system CAs, or SSL_CERT_FILE)
   std::string upstream_ca_file;  // trusted for servers instead of the system's CAs (PEM bundle)
-  bool verbose = false;         // a line per connection
+  bool verbose = false;          // a line per connection
 };
 
 struct RecordProxyStats {

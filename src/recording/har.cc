@@ -40,8 +40,10 @@ std::string display_text(std::string_view bytes) {
 
 // obj[key] = bytes when valid UTF-8, else obj[key + "_base64"] = base64(bytes).
 void put_bytes(json& obj, const std::string& key, std::string_view bytes) {
-  if (is_valid_utf8(bytes)) obj[key] = std::string(bytes);
-  else obj[key + "_base64"] = base64_encode(bytes);
+  if (is_valid_utf8(bytes))
+    obj[key] = std::string(bytes);
+  else
+    obj[key + "_base64"] = base64_encode(bytes);
 }
 
 std::string lowercase(std::string_view text) {
@@ -217,8 +219,7 @@ json har_entry(const RecordingEntry& e) {
   }
 
   const std::string content_text = decoded_body(p.response);
-  json content = {{"size", content_text.size()},
-                  {"mimeType", display_text(header_or(p.response, "Content-Type", ""))}};
+  json content = {{"size", content_text.size()}, {"mimeType", display_text(header_or(p.response, "Content-Type", ""))}};
   if (is_valid_utf8(content_text)) {
     content["text"] = content_text;
   } else {
@@ -268,7 +269,13 @@ json har_entry(const RecordingEntry& e) {
           {"response", response},
           {"cache", json::object()},
           {"timings",
-           {{"blocked", -1}, {"dns", -1}, {"connect", -1}, {"ssl", -1}, {"send", send}, {"wait", wait}, {"receive", receive}}},
+           {{"blocked", -1},
+            {"dns", -1},
+            {"connect", -1},
+            {"ssl", -1},
+            {"send", send},
+            {"wait", wait},
+            {"receive", receive}}},
           {"serverIPAddress", display_text(p.ip)},
           {"connection", std::to_string(p.port)},
           {"_mahimahi", mahimahi}};
@@ -322,7 +329,8 @@ std::vector<HttpHeader> har_headers(const json& message, const std::string& wher
   if (!list) return headers;
   if (!list->is_array()) throw Skip(where + ".headers is not an array");
   for (const json& h : *list) {
-    headers.push_back({string_member(h, "name", where + ".headers[]", true), string_member(h, "value", where + ".headers[]", false)});
+    headers.push_back(
+        {string_member(h, "name", where + ".headers[]", true), string_member(h, "value", where + ".headers[]", false)});
   }
   return headers;
 }
@@ -360,10 +368,14 @@ RecordedPair exact_pair(const json& entry, const json& m) {
   p.response.first_line = bytes_member(m, "response_first_line", where, true);
   const json* request = member(entry, "request");
   const json* response = member(entry, "response");
-  if (const json* raw = member(m, "request_headers_raw")) p.request.headers = raw_headers(*raw, where + ".request_headers_raw");
-  else if (request) p.request.headers = har_headers(*request, "request");
-  if (const json* raw = member(m, "response_headers_raw")) p.response.headers = raw_headers(*raw, where + ".response_headers_raw");
-  else if (response) p.response.headers = har_headers(*response, "response");
+  if (const json* raw = member(m, "request_headers_raw"))
+    p.request.headers = raw_headers(*raw, where + ".request_headers_raw");
+  else if (request)
+    p.request.headers = har_headers(*request, "request");
+  if (const json* raw = member(m, "response_headers_raw"))
+    p.response.headers = raw_headers(*raw, where + ".response_headers_raw");
+  else if (response)
+    p.response.headers = har_headers(*response, "response");
   p.request.body = required_base64(m, "request_body_raw_base64", where);
   p.response.body = required_base64(m, "response_body_raw_base64", where);
   if (const json* t = member(m, "timestamps")) {
@@ -383,33 +395,60 @@ std::string http1_version(const std::string& har_version) {
 
 const char* reason_phrase(int status) {
   switch (status) {
-    case 100: return "Continue";
-    case 101: return "Switching Protocols";
-    case 200: return "OK";
-    case 201: return "Created";
-    case 202: return "Accepted";
-    case 203: return "Non-Authoritative Information";
-    case 204: return "No Content";
-    case 206: return "Partial Content";
-    case 301: return "Moved Permanently";
-    case 302: return "Found";
-    case 303: return "See Other";
-    case 304: return "Not Modified";
-    case 307: return "Temporary Redirect";
-    case 308: return "Permanent Redirect";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 410: return "Gone";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
+    case 100:
+      return "Continue";
+    case 101:
+      return "Switching Protocols";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 202:
+      return "Accepted";
+    case 203:
+      return "Non-Authoritative Information";
+    case 204:
+      return "No Content";
+    case 206:
+      return "Partial Content";
+    case 301:
+      return "Moved Permanently";
+    case 302:
+      return "Found";
+    case 303:
+      return "See Other";
+    case 304:
+      return "Not Modified";
+    case 307:
+      return "Temporary Redirect";
+    case 308:
+      return "Permanent Redirect";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 410:
+      return "Gone";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
   }
 }
 
@@ -449,10 +488,12 @@ Url parse_url(const std::string& url) {
   } else {
     out.host = out.authority;
   }
-  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']') out.host = out.host.substr(1, out.host.size() - 2);
+  if (out.host.size() >= 2 && out.host.front() == '[' && out.host.back() == ']')
+    out.host = out.host.substr(1, out.host.size() - 2);
   out.port = out.https ? 443 : 80;
   if (!port_text.empty()) {
-    if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+    if (port_text.size() > 5 ||
+        !std::all_of(port_text.begin(), port_text.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
         std::stoul(port_text) == 0 || std::stoul(port_text) > 65535)
       throw Skip("the URL's port \"" + port_text + "\" is not valid");
     out.port = static_cast<uint16_t>(std::stoul(port_text));
@@ -474,10 +515,12 @@ RecordedPair converted_pair(const json& entry) {
 
   RecordedPair p;
   const std::string method = string_member(*request, "method", "request", true);
-  if (method.empty() || method.find_first_of(" \r\n") != std::string::npos) throw Skip("request.method is not a method");
+  if (method.empty() || method.find_first_of(" \r\n") != std::string::npos)
+    throw Skip("request.method is not a method");
   const Url url = parse_url(string_member(*request, "url", "request", true));
   if (url.path_and_query.find_first_of(" \r\n") != std::string::npos) throw Skip("the URL contains spaces");
-  p.request.first_line = method + " " + url.path_and_query + " " + http1_version(string_member(*request, "httpVersion", "request", false));
+  p.request.first_line =
+      method + " " + url.path_and_query + " " + http1_version(string_member(*request, "httpVersion", "request", false));
 
   std::string authority = url.authority;
   for (HttpHeader& h : har_headers(*request, "request")) {
@@ -508,7 +551,8 @@ RecordedPair converted_pair(const json& entry) {
     p.request.headers.push_back({"Content-Length", std::to_string(p.request.body.size())});
 
   std::string address = string_member(entry, "serverIPAddress", "entry", false);
-  if (address.size() >= 2 && address.front() == '[' && address.back() == ']') address = address.substr(1, address.size() - 2);
+  if (address.size() >= 2 && address.front() == '[' && address.back() == ']')
+    address = address.substr(1, address.size() - 2);
   in_addr ipv4;
   if (address.empty()) throw Skip("no serverIPAddress (the replay needs the server's IPv4 address)");
   if (::inet_pton(AF_INET, address.c_str(), &ipv4) != 1)
@@ -613,7 +657,8 @@ bool is_valid_utf8(std::string_view text) {
       code = (code << 6) | (d & 0x3F);
     }
     static constexpr uint32_t kSmallest[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (code < kSmallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) return false;  // overlong, too big, surrogate
+    if (code < kSmallest[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF))
+      return false;  // overlong, too big, surrogate
     i += length;
   }
   return true;
@@ -626,8 +671,9 @@ std::string base64_encode(std::string_view bytes) {
   for (size_t pos = 0; pos < bytes.size(); pos += kBase64Chunk) {
     const size_t n = std::min(kBase64Chunk, bytes.size() - pos);
     block.resize((n + 2) / 3 * 4 + 1);  // EVP_EncodeBlock adds a NUL
-    const int written = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(block.data()),
-                                        reinterpret_cast<const unsigned char*>(bytes.data() + pos), static_cast<int>(n));
+    const int written =
+        EVP_EncodeBlock(reinterpret_cast<unsigned char*>(block.data()),
+                        reinterpret_cast<const unsigned char*>(bytes.data() + pos), static_cast<int>(n));
     out.append(block.data(), static_cast<size_t>(written));
   }
   return out;
@@ -643,7 +689,8 @@ std::optional<std::string> base64_decode(std::string_view text) {
       padding++;
       continue;
     }
-    const bool alphabet = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
+    const bool alphabet =
+        (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/';
     if (!alphabet || padding > 0) return std::nullopt;  // a stray character, or data after the padding
     clean += c;
   }
@@ -658,8 +705,9 @@ std::optional<std::string> base64_decode(std::string_view text) {
   for (size_t pos = 0; pos < clean.size(); pos += chunk) {
     const size_t n = std::min(chunk, clean.size() - pos);
     block.resize(n / 4 * 3);
-    const int decoded = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(block.data()),
-                                        reinterpret_cast<const unsigned char*>(clean.data() + pos), static_cast<int>(n));
+    const int decoded =
+        EVP_DecodeBlock(reinterpret_cast<unsigned char*>(block.data()),
+                        reinterpret_cast<const unsigned char*>(clean.data() + pos), static_cast<int>(n));
     if (decoded < 0) return std::nullopt;
     out.append(block.data(), static_cast<size_t>(decoded));
   }
@@ -710,7 +758,8 @@ std::optional<uint64_t> us_from_iso8601(std::string_view text) {
   if (!minute || !expect(':')) return std::nullopt;
   auto second = digits(2);
   if (!second) return std::nullopt;
-  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60) return std::nullopt;
+  if (*month < 1 || *month > 12 || *day < 1 || *day > 31 || *hour > 23 || *minute > 59 || *second > 60)
+    return std::nullopt;
   int64_t fraction_us = 0;
   if (expect('.') || expect(',')) {
     int64_t scale = 100000;
@@ -767,7 +816,8 @@ std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* wa
   const json* log = member(har, "log");
   if (!log || !log->is_object()) throw UserError(source + " is not a HAR file: no \"log\" object at the top level");
   const json* entries = member(*log, "entries");
-  if (!entries || !entries->is_array()) throw UserError(source + " is not a HAR file: \"log\" has no \"entries\" array");
+  if (!entries || !entries->is_array())
+    throw UserError(source + " is not a HAR file: \"log\" has no \"entries\" array");
   std::vector<RecordedPair> pairs;
   size_t index = 0;
   for (const json& entry : *entries) {

@@ -4,12 +4,11 @@
 // from_har(to_har(x)) gives back every pair byte for byte; a HAR made elsewhere is turned into
 // plain HTTP/1.1 exchanges the replay server can serve.
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "recording/record_file.hh"
 

@@ -10,9 +10,9 @@
 #include <climits>
 #include <cstdio>
 
+#include "recording/http_record.pb.h"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-#include "recording/http_record.pb.h"
 #include "util/random.hh"
 
 namespace fs = std::filesystem;
@@ -42,7 +42,8 @@ HttpMessage from_proto(MahimahiProtobufs::HTTPMessage& in) {
   HttpMessage out;
   out.first_line = std::move(*in.mutable_first_line());
   out.headers.reserve(static_cast<size_t>(in.header_size()));
-  for (auto& h : *in.mutable_header()) out.headers.push_back({std::move(*h.mutable_key()), std::move(*h.mutable_value())});
+  for (auto& h : *in.mutable_header())
+    out.headers.push_back({std::move(*h.mutable_key()), std::move(*h.mutable_value())});
   out.body = std::move(*in.mutable_body());
   return out;
 }
@@ -440,7 +441,10 @@ void scan_recording(const fs::path& dir, const std::function<void(const fs::path
 LoadedRecording load_recording(const fs::path& dir) {
   LoadedRecording loaded;
   scan_recording(
-      dir, [&](const fs::path& file, RecordedPair&& pair) { loaded.entries.push_back({file, std::move(pair)}); },
+      dir,
+      [&](const fs::path& file, RecordedPair&& pair) {
+        loaded.entries.push_back({file, std::move(pair)});
+      },
       [&](std::string warning) { loaded.warnings.push_back(std::move(warning)); });
   return loaded;
 }
@@ -474,25 +478,32 @@ std::string decoded_body(const HttpMessage& message) {
     for (size_t i = pos; i < eol; i++, digits++) {
       const char c = in[i];
       int value;
-      if (c >= '0' && c <= '9') value = c - '0';
-      else if (c >= 'a' && c <= 'f') value = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F') value = c - 'A' + 10;
-      else break;
+      if (c >= '0' && c <= '9')
+        value = c - '0';
+      else if (c >= 'a' && c <= 'f')
+        value = c - 'a' + 10;
+      else if (c >= 'A' && c <= 'F')
+        value = c - 'A' + 10;
+      else
+        break;
       if (digits >= 15) return out;  // absurd size: malformed
       size = size * 16 + static_cast<uint64_t>(value);
     }
     if (digits == 0) break;
     pos = eol + 1;
-    if (size == 0) break;  // last chunk; the trailers that follow are not content
+    if (size == 0) break;          // last chunk; the trailers that follow are not content
     if (in.size() - pos < size) {  // truncated: keep what arrived
       out.append(in.substr(pos));
       break;
     }
     out.append(in.substr(pos, size));
     pos += size;
-    if (in.substr(pos, 2) == "\r\n") pos += 2;
-    else if (in.substr(pos, 1) == "\n") pos += 1;
-    else break;
+    if (in.substr(pos, 2) == "\r\n")
+      pos += 2;
+    else if (in.substr(pos, 1) == "\n")
+      pos += 1;
+    else
+      break;
   }
   return out;
 }

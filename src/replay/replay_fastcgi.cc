@@ -184,7 +184,8 @@ void ReplayFastCgi::run() {
       }
       if (first) {
         report("FastCGI: cannot accept a connection on " + socket_path_.string() + ": " +
-               (rc > -10000 && rc < 0 && -rc < 4096 ? std::string(std::strerror(-rc)) : "libfcgi error " + std::to_string(rc)) +
+               (rc > -10000 && rc < 0 && -rc < 4096 ? std::string(std::strerror(-rc))
+                                                    : "libfcgi error " + std::to_string(rc)) +
                " (retrying; later failures of the same kind are not reported)");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -250,8 +251,10 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
   } catch (const std::exception& e) {
     const std::string why = std::string("mm-replay: cannot answer ") + r.method + " " + r.target + ": " + e.what();
     report(why);
-    put(request.out, "Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n"
-                     "Content-Length: " + std::to_string(why.size() + 1) + "\r\n\r\n" + (r.method == "HEAD" ? "" : why + "\n"));
+    put(request.out,
+        "Status: 500 Internal Server Error\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        "Content-Length: " +
+            std::to_string(why.size() + 1) + "\r\n\r\n" + (r.method == "HEAD" ? "" : why + "\n"));
     return;
   }
 

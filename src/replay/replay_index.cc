@@ -12,8 +12,8 @@
 #include <set>
 #include <tuple>
 
-#include "util/exception.hh"
 #include "recording/record_file.hh"
+#include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
@@ -374,8 +374,8 @@ std::vector<std::string> differences(const Entry& e, const Incoming& in, const R
 
 // The 404 for a request nothing matched: up to three nearest recorded requests (same host
 // first, then the same path on other hosts) and what differs. Lists are in recorded order.
-ReplayMatch explain_miss(const Incoming& in, const ReplayOptions& options,
-                         const std::vector<const Entry*>& same_host, const std::vector<const Entry*>& same_path) {
+ReplayMatch explain_miss(const Incoming& in, const ReplayOptions& options, const std::vector<const Entry*>& same_host,
+                         const std::vector<const Entry*>& same_path) {
   struct Near {
     const Entry* entry;
     std::vector<std::string> fields;
@@ -522,8 +522,8 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         std::optional<std::pair<int, std::string>> status;
         if (entry) {
           status = parse_status_line(pair.response.first_line);
-          if (!status) why = "the response's status line \"" + printable(pair.response.first_line, 100) +
-                             "\" does not parse";
+          if (!status)
+            why = "the response's status line \"" + printable(pair.response.first_line, 100) + "\" does not parse";
         }
         if (!entry || !status) {
           warn.push_back(path.string() + ": " + why + "; skipped");
@@ -637,7 +637,8 @@ ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRe
     if (!entry || !parse_status_line(recorded.pair.response.first_line)) continue;
     all.emplace_back(std::move(*entry), &recorded);
   }
-  std::stable_sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return recorded_before(a.first, b.first); });
+  std::stable_sort(all.begin(), all.end(),
+                   [](const auto& a, const auto& b) { return recorded_before(a.first, b.first); });
 
   std::vector<const Entry*> candidates, same_host, same_path;
   for (const auto& [e, recorded] : all) {
@@ -652,7 +653,6 @@ ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRe
   const auto winner = std::find_if(all.begin(), all.end(), [&](const auto& p) { return &p.first == chosen; });
   const RecordedPair& pair = winner->second->pair;
   auto status = parse_status_line(pair.response.first_line);
-  return ReplayMatch{true,
-                     prepare_response(HttpMessage(pair.response), status->first, std::move(status->second), chosen->method),
-                     {}};
+  return ReplayMatch{
+      true, prepare_response(HttpMessage(pair.response), status->first, std::move(status->second), chosen->method), {}};
 }

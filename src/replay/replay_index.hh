@@ -20,13 +20,13 @@
 // A request as Apache hands it to the matcher (FastCGI parameters).
 struct ReplayRequest {
   std::string method;
-  std::string target;      // the request-target as received, query included (REQUEST_URI)
-  std::string host;        // the Host header as received (may carry a port); empty if absent
+  std::string target;  // the request-target as received, query included (REQUEST_URI)
+  std::string host;    // the Host header as received (may carry a port); empty if absent
   bool has_host = false;
   std::string user_agent;  // empty if absent
   bool has_user_agent = false;
   bool https = false;
-  std::string server_ip;   // where it arrived (SERVER_ADDR), informative
+  std::string server_ip;  // where it arrived (SERVER_ADDR), informative
   uint16_t server_port = 0;
 };
 

@@ -4,10 +4,10 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pwd.h>
-#include <grp.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/socket.h>
@@ -56,7 +56,8 @@ ReplayServers::Programs ReplayServers::find_programs() {
     const char* value = std::getenv(variable);
     return fs::path(value && *value ? value : fallback);
   };
-  return {from_env("MAHIMAHI_APACHE2", "/usr/sbin/apache2"), from_env("MAHIMAHI_APACHE_MODULES", "/usr/lib/apache2/modules"),
+  return {from_env("MAHIMAHI_APACHE2", "/usr/sbin/apache2"),
+          from_env("MAHIMAHI_APACHE_MODULES", "/usr/lib/apache2/modules"),
           from_env("MAHIMAHI_DNSMASQ", "/usr/sbin/dnsmasq")};
 }
 
@@ -74,8 +75,9 @@ void require_executable(const fs::path& program, const std::string& what, const 
 void require_plain_path(const fs::path& path) {
   for (unsigned char c : path.string()) {
     if (c == '"' || c == '\\' || c == '|' || c < 0x20 || c == 0x7f) {
-      throw UserError("cannot use " + path.string() +
-                      " for replay's servers: Apache cannot quote its name; set TMPDIR to a plain directory such as /tmp");
+      throw UserError(
+          "cannot use " + path.string() +
+          " for replay's servers: Apache cannot quote its name; set TMPDIR to a plain directory such as /tmp");
     }
   }
 }
@@ -153,8 +155,11 @@ bool chatter(const std::string& line) {
       "AH00491:",  // "caught SIGTERM, shutting down"
       "AH00492:",  // "caught SIGWINCH, shutting down gracefully"
       "AH01882:",  // Debian's mod_ssl built against a newer OpenSSL 3.0.x than the one installed: harmless
-      "]: started, version", "]: compile time options", "]: using only locally-known addresses",  // dnsmasq
-      "]: read ", "]: exiting on receipt of SIGTERM",
+      "]: started, version",
+      "]: compile time options",
+      "]: using only locally-known addresses",  // dnsmasq
+      "]: read ",
+      "]: exiting on receipt of SIGTERM",
       "]: warning: no upstream servers configured",  // indeed: --no-resolv, by design
   };
   if (line.find_first_not_of(" \t\r") == std::string::npos) return true;
@@ -206,9 +211,7 @@ std::string current_group_name() {
   return entry && entry->gr_name ? entry->gr_name : std::string();
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 }  // namespace
 
@@ -253,7 +256,7 @@ void ReplayServers::Guardian::run(int fd, pid_t* groups, size_t capacity) {
   sigset_t all;
   ::sigfillset(&all);
   ::sigprocmask(SIG_SETMASK, &all, nullptr);  // only SIGKILL ends it early
-  ::setpgid(0, 0);                             // not in the caller's group (terminal signals, kill -PGID)
+  ::setpgid(0, 0);                            // not in the caller's group (terminal signals, kill -PGID)
   // Hold nothing but the pipe's read end: no copy of its write end (which would prevent the
   // end-of-file), nor of anyone else's pipes or sockets.
   if (fd > 0) ::close_range(0, static_cast<unsigned>(fd) - 1, 0);
@@ -264,7 +267,7 @@ void ReplayServers::Guardian::run(int fd, pid_t* groups, size_t capacity) {
     const ssize_t n = ::read(fd, &message, sizeof message);  // whole messages: writes of 4 bytes are atomic
     if (n < 0 && errno == EINTR) continue;
     if (n != sizeof message) break;  // end-of-file: the parent died
-    if (message == 0) ::_exit(0);     // disarmed
+    if (message == 0) ::_exit(0);    // disarmed
     if (message > 0 && count < capacity) groups[count++] = message;
     for (size_t i = 0; message < 0 && i < count; i++) {
       if (groups[i] == -message) groups[i] = groups[--count];
@@ -353,7 +356,7 @@ ReplayServers::Daemon::Daemon(std::string label, const fs::path& program, const 
   sigset_t none, all;
   ::sigemptyset(&none);
   ::sigfillset(&all);
-  ::posix_spawnattr_setsigmask(&attributes, &none);  // mm-replay blocks SIGTERM & co; the daemons need them
+  ::posix_spawnattr_setsigmask(&attributes, &none);    // mm-replay blocks SIGTERM & co; the daemons need them
   ::posix_spawnattr_setsigdefault(&attributes, &all);  // and undo any SIG_IGN (execve keeps those)
   ::posix_spawnattr_setpgroup(&attributes, 0);
   ::posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
@@ -439,7 +442,8 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
        "# replay matcher over FastCGI.\n"
     << "ServerRoot " << config_quoted(work) << "\n"
     << "DefaultRuntimeDir " << config_quoted(work) << "\n"
-    << "PidFile " << config_quoted(work / (stem + ".pid")) << "\n"
+    << "PidFile " << config_quoted(work / (stem + ".pid"))
+    << "\n"
     // In shared memory: lock files would cost a file creation per mutex per instance.
     << "Mutex pthread default\n"
     << "ErrorLog " << config_quoted(work / (stem + ".log")) << "\n"
@@ -451,7 +455,8 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
     << "DocumentRoot " << config_quoted(work) << "\n"
     << module("mpm_event_module", "mod_mpm_event.so")
     << module("authz_core_module", "mod_authz_core.so")  // without it every request fails: AH00025
-    << module("proxy_module", "mod_proxy.so") << module("proxy_fcgi_module", "mod_proxy_fcgi.so")
+    << module("proxy_module", "mod_proxy.so")
+    << module("proxy_fcgi_module", "mod_proxy_fcgi.so")
     // Add as little as possible to what the matcher answers: "Server: Apache" only where the
     // recorded response has no Server header (and Date likewise), no error-page signature.
     << "ServerTokens Prod\n"
@@ -477,15 +482,17 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
        "MaxRequestWorkers 256\n"
        "MinSpareThreads 8\n"
        "MaxSpareThreads 256\n"
-       // No enablereuse: a fresh unix-socket connection per request costs microseconds, and the
-       // matcher then never has a thread held by an idle kept-open connection.
-    << "ProxyPass \"/\" " << config_quoted("unix:" + socket.string() + "|fcgi://localhost/") << "\n"
+    // No enablereuse: a fresh unix-socket connection per request costs microseconds, and the
+    // matcher then never has a thread held by an idle kept-open connection.
+    << "ProxyPass \"/\" " << config_quoted("unix:" + socket.string() + "|fcgi://localhost/")
+    << "\n"
     // Keep the matcher's Content-Length instead of re-framing the body as chunked (and closing
     // HTTP/1.0 keep-alive connections), which Apache 2.4.59 and later do with CGI-like back ends
     // unless told to trust them.
     << module("env_module", "mod_env.so") << "SetEnv ap_trust_cgilike_cl 1\n";
   if (spec.https) {
-    c << module("socache_shmcb_module", "mod_socache_shmcb.so") << module("ssl_module", "mod_ssl.so")
+    c << module("socache_shmcb_module", "mod_socache_shmcb.so")
+      << module("ssl_module", "mod_ssl.so")
       // Session resumption, as the recorded servers most likely allowed.
       << "SSLSessionCache " << config_quoted("shmcb:" + (work / (stem + ".ssl-cache")).string() + "(512000)") << "\n"
       << "SSLEngine on\n"
@@ -574,12 +581,18 @@ UserError ReplayServers::Apache::failure(const std::string& what) const {
   } else if (words.find("Cannot assign requested address") != std::string::npos) {
     fix = "the address " + endpoint_.substr(0, endpoint_.rfind(':')) + " is not configured in the replay namespace";
   } else if (words.find("Cannot load") != std::string::npos) {
-    fix = "install Apache's modules (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE_MODULES to your httpd's module directory";
+    fix =
+        "install Apache's modules (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE_MODULES to your "
+        "httpd's module directory";
   } else if (words.find("Syntax error") != std::string::npos) {
-    fix = "this Apache does not accept mm-replay's configuration: mm-replay needs a recent Apache httpd 2.4 with mod_proxy_fcgi, mod_ssl and mod_http2";
+    fix =
+        "this Apache does not accept mm-replay's configuration: mm-replay needs a recent Apache httpd 2.4 with "
+        "mod_proxy_fcgi, mod_ssl and mod_http2";
   } else if (words.find("Resource temporarily unavailable") != std::string::npos ||
              words.find("Cannot allocate memory") != std::string::npos) {
-    fix = "the system ran out of processes, threads or memory: raise `ulimit -u` or replay a recording with fewer servers";
+    fix =
+        "the system ran out of processes, threads or memory: raise `ulimit -u` or replay a recording with fewer "
+        "servers";
   } else {
     fix = "see Apache's words above";
   }
@@ -637,7 +650,8 @@ ReplayServers::Dnsmasq::Dnsmasq(const ReplayDns& dns, const Programs& programs, 
   // The hosts file: one line per (address, name).
   std::string hosts, probe_name;
   for (const auto& [raw_name, ips] : dns.names) {
-    const std::string name = lower(raw_name.size() > 1 && raw_name.back() == '.' ? raw_name.substr(0, raw_name.size() - 1) : raw_name);
+    const std::string name =
+        lower(raw_name.size() > 1 && raw_name.back() == '.' ? raw_name.substr(0, raw_name.size() - 1) : raw_name);
     if (!usable_host_name(name) || parse_ipv4(name)) continue;  // IP literals need no DNS
     for (const std::string& ip : ips) {
       if (!parse_ipv4(ip)) continue;
@@ -648,8 +662,13 @@ ReplayServers::Dnsmasq::Dnsmasq(const ReplayDns& dns, const Programs& programs, 
   const fs::path hosts_file = work / "dnsmasq.hosts";
   write_text_file(hosts_file, hosts);
 
-  std::vector<std::string> args{"--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts",
-                                "--addn-hosts=" + hosts_file.string(), "--local=/#/", "--bind-interfaces",
+  std::vector<std::string> args{"--keep-in-foreground",
+                                "--conf-file=/dev/null",
+                                "--no-resolv",
+                                "--no-hosts",
+                                "--addn-hosts=" + hosts_file.string(),
+                                "--local=/#/",
+                                "--bind-interfaces",
                                 "--pid-file=" + (work / "dnsmasq.pid").string(),
                                 "--log-facility=" + (work / "dnsmasq.log").string()};
   // As root, dnsmasq would switch to user "dnsmasq", who cannot read the work directory; as anyone
@@ -706,13 +725,16 @@ UserError ReplayServers::Dnsmasq::failure(const std::string& what) const {
   if (words.find("Address already in use") != std::string::npos) {
     fix = "something else in the replay namespace already answers DNS on " + listen_text_ + " port 53; stop it";
   } else if (words.find("Permission denied") != std::string::npos) {
-    fix = "unprivileged processes may not bind port 53: net.ipv4.ip_unprivileged_port_start must be 0 in the replay namespace";
+    fix =
+        "unprivileged processes may not bind port 53: net.ipv4.ip_unprivileged_port_start must be 0 in the replay "
+        "namespace";
   } else if (words.find("Cannot assign requested address") != std::string::npos) {
     fix = "an address dnsmasq should answer on (" + listen_text_ + ") is not configured in the replay namespace";
   } else {
     fix = "see dnsmasq's words above";
   }
-  return UserError("the replay DNS server (dnsmasq, on " + listen_text_ + ") " + what + ":" + words + "\n  fix: " + fix);
+  return UserError("the replay DNS server (dnsmasq, on " + listen_text_ + ") " + what + ":" + words +
+                   "\n  fix: " + fix);
 }
 
 // ---- ReplayServers ----
@@ -723,7 +745,8 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
   const fs::path work = fs::absolute(work_dir);
   const fs::path socket = fs::absolute(fastcgi_socket);
   if (socket.string().size() >= sizeof(sockaddr_un{}.sun_path)) {
-    throw UserError("the matcher's socket path " + socket.string() + " is too long for a unix socket; set TMPDIR to a shorter directory such as /tmp");
+    throw UserError("the matcher's socket path " + socket.string() +
+                    " is too long for a unix socket; set TMPDIR to a shorter directory such as /tmp");
   }
   require_plain_path(work);
   require_plain_path(socket);
@@ -741,8 +764,9 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
 
   const Programs programs = find_programs();
   if (!servers.empty()) {
-    require_executable(programs.apache, "Apache httpd",
-                       "install it (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE2 to your httpd");
+    require_executable(
+        programs.apache, "Apache httpd",
+        "install it (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE2 to your httpd");
     std::vector<const char*> modules{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so", "mod_proxy_fcgi.so",
                                      "mod_env.so"};
     if (std::any_of(servers.begin(), servers.end(), [](const ReplayServerSpec& s) { return s.https; })) {
@@ -753,9 +777,10 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
     }
     for (const char* module : modules) {
       if (::access((programs.modules / module).c_str(), R_OK) != 0) {
-        throw UserError("replay needs Apache's " + std::string(module) + ", but " + (programs.modules / module).string() +
-                        " cannot be read (" + std::strerror(errno) +
-                        "); install Apache (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE_MODULES");
+        throw UserError(
+            "replay needs Apache's " + std::string(module) + ", but " + (programs.modules / module).string() +
+            " cannot be read (" + std::strerror(errno) +
+            "); install Apache (Debian/Ubuntu: apt-get install apache2-bin), or set MAHIMAHI_APACHE_MODULES");
       }
     }
   }
@@ -819,16 +844,19 @@ void ReplayServers::wait_until_ready() {
   bool dns_pending = dnsmasq_ != nullptr;
   for (;;) {
     for (auto it = pending.begin(); it != pending.end();) {
-      if ((*it)->daemon().ended()) throw (*it)->failure("stopped while starting (" + (*it)->daemon().how_it_ended() + ")");
+      if ((*it)->daemon().ended())
+        throw(*it)->failure("stopped while starting (" + (*it)->daemon().how_it_ended() + ")");
       it = (*it)->ready() ? pending.erase(it) : it + 1;
     }
     if (dns_pending) {
-      if (dnsmasq_->daemon().ended()) throw dnsmasq_->failure("stopped while starting (" + dnsmasq_->daemon().how_it_ended() + ")");
+      if (dnsmasq_->daemon().ended())
+        throw dnsmasq_->failure("stopped while starting (" + dnsmasq_->daemon().how_it_ended() + ")");
       dns_pending = !dnsmasq_->ready();
     }
     if (pending.empty() && !dns_pending) return;
     if (Clock::now() > deadline) {
-      const std::string seconds = std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kStartTimeout).count());
+      const std::string seconds =
+          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(kStartTimeout).count());
       if (!pending.empty()) {
         throw pending.front()->failure("was not accepting connections after " + seconds + " s (" +
                                        std::to_string(pending.size()) + " of " + std::to_string(apaches_.size()) +

@@ -24,7 +24,7 @@
 class CertificateAuthority;
 
 struct ReplayServerSpec {
-  std::string ip;                  // IPv4 literal (already configured on lo by the caller)
+  std::string ip;  // IPv4 literal (already configured on lo by the caller)
   uint16_t port = 0;
   bool https = false;
   std::vector<std::string> names;  // host names to put in the certificate (plus the ip itself)
@@ -32,7 +32,7 @@ struct ReplayServerSpec {
 };
 
 struct ReplayDns {
-  std::vector<std::string> listen;                        // resolver addresses to answer on, port 53 (configured on lo by the caller)
+  std::vector<std::string> listen;  // resolver addresses to answer on, port 53 (configured on lo by the caller)
   std::map<std::string, std::vector<std::string>> names;  // host name -> IPs; every other name: NXDOMAIN at once
 };
 

@@ -39,7 +39,8 @@ AdministratorConfig AdministratorConfig::parse(const std::string& text, const st
     if (key == "allow-address-pool") {
       const auto pool = Ipv4Net::parse(value);
       if (!pool) throw UserError(where + ": \"" + value + "\" is not a subnet such as 198.18.0.0/15");
-      if (config.allowed_pools.size() == kMaxAllowedPools) throw UserError(where + ": too many allow-address-pool lines");
+      if (config.allowed_pools.size() == kMaxAllowedPools)
+        throw UserError(where + ": too many allow-address-pool lines");
       config.allowed_pools.push_back(*pool);
     } else if (key == "ferry-nice") {
       int nice = 0;
@@ -66,8 +67,10 @@ AdministratorConfig AdministratorConfig::load(const std::string& path) {
   check_syscall("fstat " + path, ::fstat(fd.get(), &st));
   const std::string directory = path.substr(0, path.rfind('/') + 1);
   struct stat dir_st {};
-  const bool directory_safe = ::stat(directory.empty() ? "." : directory.c_str(), &dir_st) == 0 && only_root_can_write(dir_st);
-  if (!S_ISREG(st.st_mode) || !only_root_can_write(st) || !directory_safe || st.st_size > static_cast<off_t>(kMaxConfigBytes)) {
+  const bool directory_safe =
+      ::stat(directory.empty() ? "." : directory.c_str(), &dir_st) == 0 && only_root_can_write(dir_st);
+  if (!S_ISREG(st.st_mode) || !only_root_can_write(st) || !directory_safe ||
+      st.st_size > static_cast<off_t>(kMaxConfigBytes)) {
     throw UserError("the administrator's configuration " + path +
                     " is ignored and the shell refused: it must be a regular file of at most 64 KiB, owned by root and "
                     "writable by root only, in a directory writable by root only (chown root: and chmod go-w both)");

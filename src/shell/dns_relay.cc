@@ -10,7 +10,7 @@
 #include <thread>
 
 namespace {
-constexpr size_t kHeader = 2;  // inward queries: transport ('U' or 'T') and resolver index
+constexpr size_t kHeader = 2;           // inward queries: transport ('U' or 'T') and resolver index
 constexpr size_t kMinimumMessage = 12;  // a DNS header
 
 uint16_t message_id(const uint8_t* m) { return static_cast<uint16_t>((m[0] << 8) | m[1]); }
@@ -84,12 +84,24 @@ void DnsRelay::handle(uint64_t event_tag) {
   const uint64_t t = event_tag - base_tag_;
   const uint64_t index = t >> 3;
   switch (static_cast<Kind>(t & 7)) {
-    case kForward: answer_from_outside(); break;
-    case kOuter: query_from_inside(); break;
-    case kUdp: query_from_udp_client(index); break;
-    case kTcpListen: accept_tcp_client(index); break;
-    case kTcpConnection: read_tcp_client(static_cast<int>(index)); break;
-    case kUpstream: answer_from_upstream(index); break;
+    case kForward:
+      answer_from_outside();
+      break;
+    case kOuter:
+      query_from_inside();
+      break;
+    case kUdp:
+      query_from_udp_client(index);
+      break;
+    case kTcpListen:
+      accept_tcp_client(index);
+      break;
+    case kTcpConnection:
+      read_tcp_client(static_cast<int>(index));
+      break;
+    case kUpstream:
+      answer_from_upstream(index);
+      break;
   }
 }
 

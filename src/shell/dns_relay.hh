@@ -12,10 +12,10 @@
 #include <map>
 #include <vector>
 
+#include "shell/privileged.hh"
 #include "util/address.hh"
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
-#include "shell/privileged.hh"
 
 class DnsRelay {
  public:

@@ -1,11 +1,11 @@
 #include "shell/environment.hh"
 
 #include <sys/auxv.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <string_view>
 #include <unordered_set>
-#include <cstdlib>
-#include <unistd.h>
 
 #include "util/file_descriptor.hh"
 

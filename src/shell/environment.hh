@@ -23,7 +23,7 @@ class UserEnvironment {
   void restore_withheld();
 
  private:
-  std::vector<std::string> entries_;  // "NAME=value"
+  std::vector<std::string> entries_;   // "NAME=value"
   std::vector<std::string> withheld_;  // removed by glibc's secure mode
   std::vector<char*> pointers_;
 };

@@ -11,10 +11,10 @@
 #include <optional>
 #include <thread>
 
-#include "shell/dns_relay.hh"
-#include "util/epoll.hh"
 #include "packet/ferry.hh"
+#include "shell/dns_relay.hh"
 #include "shell/packet_shell.hh"
+#include "util/epoll.hh"
 #include "util/signals.hh"
 #include "util/timerfd.hh"
 
@@ -31,7 +31,7 @@ class FerryLogs {
 template <class Uplink, class Downlink>
 int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready,
                    FerryLogs* logs = nullptr) {
-  ::prctl(PR_SET_TIMERSLACK, 1UL);  // wake at the due nanosecond, not up to 50 us later
+  ::prctl(PR_SET_TIMERSLACK, 1UL);                                 // wake at the due nanosecond, not up to 50 us later
   for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);  // keep carrying packets through job control
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   handled.block();  // inherited by both threads; only SIGTERM is read, the others are ignored

@@ -14,9 +14,9 @@
 #include <sstream>
 #include <vector>
 
+#include "shell/nat.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-#include "shell/nat.hh"
 
 namespace {
 
@@ -154,7 +154,8 @@ void open_locked(const std::string& shell_device) {
          << "add set" << t << " opened { type ifname; }\n"
          << "add set" << t << " shells { type ifname; }\n"
          << "add chain" << t << " forward { type filter hook forward priority -1; policy accept; }\n"
-         << "flush chain" << t << " forward\n"
+         << "flush chain" << t
+         << " forward\n"
          // What did not come in on an opened device is none of this table's business; from a
          // shell, anything goes out (the shell's own traffic); into a shell, only replies to its
          // connections (and their ICMP errors); everything else coming in on an opened device
@@ -207,11 +208,13 @@ std::string namespace_lock_path() {
 }
 
 FileDescriptor open_namespace_lock_file() {
-  if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST) throw SystemError(std::string("creating ") + kStateDirectory);
+  if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST)
+    throw SystemError(std::string("creating ") + kStateDirectory);
   struct stat dir {};
   check_syscall(std::string("lstat ") + kStateDirectory, ::lstat(kStateDirectory, &dir));
   if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw UserError(std::string(kStateDirectory) + " must be a directory owned by root and writable by root only; remove it");
+    throw UserError(std::string(kStateDirectory) +
+                    " must be a directory owned by root and writable by root only; remove it");
   }
   const std::string path = namespace_lock_path();
   FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -2,10 +2,10 @@
 
 #include <fcntl.h>
 #include <linux/if_tun.h>
-#include <net/if.h>
-#include <net/route.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <net/route.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -112,7 +112,8 @@ void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses
     request.message.ifa_index = index;
     const in_addr a = socket_address(address, 0).sin_addr;
     for (unsigned short type : {IFA_LOCAL, IFA_ADDRESS}) {
-      auto* attribute = reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
+      auto* attribute =
+          reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
       attribute->rta_type = type;
       attribute->rta_len = RTA_LENGTH(sizeof a);
       std::memcpy(RTA_DATA(attribute), &a, sizeof a);

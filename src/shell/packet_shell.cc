@@ -4,8 +4,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pwd.h>
-#include <sys/socket.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,10 +15,10 @@
 #include <optional>
 #include <stdexcept>
 
-#include "util/child_process.hh"
 #include "shell/environment.hh"
-#include "util/exception.hh"
 #include "shell/privileged.hh"
+#include "util/child_process.hh"
+#include "util/exception.hh"
 #include "util/signals.hh"
 
 namespace {
@@ -35,7 +35,8 @@ std::vector<std::string> login_shell(uid_t uid) {
 // tag carries names the user did not necessarily choose (a recording's directory).
 std::string prompt_safe(const std::string& tag) {
   std::string safe;
-  for (unsigned char c : tag) safe += (c < 0x20 || c == 0x7f || c == '$' || c == '`' || c == '\\') ? '?' : static_cast<char>(c);
+  for (unsigned char c : tag)
+    safe += (c < 0x20 || c == 0x7f || c == '$' || c == '`' || c == '\\') ? '?' : static_cast<char>(c);
   return safe;
 }
 
@@ -140,8 +141,8 @@ void request_addresses(int channel, const std::vector<Ipv4>& addresses) {
 // 128+N if signal N interrupted the start (the ferry is then stopped; one line says so).
 std::optional<int> run_startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
                                const FileDescriptor* isolated_ns) {
-  bool asked = false;   // one request only
-  bool added = false;   // the ferry has its addresses: it may be starting daemons, stop it gently
+  bool asked = false;  // one request only
+  bool added = false;  // the ferry has its addresses: it may be starting daemons, stop it gently
   bool refused = false;
   auto ferry_ended = [&]() -> int {
     int status = 0;
@@ -315,7 +316,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (spec.command.empty()) spec.command = login_shell(user.uid);
 
   const char* realtime_env = env.get(kRealtimeVariable);
-  const int nice = (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
+  const int nice =
+      (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
   const sigset_t original_mask = kSupervisorSignals.block();
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
@@ -367,7 +369,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   net.dns = DnsRelaySockets{};
   intercepted.close();
   ferry_channel.close();
-  if (const auto status = run_startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr))
+  if (const auto status =
+          run_startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr))
     return *status;
 
   prepare_environment(env, spec, net);
@@ -397,8 +400,8 @@ int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
   try {
     return run_shell(argc, argv, info, parse, env);
   } catch (const UsageError& e) {
-    std::cerr << info.name << ": " << e.what() << "\n" << usage_line(info) << "\nTry '" << info.name
-              << " --help' for more information.\n";
+    std::cerr << info.name << ": " << e.what() << "\n"
+              << usage_line(info) << "\nTry '" << info.name << " --help' for more information.\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << info.name << ": " << e.what() << std::endl;

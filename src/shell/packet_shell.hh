@@ -9,13 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "util/args.hh"
 #include "shell/privileged.hh"
+#include "util/args.hh"
 
 struct FerryEndpoints {
-  int outer;  // TUN, the caller's side: uplink packets are written here, downlink ones read
-  int inner;  // TUN, the command's side
-  DnsRelaySockets* dns;  // the ferry runs the DNS relay if dns->active()
+  int outer;                 // TUN, the caller's side: uplink packets are written here, downlink ones read
+  int inner;                 // TUN, the command's side
+  DnsRelaySockets* dns;      // the ferry runs the DNS relay if dns->active()
   std::string outer_prefix;  // MAHIMAHI_SHELL_PREFIX of the shells around this one
   int intercepted = -1;      // listening socket receiving the namespace's TCP connections (mm-record)
   // Isolated shells only (ShellSpec::isolated): asks the supervisor to put these addresses on the
@@ -30,8 +30,8 @@ struct FerryEndpoints {
 constexpr int kFerryFinished = 77;
 
 struct ShellSpec {
-  std::string device_kind;  // short word for the outer device name: delay, loss, onoff, inter, link
-  std::string tag;          // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
+  std::string device_kind;           // short word for the outer device name: delay, loss, onoff, inter, link
+  std::string tag;                   // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
   std::vector<std::string> command;  // empty: the user's login shell
   bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted
   bool refuse_quic = true;           // with intercept_tcp: refuse UDP to port 443

@@ -1,29 +1,27 @@
 #include "shell/privileged.hh"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/file.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
-#include <arpa/inet.h>
-#include <poll.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-
+#include <algorithm>
 #include <csignal>
 #include <cstddef>
 #include <cstring>
-
-#include <algorithm>
 #include <iostream>
 #include <sstream>
 
-#include "util/exception.hh"
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
+#include "util/exception.hh"
 #include "util/signals.hh"
 
 namespace {
@@ -180,8 +178,9 @@ static void reset_inherited_limits() {
     std::string controllers = line.substr(first + 1, second - first - 1);
     if (controllers.rfind("name=", 0) == 0) controllers.erase(0, 5);  // name=systemd is mounted as systemd
     const std::vector<std::string> procs =
-        controllers.empty() ? std::vector<std::string>{"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"}
-                            : std::vector<std::string>{"/sys/fs/cgroup/" + controllers + "/cgroup.procs"};
+        controllers.empty()
+            ? std::vector<std::string>{"/sys/fs/cgroup/cgroup.procs", "/sys/fs/cgroup/unified/cgroup.procs"}
+            : std::vector<std::string>{"/sys/fs/cgroup/" + controllers + "/cgroup.procs"};
     for (const std::string& path : procs) {
       try {
         write_existing_file(path, "0");  // 0: the writing process
@@ -214,7 +213,6 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
   }
   ::_exit(status);
 }
-
 
 void run_root_helper(const std::function<void()>& fn, bool interruptible) {
   int channel[2];

@@ -14,11 +14,11 @@
 #include <string>
 #include <vector>
 
-#include "util/address.hh"
 #include "shell/admin_config.hh"
+#include "shell/nat.hh"
+#include "util/address.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-#include "shell/nat.hh"
 
 struct UserIdentity {
   uid_t uid;
@@ -83,15 +83,15 @@ class ForwardingGrant {
 // they were passed) removes all of it.
 struct ShellNetwork {
   AddressPair addresses;
-  FileDescriptor slot_claim;         // holds the addresses against other shells; root's only:
-                                     // closed in every child that drops privileges
-  std::string outer_device;          // e.g. delay-1234, in the caller's namespace
-  FileDescriptor outer_tun;          // the caller's side
-  FileDescriptor inner_tun;          // "ingress", inside the new namespace
-  FileDescriptor inner_namespace;    // where the user's command runs
+  FileDescriptor slot_claim;       // holds the addresses against other shells; root's only:
+                                   // closed in every child that drops privileges
+  std::string outer_device;        // e.g. delay-1234, in the caller's namespace
+  FileDescriptor outer_tun;        // the caller's side
+  FileDescriptor inner_tun;        // "ingress", inside the new namespace
+  FileDescriptor inner_namespace;  // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
-  DnsRelaySockets dns;               // empty unless the caller's resolver is on loopback
-  ForwardingGrant forwarding;        // destroyed first (slot_claim still open): the last clean-up step
+  DnsRelaySockets dns;         // empty unless the caller's resolver is on loopback
+  ForwardingGrant forwarding;  // destroyed first (slot_claim still open): the last clean-up step
 };
 
 constexpr const char* kInnerDevice = "ingress";

@@ -40,7 +40,9 @@ using ContextPtr = CertificateAuthority::ContextPtr;
 template <auto free_function>
 struct Deleter {
   template <typename T>
-  void operator()(T* p) const { free_function(p); }
+  void operator()(T* p) const {
+    free_function(p);
+  }
 };
 using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
 using BignumPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
@@ -211,7 +213,8 @@ HostName parse_host_name(const std::string& raw) {
   }
   if (!name.empty() && name.back() == '.') name.pop_back();  // a fully qualified name's root dot
   if (!valid_dns_name(name)) {
-    throw UserError(quoted(raw) + " is not a host name or IP address; give a name such as www.example.com or 192.0.2.1");
+    throw UserError(quoted(raw) +
+                    " is not a host name or IP address; give a name such as www.example.com or 192.0.2.1");
   }
   return {name, {}};
 }
@@ -294,10 +297,12 @@ void add_subject_alternative_names(X509* certificate, const std::vector<HostName
     check(sk_GENERAL_NAME_push(all.get(), general.get()), "sk_GENERAL_NAME_push");
     general.release();
   }
-  check(X509_add1_ext_i2d(certificate, NID_subject_alt_name, all.get(), 0, X509V3_ADD_DEFAULT), "adding subjectAltName");
+  check(X509_add1_ext_i2d(certificate, NID_subject_alt_name, all.get(), 0, X509V3_ADD_DEFAULT),
+        "adding subjectAltName");
 }
 
-CertificatePtr mint_leaf(X509* ca_certificate, EVP_PKEY* ca_key, EVP_PKEY* leaf_key, const std::vector<std::string>& raw_names) {
+CertificatePtr mint_leaf(X509* ca_certificate, EVP_PKEY* ca_key, EVP_PKEY* leaf_key,
+                         const std::vector<std::string>& raw_names) {
   if (raw_names.empty()) throw UserError("a certificate needs at least one host name");
   std::vector<HostName> names;
   for (const auto& raw : raw_names) {
@@ -358,8 +363,9 @@ std::string format_date(std::time_t time) {
 // The CA directory's lock, so that processes starting together create one CA, not two halves.
 FileDescriptor lock_directory(const fs::path& dir) {
   FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid()) throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
-                                   "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
+  if (!fd.valid())
+    throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
+                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
   while (::flock(fd.get(), LOCK_EX) != 0) {
     if (errno != EINTR) throw SystemError("flock " + dir.string());
   }
@@ -438,10 +444,12 @@ CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {
 
   const std::string certificate_text = read_ca_file(certificate_path);
   BioPtr certificate_bio(BIO_new_mem_buf(certificate_text.data(), static_cast<int>(certificate_text.size())));
-  CertificatePtr certificate(certificate_bio ? PEM_read_bio_X509(certificate_bio.get(), nullptr, nullptr, nullptr) : nullptr);
+  CertificatePtr certificate(certificate_bio ? PEM_read_bio_X509(certificate_bio.get(), nullptr, nullptr, nullptr)
+                                             : nullptr);
   if (!certificate) {
     ERR_clear_error();
-    throw UserError(certificate_path.string() + " is not a PEM certificate (corrupt?); restore it, or " + recreate_fix(dir));
+    throw UserError(certificate_path.string() + " is not a PEM certificate (corrupt?); restore it, or " +
+                    recreate_fix(dir));
   }
 
   struct stat st {};
@@ -461,15 +469,15 @@ CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {
   }
   if (X509_check_private_key(certificate.get(), key.get()) != 1) {
     ERR_clear_error();
-    throw UserError(key_path.string() + " does not match " + certificate_path.string() +
-                    "; restore the pair, or " + recreate_fix(dir));
+    throw UserError(key_path.string() + " does not match " + certificate_path.string() + "; restore the pair, or " +
+                    recreate_fix(dir));
   }
   if (X509_check_ca(certificate.get()) == 0) {
     throw UserError(certificate_path.string() + " is not a CA certificate; " + recreate_fix(dir));
   }
   if (X509_cmp_current_time(X509_get0_notAfter(certificate.get())) <= 0) {
-    throw UserError(certificate_path.string() + " expired on " + format_date(to_time(X509_get0_notAfter(certificate.get()))) +
-                    "; " + recreate_fix(dir));
+    throw UserError(certificate_path.string() + " expired on " +
+                    format_date(to_time(X509_get0_notAfter(certificate.get()))) + "; " + recreate_fix(dir));
   }
   return CertificateAuthority(dir, std::move(key), std::move(certificate));
 }
@@ -494,7 +502,8 @@ std::string CertificateAuthority::spki_sha256_base64() const {
 
 std::string CertificateAuthority::subject() const {
   BioPtr bio = memory_bio();
-  check(X509_NAME_print_ex(bio.get(), X509_get_subject_name(certificate_.get()), 0, XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0,
+  check(X509_NAME_print_ex(bio.get(), X509_get_subject_name(certificate_.get()), 0,
+                           XN_FLAG_RFC2253 & ~ASN1_STRFLGS_ESC_MSB) >= 0,
         "X509_NAME_print_ex");
   return bio_text(bio.get());
 }

@@ -155,7 +155,8 @@ void add_routes(std::vector<Ipv4Net>& nets) {
           int hops_length = static_cast<int>(RTA_PAYLOAD(attribute));
           while (RTNH_OK(hop, hops_length)) {
             int hop_attributes_length = static_cast<int>(hop->rtnh_len) - static_cast<int>(sizeof(rtnexthop));
-            for (const rtattr* a = RTNH_DATA(hop); RTA_OK(a, hop_attributes_length); a = RTA_NEXT(a, hop_attributes_length)) {
+            for (const rtattr* a = RTNH_DATA(hop); RTA_OK(a, hop_attributes_length);
+                 a = RTA_NEXT(a, hop_attributes_length)) {
               if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) >= 4) nets.push_back(Ipv4Net::of(ipv4_attribute(a), 32));
             }
             hops_length -= static_cast<int>(RTNH_ALIGN(hop->rtnh_len));
@@ -171,7 +172,8 @@ void add_routes(std::vector<Ipv4Net>& nets) {
 // The resolvers this namespace's programs ask, often reached through the default route.
 void add_resolvers(std::vector<Ipv4Net>& nets) {
   try {
-    for (Ipv4 resolver : resolv_conf_nameservers(read_small_file("/etc/resolv.conf"))) nets.push_back(Ipv4Net::of(resolver, 32));
+    for (Ipv4 resolver : resolv_conf_nameservers(read_small_file("/etc/resolv.conf")))
+      nets.push_back(Ipv4Net::of(resolver, 32));
   } catch (const SystemError&) {
     // No resolv.conf: no resolver to avoid.
   }
@@ -229,18 +231,20 @@ void check_address_pool(const Ipv4Net& pool, bool caller_is_root, const std::vec
   const std::string named = std::string(kAddressPoolVariable) + "=" + pool.str();
   for (const NamedNet& never : kNever) {
     if (pool.overlaps(net_of(never.text))) {
-      throw UserError(named + " is refused: it covers " + never.what + ", which no shell may take; choose a range such as 10.200.0.0/16");
+      throw UserError(named + " is refused: it covers " + never.what +
+                      ", which no shell may take; choose a range such as 10.200.0.0/16");
     }
   }
   if (caller_is_root) return;
   auto inside = [&](const Ipv4Net& range) { return range.first() <= pool.first() && pool.last() <= range.last(); };
   if (std::any_of(private_address_space().begin(), private_address_space().end(), inside)) return;
   if (std::any_of(administrator_pools.begin(), administrator_pools.end(), inside)) return;
-  throw UserError(named +
-                  " is refused: an ordinary user's shells take their addresses only from private or shared address space "
-                  "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10), where they cannot divert the host's "
-                  "traffic to public addresses, or from ranges the administrator allows with allow-address-pool in " +
-                  config_path + "; choose a range such as 10.200.0.0/16");
+  throw UserError(
+      named +
+      " is refused: an ordinary user's shells take their addresses only from private or shared address space "
+      "(10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10), where they cannot divert the host's "
+      "traffic to public addresses, or from ranges the administrator allows with allow-address-pool in " +
+      config_path + "; choose a range such as 10.200.0.0/16");
 }
 
 Ipv4Net address_pool_from(const char* env_value) {

@@ -22,7 +22,7 @@ struct Ipv4 {
 sockaddr_in socket_address(Ipv4 address, uint16_t port);
 
 struct Ipv4Net {
-  Ipv4 base;       // first address (host bits cleared)
+  Ipv4 base;        // first address (host bits cleared)
   int prefix = 32;  // 0..32
 
   // "a.b.c.d/n" (host bits must be zero) or "a.b.c.d" (a /32).

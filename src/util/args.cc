@@ -68,7 +68,8 @@ std::vector<std::string> ArgScanner::scan(int argc, char** argv,
       }
       if (!found) throw UsageError("unknown option " + quoted(word));
       if (!found->takes_value) {
-        if (body.find('=') != std::string_view::npos) throw UsageError("option --" + std::string(name) + " takes no value");
+        if (body.find('=') != std::string_view::npos)
+          throw UsageError("option --" + std::string(name) + " takes no value");
         found->apply({});
       } else if (body.find('=') != std::string_view::npos) {
         found->apply(body.substr(body.find('=') + 1));

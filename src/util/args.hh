@@ -27,7 +27,7 @@ std::string usage_line(const ProgramInfo& info);
 class ArgScanner {
  public:
   struct Option {
-    std::string name;      // without the leading dashes
+    std::string name;  // without the leading dashes
     bool takes_value;
     std::function<void(std::string_view value)> apply;
   };

@@ -65,14 +65,16 @@ std::string format_size(uint64_t bytes) {
     unit++;
   }
   char text[32];
-  if (unit == 0) std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
-  else if (std::abs(value - std::round(value)) < 1e-3 * value) std::snprintf(text, sizeof text, "%.0f %s", value, kUnits[unit]);
-  else std::snprintf(text, sizeof text, "%.3g %s", value, kUnits[unit]);
+  if (unit == 0)
+    std::snprintf(text, sizeof text, "%llu bytes", static_cast<unsigned long long>(bytes));
+  else if (std::abs(value - std::round(value)) < 1e-3 * value)
+    std::snprintf(text, sizeof text, "%.0f %s", value, kUnits[unit]);
+  else
+    std::snprintf(text, sizeof text, "%.3g %s", value, kUnits[unit]);
   return text;
 }
 
-std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes,
-                           std::string_view fix) {
+std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes, std::string_view fix) {
   const bool standard_input = path == "-";
   const std::string name = standard_input ? std::string("standard input") : path;
   auto fail = [&](int error) { return UserError("cannot read " + what + " " + name + ": " + std::strerror(error)); };
@@ -87,7 +89,8 @@ std::string read_user_file(const std::string& path, const std::string& what, uin
   struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw fail(errno);
   if (standard_input && S_ISCHR(st.st_mode) && !::isatty(fd.get())) {  // < /dev/zero, < /dev/null
-    throw UserError("cannot read " + what + " from standard input: it is a character device, not a file or pipe; "
+    throw UserError("cannot read " + what +
+                    " from standard input: it is a character device, not a file or pipe; "
                     "redirect a regular file to it");
   }
   if (!standard_input) {
@@ -95,8 +98,9 @@ std::string read_user_file(const std::string& path, const std::string& what, uin
                        : S_ISCHR(st.st_mode)  ? "a character device"
                        : S_ISBLK(st.st_mode)  ? "a block device"
                        : S_ISSOCK(st.st_mode) ? "a socket"
-                       : nullptr;
-    if (kind) throw UserError("cannot read " + what + " " + name + ": it is " + kind + ", not a file; name a regular file");
+                                              : nullptr;
+    if (kind)
+      throw UserError("cannot read " + what + " " + name + ": it is " + kind + ", not a file; name a regular file");
     const int flags = ::fcntl(fd.get(), F_GETFL);
     if (flags < 0 || ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK) < 0) throw fail(errno);
   }

@@ -9,8 +9,7 @@
 
 class TimerFd {
  public:
-  TimerFd()
-      : fd_(check_syscall("timerfd_create", ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK))) {}
+  TimerFd() : fd_(check_syscall("timerfd_create", ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK))) {}
   int fd() const { return fd_.get(); }
 
   // Fires once at `when` (kNever: disarms). Re-arming also clears a pending expiry.

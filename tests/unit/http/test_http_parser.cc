@@ -43,7 +43,9 @@ Outcome run(Direction direction, const std::vector<std::string>& methods, std::s
   return outcome;
 }
 
-Outcome run_request(std::string_view input, size_t piece = SIZE_MAX) { return run(Direction::Request, {}, input, piece); }
+Outcome run_request(std::string_view input, size_t piece = SIZE_MAX) {
+  return run(Direction::Request, {}, input, piece);
+}
 
 void check_same(const Outcome& a, const Outcome& b) {
   ASSERT_TRUE(a.state == b.state);
@@ -93,8 +95,11 @@ std::vector<Stream> corpus() {
   return {
       {Direction::Request, {}, "GET /index.html HTTP/1.1\r\nHost: example.com\r\nAccept: */*\r\n\r\n"},
       {Direction::Request, {}, "HEAD / HTTP/1.0\r\n\r\nOPTIONS * HTTP/1.1\r\nHost: a\r\n\r\n"},
-      {Direction::Request, {}, "POST /form HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello=worldDELETE /x HTTP/1.1\r\n\r\n"},
-      {Direction::Request, {},
+      {Direction::Request,
+       {},
+       "POST /form HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello=worldDELETE /x HTTP/1.1\r\n\r\n"},
+      {Direction::Request,
+       {},
        "PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\nPATCH /p HTTP/1.1\r\n"
        "content-length: 2\r\n\r\n{}"},
       {Direction::Request, {}, "\r\n\nGET / HTTP/1.1\nHost: bare-lf\n\nPROPFIND /dav HTTP/1.1\r\nDepth: 1\r\n\r\n"},
@@ -103,16 +108,19 @@ std::vector<Stream> corpus() {
       {Direction::Request, {}, "GET / HTTP/1.1\r\nHost example.com\r\n\r\n"},
       {Direction::Request, {}, "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel"},
       {Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + kChunkedBody},
-      {Direction::Response, {"GET", "HEAD", "GET", "GET"},
+      {Direction::Response,
+       {"GET", "HEAD", "GET", "GET"},
        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"
        "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"
        "HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n"
        "HTTP/1.1 204 No Content\r\n\r\n"},
       {Direction::Response, {"GET"}, "HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the connection closes"},
-      {Direction::Response, {"POST", "GET"},
+      {Direction::Response,
+       {"POST", "GET"},
        "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"
        "HTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"},
-      {Direction::Response, {"GET"},
+      {Direction::Response,
+       {"GET"},
        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n\x81\x05hello"},
       {Direction::Response, {"CONNECT"}, "HTTP/1.1 200 Connection Established\r\n\r\n\x16\x03\x03\x00\x10"s},
       {Direction::Response, {"GET"}, "HTTP/1.1 200 OK\nTransfer-Encoding: chunked\n\n2\nok\n0\n\n"},
@@ -123,8 +131,8 @@ std::vector<Stream> corpus() {
 }  // namespace
 
 TEST(HttpParser, http_parser_request_methods) {
-  for (std::string method : {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PROPFIND", "CONNECT",
-                             "VERSION-CONTROL"}) {
+  for (std::string method :
+       {"GET", "HEAD", "POST", "PUT", "DELETE", "OPTIONS", "PATCH", "PROPFIND", "CONNECT", "VERSION-CONTROL"}) {
     const std::string target = method == "CONNECT" ? "example.com:443" : "/a/b?c=d";
     const std::string input = method + " " + target + " HTTP/1.1\r\nHost: example.com\r\nUser-Agent: test\r\n\r\n";
     HttpParser parser(Direction::Request);
@@ -225,7 +233,8 @@ TEST(HttpParser, http_parser_response_close_delimited_completed_by_finish) {
   ASSERT_TRUE(!parser.in_message());
 
   // A transfer coding other than chunked on a response also means "until close".
-  const Outcome gzip = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08");
+  const Outcome gzip =
+      run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n\x1f\x8b\x08");
   ASSERT_TRUE(gzip.finished_cleanly);
   ASSERT_EQ(gzip.messages.size(), size_t{1});
   ASSERT_EQ(gzip.messages[0].message.body, std::string("\x1f\x8b\x08"));
@@ -417,10 +426,9 @@ TEST(HttpParser, http_parser_expected_outcomes_of_corpus) {
   // Pin down what the split tests compare against.
   const auto streams = corpus();
   std::vector<std::pair<State, size_t>> expected = {
-      {State::Http, 1},  {State::Http, 2},  {State::Http, 2},  {State::Http, 2},  {State::Http, 2},
-      {State::Http, 1},  {State::Error, 1}, {State::Error, 0}, {State::Http, 0},  {State::Http, 1},
-      {State::Http, 4},  {State::Http, 1},  {State::Http, 4},  {State::Tunnel, 1}, {State::Tunnel, 1},
-      {State::Http, 1},  {State::Error, 0}, {State::Http, 0},
+      {State::Http, 1},  {State::Http, 2},   {State::Http, 2},   {State::Http, 2}, {State::Http, 2},  {State::Http, 1},
+      {State::Error, 1}, {State::Error, 0},  {State::Http, 0},   {State::Http, 1}, {State::Http, 4},  {State::Http, 1},
+      {State::Http, 4},  {State::Tunnel, 1}, {State::Tunnel, 1}, {State::Http, 1}, {State::Error, 0}, {State::Http, 0},
   };
   ASSERT_EQ(streams.size(), expected.size());
   for (size_t i = 0; i < streams.size(); i++) {
@@ -432,11 +440,13 @@ TEST(HttpParser, http_parser_expected_outcomes_of_corpus) {
 
 TEST(HttpParser, http_parser_serialize_round_trip_reproduces_input) {
   const std::vector<Stream> streams = {
-      {Direction::Request, {},
+      {Direction::Request,
+       {},
        "GET /index.html HTTP/1.1\r\nHost: example.com\r\nX-Trailing: kept  \r\nX-Empty: \r\n\r\n"
        "POST /form HTTP/1.1\r\nContent-Length: 11\r\n\r\nhello=world"
        "PUT /up HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"},
-      {Direction::Response, {"GET", "HEAD", "GET"},
+      {Direction::Response,
+       {"GET", "HEAD", "GET"},
        "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: Expires\r\n\r\n" + kChunkedBody +
            "HTTP/1.1 200 OK\r\nContent-Length: 1234\r\n\r\n"
            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found"},
@@ -492,9 +502,9 @@ TEST(HttpParser, http_parser_status_line_forms) {
 }
 
 TEST(HttpParser, http_parser_invalid_request_lines) {
-  for (const std::string line : {"get / HTTP/1.1", "GET /", "GET  / HTTP/1.1", "GET / HTTP/2.0", "GET / HTTP/1.1 x",
-                                 "GET /a b HTTP/1.1", "GET / http/1.1", "GET\t/ HTTP/1.1",
-                                 "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1"}) {
+  for (const std::string line :
+       {"get / HTTP/1.1", "GET /", "GET  / HTTP/1.1", "GET / HTTP/2.0", "GET / HTTP/1.1 x", "GET /a b HTTP/1.1",
+        "GET / http/1.1", "GET\t/ HTTP/1.1", "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ / HTTP/1.1"}) {
     const Outcome out = run_request(line + "\r\n\r\n");
     ASSERT_TRUE(out.state == State::Error);
     ASSERT_TRUE(out.messages.empty());
@@ -579,21 +589,23 @@ TEST(HttpParser, http_parser_two_mib_header_is_error) {
 
 TEST(HttpParser, http_parser_bad_chunk_size_is_error) {
   for (const std::string size_line : {"zz", "", "-1", "0x10", " 5", "5 x", "1ffffffffffffffff", "10000000000000000"}) {
-    const Outcome out = run(Direction::Response, {"GET"},
-                            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size_line + "\r\nhello\r\n0\r\n\r\n");
+    const Outcome out =
+        run(Direction::Response, {"GET"},
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + size_line + "\r\nhello\r\n0\r\n\r\n");
     ASSERT_TRUE(out.state == State::Error);
     ASSERT_EQ(out.error, std::string("invalid chunk size"));
     ASSERT_TRUE(out.messages.empty());
   }
   // The largest size that fits in 64 bits is accepted (then cut short).
-  const Outcome huge = run(Direction::Response, {"GET"},
-                           "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc");
+  const Outcome huge =
+      run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFF\r\nabc");
   ASSERT_TRUE(huge.state == State::Http);
   ASSERT_TRUE(!huge.finished_cleanly);
 
   const Outcome no_crlf = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloX\r\n0\r\n\r\n");
   ASSERT_EQ(no_crlf.error, std::string("chunk data not followed by a line end"));
-  const Outcome bad_trailer = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nnot a field\r\n\r\n");
+  const Outcome bad_trailer =
+      run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nnot a field\r\n\r\n");
   ASSERT_EQ(bad_trailer.error, std::string("header line without a colon"));
   const Outcome long_ext = run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;" +
                                        std::string(HttpParser::kMaxChunkSizeLine, 'e') + "\r\nhello\r\n0\r\n\r\n");
@@ -607,7 +619,8 @@ TEST(HttpParser, http_parser_finish_reports_cut_short_messages) {
   ASSERT_TRUE(mid_body.messages.empty());
   // Mid-body (chunked request), mid-header, mid-start-line.
   ASSERT_TRUE(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel").finished_cleanly);
-  ASSERT_TRUE(!run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n").finished_cleanly);
+  ASSERT_TRUE(
+      !run_request("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n").finished_cleanly);
   ASSERT_TRUE(!run_request("GET / HTTP/1.1\r\nHost: a\r\n").finished_cleanly);
   ASSERT_TRUE(!run_request("GE").finished_cleanly);
   // Between messages, and on an empty stream.
@@ -626,7 +639,8 @@ TEST(HttpParser, http_parser_finish_reports_cut_short_messages) {
 
 TEST(HttpParser, http_parser_lying_content_length_does_not_allocate_it) {
   // A terabyte-sized Content-Length must neither throw nor reserve a terabyte.
-  const Outcome out = run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\nsmall");
+  const Outcome out =
+      run(Direction::Response, {"GET"}, "HTTP/1.1 200 OK\r\nContent-Length: 1000000000000\r\n\r\nsmall");
   ASSERT_TRUE(out.state == State::Http);
   ASSERT_TRUE(!out.finished_cleanly);
 }

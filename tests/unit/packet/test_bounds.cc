@@ -8,11 +8,11 @@
 #include <chrono>
 #include <string>
 
-#include "util/exception.hh"
-#include "util/file_descriptor.hh"
 #include "expect.hh"
 #include "graphing/link_log_reader.hh"
 #include "packet/trace.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 // A file in /tmp holding text, removed when the object goes.
@@ -34,17 +34,17 @@ TEST(Bounds, read_user_file_refuses_more_than_its_limit) {
   TempFile file(std::string(1000, 'x'));
   ASSERT_EQ(read_user_file(file.path, "trace", 1000, "fix it").size(), 1000u);  // exactly the limit
   EXPECT_THROW_WITH(UserError, read_user_file(file.path, "trace", 999, "use a shorter one"),
-               "trace " + file.path + " is larger than 999 bytes (the limit); use a shorter one");
+                    "trace " + file.path + " is larger than 999 bytes (the limit); use a shorter one");
   ASSERT_EQ(format_size(128ULL << 20), "128 MiB");
   ASSERT_EQ(format_size(2147483647), "2 GiB");
   ASSERT_EQ(format_size(1536), "1.5 KiB");
   EXPECT_THROW_WITH(UserError, read_user_file("/nonexistent.trace", "trace", 10, ""),
-               "cannot read trace /nonexistent.trace: No such file or directory");
+                    "cannot read trace /nonexistent.trace: No such file or directory");
 }
 
 TEST(Bounds, read_user_file_refuses_devices_and_directories) {
   EXPECT_THROW_WITH(UserError, read_user_file("/dev/zero", "trace", 1 << 20, ""),
-               "cannot read trace /dev/zero: it is a character device, not a file");
+                    "cannot read trace /dev/zero: it is a character device, not a file");
   EXPECT_THROW_WITH(UserError, read_user_file("/dev/urandom", "log", 1 << 20, ""), "it is a character device");
   EXPECT_THROW_WITH(UserError, read_user_file("/tmp", "log", 1 << 20, ""), "cannot read log /tmp: it is a directory");
 }
@@ -79,13 +79,13 @@ TEST(Bounds, trace_bounds_on_lines_and_values) {
   // The largest time is accepted, one more is not.
   ASSERT_EQ(Trace::parse("2147483647\n", "t").period(), static_cast<Nanos>(2147483647) * ms);
   EXPECT_THROW_WITH(UserError, Trace::parse("1\n2147483648\n", "t"),
-               "t:2: timestamp 2147483648 is too large: times are at most 2147483647 ms (24.8 days)");
+                    "t:2: timestamp 2147483648 is too large: times are at most 2147483647 ms (24.8 days)");
   EXPECT_THROW_WITH(UserError, Trace::parse("1000000000000\n", "t"), "t:1: timestamp 1000000000000 is too large");
   // Beyond 64 bits: still "too large", not "not a number".
   EXPECT_THROW_WITH(UserError, Trace::parse("123456789012345678901234567890\n", "t"), "t:1: timestamp 1234");
   // A line longer than any time is refused without being copied whole into the message.
   EXPECT_THROW_WITH(UserError, Trace::parse("1\n" + std::string(100000, '7') + "\n", "t"),
-               "t:2: line of 100000 characters (\"77777777777777777777...\")");
+                    "t:2: line of 100000 characters (\"77777777777777777777...\")");
   EXPECT_THROW_WITH(UserError, Trace::parse(std::string(33, '0') + "1\n", "t"), "t:1: line of 34 characters");
   ASSERT_EQ(Trace::parse(std::string(31, '0') + "1\n", "t").period(), ms);  // 32 characters are fine
 }
@@ -97,7 +97,7 @@ TEST(Bounds, trace_bound_on_the_number_of_opportunities) {
   ASSERT_EQ(Trace::parse(lines, "t").offsets().size(), Trace::kMaxOpportunities);
   lines += "1\n";
   EXPECT_THROW_WITH(UserError, Trace::parse(lines, "t"),
-               "t:10000001: more than 10000000 lines; a trace holds at most that many opportunities");
+                    "t:10000001: more than 10000000 lines; a trace holds at most that many opportunities");
 }
 
 TEST(Bounds, trace_load_refuses_devices_and_oversized_files) {
@@ -109,12 +109,12 @@ TEST(Bounds, trace_load_refuses_devices_and_oversized_files) {
 
 TEST(Bounds, log_reader_bounds) {
   EXPECT_THROW_WITH(UserError, LinkLog::parse("0 # 1500\n90000000 # 1500\n", "l"),
-               "l: its events span 25.0 hours (0 to 90000000 ms), more than the 24 hours the graphs can cover");
+                    "l: its events span 25.0 hours (0 to 90000000 ms), more than the 24 hours the graphs can cover");
   ASSERT_EQ(LinkLog::parse("0 # 1500\n86400000 # 1500\n", "l").last, 86400000.0);  // 24 hours are fine
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 # 1500\n1e300 + 1500\n", "l"), "l:2: expected a time");
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 d 1e16 1500\n", "l"), "l:1: malformed 'd' line");
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 + " + std::string(1000, '5') + "\n", "l"),
-               "l:1: line of 1004 characters, longer than any event line (256)");
+                    "l:1: line of 1004 characters, longer than any event line (256)");
   // Header lines (the command line) may be long.
   ASSERT_EQ(LinkLog::parse("# command line: " + std::string(5000, 'x') + "\n1 # 1500\n", "l").opportunities.size(), 1u);
   EXPECT_THROW_WITH(UserError, LinkLog::read("/dev/zero"), "cannot read log /dev/zero: it is a character device");
@@ -128,7 +128,8 @@ TEST(Bounds, idle_fast_link_skips_whole_periods) {
   // at the next one, at once (not after a loop over every opportunity).
   const Trace trace = Trace::constant_rate(1e12, "rate:1Tbit/s");
   LinkQueue link(trace, 0, false,
-                 make_queue_discipline("infinite", QueueArgs::parse("", "--uplink-queue"), "--uplink-queue", 1), nullptr);
+                 make_queue_discipline("infinite", QueueArgs::parse("", "--uplink-queue"), "--uplink-queue", 1),
+                 nullptr);
   const Nanos hour = 3600LL * 1'000'000'000;
   const auto start = std::chrono::steady_clock::now();
   link.release(hour, [](std::span<const uint8_t>) {});
@@ -145,7 +146,7 @@ TEST(Bounds, idle_fast_link_skips_whole_periods) {
   const Trace three = Trace::parse("1\n2\n4\n", "t");
   OpportunityCursor cursor(three, 0, false);
   cursor.skip_periods_until(4 * kNanosPerMs * 1000 + 1);  // 1000 periods and a bit
-  ASSERT_EQ(cursor.next(), 3997 * kNanosPerMs);  // the last period whose first opportunity has passed
+  ASSERT_EQ(cursor.next(), 3997 * kNanosPerMs);           // the last period whose first opportunity has passed
   ASSERT_EQ(cursor.nth(2), 3998 * kNanosPerMs);
   OpportunityCursor once(three, 0, true);
   once.skip_periods_until(1000 * kNanosPerMs);

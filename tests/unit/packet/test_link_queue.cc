@@ -4,12 +4,12 @@
 #include <cstring>
 #include <vector>
 
-#include "util/exception.hh"
-#include "util/file_descriptor.hh"
 #include "expect.hh"
 #include "packet/link_queue.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 const Nanos ms = kNanosPerMs;
@@ -60,7 +60,8 @@ TEST(LinkQueue, trace_parse_and_errors) {
   ASSERT_TRUE(std::abs(t.mean_bits_per_second() - 4 * 12000 / 0.010) < 1);
   ASSERT_EQ(Trace::parse("1", "t").period(), ms);  // no final newline is fine
   EXPECT_THROW_WITH(UserError, Trace::parse("", "up.trace"), "up.trace: empty trace");
-  EXPECT_THROW_WITH(UserError, Trace::parse("1\nabc\n", "up.trace"), "up.trace:2: \"abc\" is not a non-negative integer");
+  EXPECT_THROW_WITH(UserError, Trace::parse("1\nabc\n", "up.trace"),
+                    "up.trace:2: \"abc\" is not a non-negative integer");
   EXPECT_THROW_WITH(UserError, Trace::parse("1\n-3\n", "t"), "t:2:");
   EXPECT_THROW_WITH(UserError, Trace::parse("7\n5\n", "t"), "t:2: timestamps must not decrease (5 after 7)");
   EXPECT_THROW_WITH(UserError, Trace::parse("0\n0\n", "t"), "t:2: the last timestamp must be greater than 0");
@@ -107,7 +108,7 @@ TEST(LinkQueue, cursor_repeats_with_period_and_stops_once) {
 
 TEST(LinkQueue, link_byte_accounting_full_and_small_packets) {
   LinkHarness h(Trace::parse("1", "t"), queue("infinite"));
-  h.arrive(0, 1500);          // one opportunity each: 1, 2, 3 ms
+  h.arrive(0, 1500);  // one opportunity each: 1, 2, 3 ms
   h.arrive(100'000, 1500);
   h.arrive(200'000, 1500);
   h.run_until(10 * ms);
@@ -200,7 +201,7 @@ TEST(LinkQueue, queue_arguments_are_checked) {
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=10,target=5"), "queue droptail takes no parameter target");
   EXPECT_THROW_WITH(UsageError, queue("red"), "unknown queue \"red\"");
   ASSERT_EQ(queue("codel", "bytes=30000, target=5, interval=100")->description(),
-           "codel [bytes=30000, target=5, interval=100]");
+            "codel [bytes=30000, target=5, interval=100]");
   ASSERT_EQ(queue("fq_codel")->description(), "fq_codel [packets=10240, target=5, interval=100, flows=1024]");
 }
 
@@ -335,9 +336,9 @@ TEST(LinkQueue, log_reader_summary_and_signal_delay) {
   // Signal delay: packet sent at 1 arrived at 2; packet sent at 4 arrived at 10.
   const auto sd = signal_delays(log);  // ms 1..10
   ASSERT_EQ(sd.size(), 10u);
-  ASSERT_EQ(sd[0], 1.0);  // at 1: 2 - 1
-  ASSERT_EQ(sd[1], 8.0);  // at 2: nothing sent at 2 or 3 arrives before the one sent at 4 (10 - 2)
-  ASSERT_EQ(sd[3], 6.0);  // at 4: 10 - 4
+  ASSERT_EQ(sd[0], 1.0);           // at 1: 2 - 1
+  ASSERT_EQ(sd[1], 8.0);           // at 2: nothing sent at 2 or 3 arrives before the one sent at 4 (10 - 2)
+  ASSERT_EQ(sd[3], 6.0);           // at 4: 10 - 4
   ASSERT_TRUE(std::isnan(sd[9]));  // after the last send nothing arrives
   EXPECT_THROW_WITH(UserError, LinkLog::read("/nonexistent.log"), "cannot read log /nonexistent.log");
 }

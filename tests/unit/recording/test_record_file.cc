@@ -13,11 +13,11 @@
 #include <set>
 #include <thread>
 
-#include "util/exception.hh"
-#include "recording/har.hh"
 #include "expect.hh"
+#include "recording/har.hh"
 #include "recording/http_record.pb.h"
 #include "recording/record_file.hh"
+#include "util/exception.hh"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -150,7 +150,8 @@ TEST(RecordFile, record_original_files_parse_with_our_fields_zero) {
   ASSERT_EQ(pair->request.first_line, request.first_line);
   ASSERT_EQ(pair->request.headers.at(0).value, std::string("old.example"));
   ASSERT_EQ(pair->response.body, std::string("hi"));
-  ASSERT_EQ(pair->request_start_us + pair->request_end_us + pair->response_first_byte_us + pair->response_last_byte_us, uint64_t{0});
+  ASSERT_EQ(pair->request_start_us + pair->request_end_us + pair->response_first_byte_us + pair->response_last_byte_us,
+            uint64_t{0});
   ASSERT_TRUE(pair->server_name.empty() && pair->protocol.empty());
   // With nothing of ours known, we write exactly what the original writes.
   ASSERT_TRUE(serialize_pair(*pair) == original);
@@ -303,7 +304,8 @@ TEST(RecordFile, record_load_never_reads_fifos_sockets_or_symbolic_links) {
 
   // The directory itself: a symbolic link to it is refused with the way out.
   fs::create_directory_symlink(tmp.path, tmp.path / "linked");
-  EXPECT_THROW_WITH(UserError, load_recording(tmp.path / "linked"), "is a symbolic link: name the recording directory itself");
+  EXPECT_THROW_WITH(UserError, load_recording(tmp.path / "linked"),
+                    "is a symbolic link: name the recording directory itself");
   ASSERT_EQ(load_recording(tmp.path.string() + "/linked/").entries.size(), size_t{1});
 }
 
@@ -334,7 +336,8 @@ TEST(RecordFile, record_create_directory_refuses_existing_paths) {
   ASSERT_TRUE(S_ISDIR(st.st_mode));
   ASSERT_EQ(st.st_mode & 0777, 0700u);
   EXPECT_THROW_WITH(UserError, create_record_directory(dir), "already exists: choose a new directory");
-  EXPECT_THROW_WITH(UserError, create_record_directory(tmp.path / "no" / "rec"), (tmp.path / "no").string() + " does not exist");
+  EXPECT_THROW_WITH(UserError, create_record_directory(tmp.path / "no" / "rec"),
+                    (tmp.path / "no").string() + " does not exist");
 }
 
 TEST(RecordFile, record_writer_reports_a_vanished_directory_once) {
@@ -433,9 +436,9 @@ TEST(RecordFile, record_original_schema_decodes_our_file) {
   if (!fs::exists(proto) || run_command("protoc --version 2>/dev/null").empty()) return;  // no protoc: skip
   TempDir tmp;
   write_file(tmp.path / "save.x", serialize_pair(sample_pair(1)));
-  const std::string decoded = run_command("protoc --decode=MahimahiProtobufs.RequestResponse -I " +
-                                          proto.parent_path().string() + " " + proto.string() + " < " +
-                                          (tmp.path / "save.x").string() + " 2>&1");
+  const std::string decoded =
+      run_command("protoc --decode=MahimahiProtobufs.RequestResponse -I " + proto.parent_path().string() + " " +
+                  proto.string() + " < " + (tmp.path / "save.x").string() + " 2>&1");
   ASSERT_TRUE(decoded.find("ip: \"10.0.0.2\"") != std::string::npos);
   ASSERT_TRUE(decoded.find("scheme: HTTPS") != std::string::npos);
   ASSERT_TRUE(decoded.find("first_line: \"GET /item/1?a=1&b=two HTTP/1.1\"") != std::string::npos);
@@ -460,8 +463,8 @@ std::vector<RecordingEntry> varied_entries() {
 
   RecordedPair post = sample_pair(3);
   post.request.first_line = "POST /form?x=%41+b&y HTTP/1.1";
-  post.request.headers = {{"Host", "example.com:8443"}, {"Content-Type", "application/x-www-form-urlencoded"},
-                          {"Content-Length", "7"}};
+  post.request.headers = {
+      {"Host", "example.com:8443"}, {"Content-Type", "application/x-www-form-urlencoded"}, {"Content-Length", "7"}};
   post.request.body = "a=1&b=2";
   post.port = 8443;
   post.https = false;
@@ -535,7 +538,8 @@ TEST(RecordFile, har_standard_fields_describe_the_exchange) {
 
   const json& binary = find("save.binary");
   ASSERT_EQ(binary["response"]["content"]["encoding"].get<std::string>(), std::string("base64"));
-  ASSERT_EQ(*base64_decode(binary["response"]["content"]["text"].get<std::string>()), bytes_of({0x89, 'P', 'N', 'G', 0, 0, 0xff, 0x0a}));
+  ASSERT_EQ(*base64_decode(binary["response"]["content"]["text"].get<std::string>()),
+            bytes_of({0x89, 'P', 'N', 'G', 0, 0, 0xff, 0x0a}));
   ASSERT_TRUE(binary["_mahimahi"].contains("request_headers_raw"));
 
   const json& post = find("save.post");
@@ -543,7 +547,8 @@ TEST(RecordFile, har_standard_fields_describe_the_exchange) {
   ASSERT_EQ(post["request"]["postData"]["text"].get<std::string>(), std::string("a=1&b=2"));
   ASSERT_EQ(post["request"]["queryString"][0]["value"].get<std::string>(), std::string("A b"));
   const json& binpost = find("save.binpost");
-  ASSERT_EQ(*base64_decode(binpost["request"]["postData"]["_text_base64"].get<std::string>()), bytes_of({0, 0xc3, 0x28, 0xff}));
+  ASSERT_EQ(*base64_decode(binpost["request"]["postData"]["_text_base64"].get<std::string>()),
+            bytes_of({0, 0xc3, 0x28, 0xff}));
   ASSERT_EQ(find("save.304")["response"]["bodySize"].get<int>(), 0);
   ASSERT_TRUE(!find("save.304")["request"].contains("postData"));
 }
@@ -577,15 +582,24 @@ TEST(RecordFile, har_from_browser_becomes_valid_http1) {
                {{"name", "content-encoding"}, {"value", "gzip"}},
                {{"name", "content-length"}, {"value", "31"}}}},
              {"content", {{"size", 12}, {"mimeType", "text/html"}, {"text", "<p>hello</p>"}}}}},
-           {"timings", {{"blocked", 1.0}, {"dns", -1}, {"connect", 2.0}, {"send", 0.5}, {"wait", 20.0}, {"receive", 7.0}}}},
+           {"timings",
+            {{"blocked", 1.0}, {"dns", -1}, {"connect", 2.0}, {"send", 0.5}, {"wait", 20.0}, {"receive", 7.0}}}},
           {{"serverIPAddress", "[93.184.216.35]"},
-           {"request", {{"method", "GET"}, {"url", "http://img.example.com:8080/logo.png"}, {"httpVersion", "HTTP/1.1"}, {"headers", json::array()}}},
+           {"request",
+            {{"method", "GET"},
+             {"url", "http://img.example.com:8080/logo.png"},
+             {"httpVersion", "HTTP/1.1"},
+             {"headers", json::array()}}},
            {"response",
             {{"status", 200},
              {"statusText", "OK"},
              {"httpVersion", "HTTP/1.1"},
              {"headers", {{{"name", "Transfer-Encoding"}, {"value", "chunked"}}}},
-             {"content", {{"size", png.size()}, {"mimeType", "image/png"}, {"text", base64_encode(png)}, {"encoding", "base64"}}}}}},
+             {"content",
+              {{"size", png.size()},
+               {"mimeType", "image/png"},
+               {"text", base64_encode(png)},
+               {"encoding", "base64"}}}}}},
           {{"serverIPAddress", "[2606:2800:220:1::]"},
            {"request", {{"method", "GET"}, {"url", "https://v6.example.com/"}, {"httpVersion", "h3"}}},
            {"response", {{"status", 200}, {"content", {{"size", 1}, {"text", "x"}}}}}},
@@ -642,7 +656,8 @@ TEST(RecordFile, har_from_browser_becomes_valid_http1) {
 
 TEST(RecordFile, har_malformed_input_is_a_user_error) {
   EXPECT_THROW_WITH(UserError, parse_har_text("{\"log\": [1, 2", "broken.har"), "broken.har is not valid JSON");
-  EXPECT_THROW_WITH(UserError, from_har(json::parse("{\"foo\": 1}"), nullptr, "other.json"), "other.json is not a HAR file");
+  EXPECT_THROW_WITH(UserError, from_har(json::parse("{\"foo\": 1}"), nullptr, "other.json"),
+                    "other.json is not a HAR file");
   EXPECT_THROW_WITH(UserError, from_har(json::parse("{\"log\": {}}"), nullptr, "x.har"), "no \"entries\" array");
   EXPECT_THROW_WITH(UserError, from_har(json::parse("[1]"), nullptr, "arr.har"), "arr.har is not a HAR file");
   std::vector<std::string> warnings;
@@ -666,7 +681,7 @@ TEST(RecordFile, har_helpers_base64_utf8_and_time) {
     ASSERT_TRUE(*back == data);
   }
   ASSERT_EQ(base64_encode("ab"), std::string("YWI="));
-  ASSERT_EQ(*base64_decode("YWI"), std::string("ab"));      // missing padding tolerated
+  ASSERT_EQ(*base64_decode("YWI"), std::string("ab"));        // missing padding tolerated
   ASSERT_EQ(*base64_decode("YW\nJj\n"), std::string("abc"));  // line breaks ignored
   ASSERT_TRUE(!base64_decode("YW=I"));
   ASSERT_TRUE(!base64_decode("Y"));

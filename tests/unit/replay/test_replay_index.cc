@@ -16,12 +16,12 @@
 #include <mutex>
 #include <thread>
 
-#include "util/exception.hh"
 #include "expect.hh"
-#include "shell/privileged.hh"
 #include "recording/record_file.hh"
 #include "replay/replay_fastcgi.hh"
 #include "replay/replay_index.hh"
+#include "shell/privileged.hh"
+#include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
@@ -165,7 +165,8 @@ std::string request_bytes(uint16_t id, const Params& params, bool keep_connectio
   std::string begin = {0, 1, static_cast<char>(keep_connection ? 1 : 0), 0, 0, 0, 0, 0};  // role RESPONDER
   std::string out = record(kBeginRequest, id, begin);
   std::string encoded;
-  for (const auto& [name, value] : params) encoded += name_value_length(name.size()) + name_value_length(value.size()) + name + value;
+  for (const auto& [name, value] : params)
+    encoded += name_value_length(name.size()) + name_value_length(value.size()) + name + value;
   out += record(kParams, id, encoded);
   out += record(kParams, id, "");
   out += record(kStdin, id, "");
@@ -231,8 +232,9 @@ std::string fcgi_request(const fs::path& socket, const Params& params) {
 }
 
 Params params_for(const std::string& method, const std::string& uri, const std::string& host, bool https = false) {
-  Params p = {{"REQUEST_METHOD", method}, {"REQUEST_URI", uri}, {"HTTP_HOST", host}, {"HTTP_USER_AGENT", "UA"},
-              {"SERVER_ADDR", "10.0.0.1"}, {"SERVER_PORT", https ? "443" : "80"}, {"SERVER_PROTOCOL", "HTTP/1.1"}};
+  Params p = {{"REQUEST_METHOD", method},     {"REQUEST_URI", uri},        {"HTTP_HOST", host},
+              {"HTTP_USER_AGENT", "UA"},      {"SERVER_ADDR", "10.0.0.1"}, {"SERVER_PORT", https ? "443" : "80"},
+              {"SERVER_PROTOCOL", "HTTP/1.1"}};
   if (https) p.emplace_back("HTTPS", "on");
   return p;
 }
@@ -412,9 +414,15 @@ TEST(ReplayIndex, replay_chunked_body_served_dechunked) {
 
 TEST(ReplayIndex, replay_hop_by_hop_headers_removed) {
   PairSpec s = at("GET /h HTTP/1.1", "abc");
-  s.response_headers = {{"Connection", "keep-alive, X-Private"}, {"Keep-Alive", "timeout=5"}, {"X-Private", "p"},
-                        {"Proxy-Connection", "keep-alive"},        {"Upgrade", "h2c"},          {"TE", "trailers"},
-                        {"X-Kept", "yes"},                          {"Content-Length", "99"},    {"content-length", "3"},
+  s.response_headers = {{"Connection", "keep-alive, X-Private"},
+                        {"Keep-Alive", "timeout=5"},
+                        {"X-Private", "p"},
+                        {"Proxy-Connection", "keep-alive"},
+                        {"Upgrade", "h2c"},
+                        {"TE", "trailers"},
+                        {"X-Kept", "yes"},
+                        {"Content-Length", "99"},
+                        {"content-length", "3"},
                         {"Content-Encoding", "identity"}};
   Recording rec({s});
   const ReplayMatch m = rec.match(get("/h"));
@@ -474,7 +482,7 @@ TEST(ReplayIndex, replay_miss_explains_nearest_candidates) {
   ASSERT_EQ(scheme.response.reason, std::string("Not Found"));
   ASSERT_TRUE(contains(header(scheme.response, "Content-Type").value_or(""), "text/plain"));
   ASSERT_EQ(header(scheme.response, "Content-Length").value_or(""), std::to_string(scheme.response.body.size()));
-  ASSERT_TRUE(contains(scheme.response.body, "GET https://example.com/a?x=1"));                     // what was asked
+  ASSERT_TRUE(contains(scheme.response.body, "GET https://example.com/a?x=1"));                      // what was asked
   ASSERT_TRUE(contains(scheme.response.body, "GET http://example.com/a?x=1 (differs in: scheme)"));  // nearest first
   ASSERT_TRUE(contains(scheme.log_line, "GET https://example.com/a?x=1"));
   ASSERT_TRUE(contains(scheme.log_line, "(differs in: scheme)"));
@@ -546,7 +554,8 @@ TEST(ReplayIndex, replay_load_errors) {
   EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path, &warnings), "holds no valid recorded pair");
   ASSERT_EQ(warnings.size(), size_t{2});
   TempDir empty;
-  EXPECT_THROW_WITH(UserError, ReplayIndex::load(empty.path, nullptr), "holds no valid recorded pair (the directory has no files)");
+  EXPECT_THROW_WITH(UserError, ReplayIndex::load(empty.path, nullptr),
+                    "holds no valid recorded pair (the directory has no files)");
   EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path / "missing", nullptr), "cannot read recording directory");
 }
 
@@ -606,8 +615,8 @@ TEST(ReplayIndex, replay_rescanning_agrees_with_index) {
   PairSpec early = at("GET /same HTTP/1.1", "earlier");
   early.start_us = 10;
   Recording rec({chunked, late, early, at("GET /q?id=1&b=2 HTTP/1.1", "q1"), at("GET /q?id=7&b=9 HTTP/1.1", "q7")});
-  const std::vector<ReplayRequest> requests = {get("/c"),    get("/same"), get("/q?id=7&b=0"), get("/q"),
-                                               get("/none"), get("/c", "example.com", true)};
+  const std::vector<ReplayRequest> requests = {get("/c"), get("/same"), get("/q?id=7&b=0"),
+                                               get("/q"), get("/none"), get("/c", "example.com", true)};
   for (const ReplayRequest& r : requests) {
     std::vector<std::string> unused;
     ReplayIndex fresh = ReplayIndex::load(rec.dir.path, &unused);
@@ -627,8 +636,8 @@ TEST(ReplayIndex, replay_rescanning_agrees_with_index) {
 
 TEST(ReplayIndex, replay_fastcgi_end_to_end) {
   PairSpec page = at("GET /page?v=1 HTTP/1.1", "<html>hi</html>");
-  page.response_headers = {{"Content-Type", "text/html"}, {"Connection", "close"}, {"Set-Cookie", "a=1"},
-                           {"Set-Cookie", "b=2"}};
+  page.response_headers = {
+      {"Content-Type", "text/html"}, {"Connection", "close"}, {"Set-Cookie", "a=1"}, {"Set-Cookie", "b=2"}};
   page.status_line = "HTTP/1.1 201 Created Here";
   PairSpec secure = at("GET /s HTTP/1.1", "tls", "example.com");
   secure.https = true;
@@ -721,7 +730,8 @@ TEST(ReplayIndex, replay_fastcgi_robustness) {
 
 TEST(ReplayIndex, replay_fastcgi_concurrent_requests) {
   std::vector<PairSpec> specs;
-  for (int i = 0; i < 50; i++) specs.push_back(at("GET /item/" + std::to_string(i) + " HTTP/1.1", "body " + std::to_string(i)));
+  for (int i = 0; i < 50; i++)
+    specs.push_back(at("GET /item/" + std::to_string(i) + " HTTP/1.1", "body " + std::to_string(i)));
   Recording rec(specs);
   const fs::path socket = rec.dir.path / "fcgi.sock";
   ReplayFastCgi server(*rec.index, {}, socket, 8, nullptr);
@@ -768,17 +778,20 @@ TEST(ReplayIndex, replay_isolated_addresses_are_checked) {
   check_isolated_addresses({});
   check_isolated_addresses({ip("10.0.0.1"), ip("93.184.216.34"), ip("100.64.1.2"), ip("223.255.255.254")});
   EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("127.0.0.2")}),
-               "server address 127.0.0.2 is not a unicast address (loopback");
+                    "server address 127.0.0.2 is not a unicast address (loopback");
   EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("0.0.0.0")}), "0.0.0.0 is not a unicast address");
-  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("224.0.0.1")}), "224.0.0.1 is not a unicast address (multicast");
-  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("255.255.255.255")}), "255.255.255.255 is not a unicast address");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("224.0.0.1")}),
+                    "224.0.0.1 is not a unicast address (multicast");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("255.255.255.255")}),
+                    "255.255.255.255 is not a unicast address");
   EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("240.0.0.1")}), "reserved");
   EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.1")}),
-               "server address 10.0.0.1 was requested twice");
+                    "server address 10.0.0.1 was requested twice");
   std::vector<Ipv4> many;
   for (uint32_t i = 0; i < kMaxIsolatedAddresses; i++) many.push_back(Ipv4{0x0a000001 + i});
   check_isolated_addresses(many);
   many.push_back(Ipv4{0x0b000001});
-  EXPECT_THROW_WITH(UserError, check_isolated_addresses(many), "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses(many),
+                    "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
   EXPECT_THROW_WITH(UserError, check_isolated_address_count(4000000000u), "--single-server");
 }

@@ -4,13 +4,14 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "expect.hh"
 #include "shell/admin_config.hh"
 #include "util/exception.hh"
-#include "expect.hh"
 
 TEST(AdminConfig, admin_config_parses_settings_and_comments) {
   auto c = AdministratorConfig::parse(
-      "# comment\n\n  allow-address-pool 198.18.0.0/15  # lab range\nallow-address-pool 203.0.113.0/24\nferry-nice -20\n",
+      "# comment\n\n  allow-address-pool 198.18.0.0/15  # lab range\nallow-address-pool 203.0.113.0/24\nferry-nice "
+      "-20\n",
       "f");
   ASSERT_EQ(c.allowed_pools.size(), 2u);
   ASSERT_EQ(c.allowed_pools[0].str(), "198.18.0.0/15");

@@ -10,16 +10,16 @@
 #include <sys/stat.h>
 
 #include <ctime>
-#include <map>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <set>
 #include <sstream>
 
+#include "expect.hh"
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
-#include "expect.hh"
 
 namespace fs = std::filesystem;
 
@@ -27,7 +27,9 @@ namespace {
 template <auto free_function>
 struct Deleter {
   template <typename T>
-  void operator()(T* p) const { free_function(p); }
+  void operator()(T* p) const {
+    free_function(p);
+  }
 };
 using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
 using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
@@ -96,7 +98,7 @@ int verify(X509* ca, X509* leaf, const std::string& name, bool is_ip) {
   EXPECT_TRUE(X509_STORE_CTX_set_purpose(context.get(), X509_PURPOSE_SSL_SERVER) == 1);
   X509_VERIFY_PARAM* param = X509_STORE_CTX_get0_param(context.get());
   EXPECT_TRUE((is_ip ? X509_VERIFY_PARAM_set1_ip_asc(param, name.c_str())
-               : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size())) == 1);
+                     : X509_VERIFY_PARAM_set1_host(param, name.c_str(), name.size())) == 1);
   X509_verify_cert(context.get());
   ERR_clear_error();
   return X509_STORE_CTX_get_error(context.get());
@@ -134,7 +136,7 @@ HandshakeResult handshake(SSL_CTX* server_context, X509* ca, const std::string& 
   }
   if (!alpn.empty()) {
     EXPECT_TRUE(SSL_set_alpn_protos(client.get(), reinterpret_cast<const unsigned char*>(alpn.data()),
-                              static_cast<unsigned>(alpn.size())) == 0);
+                                    static_cast<unsigned>(alpn.size())) == 0);
   }
   BIO *client_end = nullptr, *server_end = nullptr;
   EXPECT_TRUE(BIO_new_bio_pair(&client_end, 0, &server_end, 0) == 1);
@@ -151,8 +153,10 @@ HandshakeResult handshake(SSL_CTX* server_context, X509* ca, const std::string& 
   for (int round = 0; round < 50 && !result.completed; round++) {
     const int c = SSL_do_handshake(client.get());
     const int s = SSL_do_handshake(server.get());
-    if (c == 1 && s == 1) result.completed = true;
-    else if ((c != 1 && stalled(client.get(), c)) || (s != 1 && stalled(server.get(), s))) break;
+    if (c == 1 && s == 1)
+      result.completed = true;
+    else if ((c != 1 && stalled(client.get(), c)) || (s != 1 && stalled(server.get(), s)))
+      break;
   }
   result.verify_result = SSL_get_verify_result(client.get());
   if (result.completed) {
@@ -161,7 +165,8 @@ HandshakeResult handshake(SSL_CTX* server_context, X509* ca, const std::string& 
     SSL_get0_alpn_selected(client.get(), &selected, &length);
     if (selected) result.alpn.assign(reinterpret_cast<const char*>(selected), length);
     const std::string request = "GET / HTTP/1.1\r\n\r\n";
-    EXPECT_TRUE(SSL_write(client.get(), request.data(), static_cast<int>(request.size())) == static_cast<int>(request.size()));
+    EXPECT_TRUE(SSL_write(client.get(), request.data(), static_cast<int>(request.size())) ==
+                static_cast<int>(request.size()));
     char buffer[100];
     const int n = SSL_read(server.get(), buffer, sizeof buffer);
     if (n > 0) result.received.assign(buffer, static_cast<size_t>(n));
@@ -219,7 +224,8 @@ TEST(CertificateAuthority, ca_certificate_is_a_long_lived_constrained_ca) {
   ASSERT_TRUE(X509_cmp_time(X509_get0_notAfter(certificate.get()), nullptr) > 0);
   ASSERT_TRUE(X509_check_ca(certificate.get()) == 1);
   ASSERT_EQ(X509_get_pathlen(certificate.get()), 0L);
-  ASSERT_TRUE((X509_get_key_usage(certificate.get()) & (KU_KEY_CERT_SIGN | KU_CRL_SIGN)) == (KU_KEY_CERT_SIGN | KU_CRL_SIGN));
+  ASSERT_TRUE((X509_get_key_usage(certificate.get()) & (KU_KEY_CERT_SIGN | KU_CRL_SIGN)) ==
+              (KU_KEY_CERT_SIGN | KU_CRL_SIGN));
   ASSERT_TRUE(X509_get0_subject_key_id(certificate.get()) != nullptr);
   ASSERT_TRUE(ca.subject().find("CN=Mahimahi local CA (") != std::string::npos);
   ASSERT_EQ(X509_check_issued(certificate.get(), certificate.get()), X509_V_OK);  // self-signed
@@ -319,15 +325,16 @@ TEST(CertificateAuthority, ca_minted_leaves_verify_for_dns_names_and_ip_literals
   X509* leaf = SSL_CTX_get0_certificate(ca.server_context(long_name));
   ASSERT_EQ(verify(root.get(), leaf, long_name, false), X509_V_OK);
   char common_name[256] = {};
-  ASSERT_EQ(X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, common_name, sizeof common_name), 64);
+  ASSERT_EQ(X509_NAME_get_text_by_NID(X509_get_subject_name(leaf), NID_commonName, common_name, sizeof common_name),
+            64);
 }
 
 TEST(CertificateAuthority, ca_rejects_names_that_are_not_hosts) {
   TemporaryDirectory tmp;
   CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
-  for (const std::string& bad : {std::string(""), std::string("two words"), std::string("*.example.com"),
-                                std::string("a..b"), std::string("x\x01y"), std::string(64, 'a') + ".com",
-                                std::string("evil.com/path")}) {
+  for (const std::string& bad :
+       {std::string(""), std::string("two words"), std::string("*.example.com"), std::string("a..b"),
+        std::string("x\x01y"), std::string(64, 'a') + ".com", std::string("evil.com/path")}) {
     EXPECT_THROW_WITH(UserError, ca.server_context(bad), "not a host name");
   }
   EXPECT_THROW_WITH(UserError, ca.write_leaf({}, tmp.path() / "c.pem", tmp.path() / "c.key"), "at least one");
@@ -437,13 +444,14 @@ TEST(CertificateAuthority, ca_default_directory_follows_the_environment) {
     };
   };
   ASSERT_EQ(CertificateAuthority::default_directory(lookup_in({{"MAHIMAHI_CA_DIR", "/x/ca"}, {"HOME", "/home/u"}})),
-           fs::path("/x/ca"));
+            fs::path("/x/ca"));
   ASSERT_EQ(CertificateAuthority::default_directory(lookup_in({{"XDG_DATA_HOME", "/data"}, {"HOME", "/home/u"}})),
-           fs::path("/data/mahimahi/ca"));
+            fs::path("/data/mahimahi/ca"));
   ASSERT_EQ(CertificateAuthority::default_directory(lookup_in({{"XDG_DATA_HOME", "relative"}, {"HOME", "/home/u"}})),
-           fs::path("/home/u/.local/share/mahimahi/ca"));
+            fs::path("/home/u/.local/share/mahimahi/ca"));
   const fs::path fallback = CertificateAuthority::default_directory(lookup_in({{"HOME", "not/absolute"}}));
   ASSERT_TRUE(fallback.is_absolute());
   ASSERT_TRUE(fallback.string().ends_with("/.local/share/mahimahi/ca"));
-  ASSERT_EQ(CertificateAuthority::default_directory(lookup_in({{"MAHIMAHI_CA_DIR", "rel"}})), fs::current_path() / "rel");
+  ASSERT_EQ(CertificateAuthority::default_directory(lookup_in({{"MAHIMAHI_CA_DIR", "rel"}})),
+            fs::current_path() / "rel");
 }

@@ -1,6 +1,6 @@
+#include "expect.hh"
 #include "util/address.hh"
 #include "util/exception.hh"
-#include "expect.hh"
 
 TEST(Address, address_parse) {
   ASSERT_EQ(Ipv4::parse("100.64.0.1")->str(), "100.64.0.1");
@@ -81,7 +81,8 @@ TEST(Address, loopback_nameservers_of_resolv_conf) {
 }
 
 TEST(Address, resolv_conf_nameservers_in_order) {
-  auto found = resolv_conf_nameservers("# x\nnameserver 10.255.255.53\nnameserver ::1\n nameserver  192.0.2.9 \nsearch a\n");
+  auto found =
+      resolv_conf_nameservers("# x\nnameserver 10.255.255.53\nnameserver ::1\n nameserver  192.0.2.9 \nsearch a\n");
   ASSERT_EQ(found.size(), 2u);
   ASSERT_EQ(found[0].str(), "10.255.255.53");
   ASSERT_EQ(found[1].str(), "192.0.2.9");
@@ -99,14 +100,16 @@ TEST(Address, address_pool_policy) {
   // Root may use a public range; an ordinary user only private or shared space...
   check_address_pool(*Ipv4Net::parse("198.51.100.0/24"), true, none, conf);
   EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("208.67.222.220/30"), false, none, conf),
-               "only from private or shared address space");
+                    "only from private or shared address space");
   for (const char* pool : {"10.0.0.0/8", "10.200.0.0/16", "172.16.0.0/12", "172.31.255.252/30", "192.168.0.0/16",
                            "100.64.0.0/10", "100.127.255.252/30"}) {
     check_address_pool(*Ipv4Net::parse(pool), false, none, conf);
   }
   // ... entirely: a pool reaching past a private range is refused.
-  EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("100.0.0.0/8"), false, none, conf), "private or shared");
-  EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("172.0.0.0/11"), false, none, conf), "private or shared");
+  EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("100.0.0.0/8"), false, none, conf),
+                    "private or shared");
+  EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("172.0.0.0/11"), false, none, conf),
+                    "private or shared");
   // ... unless the administrator allows a range, and then only inside it.
   const std::vector<Ipv4Net> allowed{*Ipv4Net::parse("198.18.0.0/15")};
   check_address_pool(*Ipv4Net::parse("198.19.0.0/16"), false, allowed, conf);

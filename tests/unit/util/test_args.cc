@@ -1,7 +1,7 @@
+#include "expect.hh"
 #include "util/args.hh"
 #include "util/clock.hh"
 #include "util/exception.hh"
-#include "expect.hh"
 
 TEST(Args, parse_numbers) {
   ASSERT_EQ(parse_nonnegative("50", "DELAY-MS"), 50.0);
@@ -28,7 +28,10 @@ std::vector<std::string> scan(std::vector<std::string> words, std::vector<std::s
   std::string name = "mm-test";
   argv.push_back(name.data());
   for (auto& w : words) argv.push_back(w.data());
-  ArgScanner scanner(kInfo, {{"seed", true, [&](std::string_view v) { if (seed) *seed = v; }},
+  ArgScanner scanner(kInfo, {{"seed", true,
+                              [&](std::string_view v) {
+                                if (seed) *seed = v;
+                              }},
                              {"once", false, [](std::string_view) {}}});
   return scanner.scan(static_cast<int>(argv.size()), argv.data(), [&](std::string_view w) {
     if (static_cast<int>(positionals.size()) == wanted) return false;
