@@ -16,6 +16,7 @@
 #include "recording/record_file.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
@@ -59,21 +60,6 @@ void print_warnings(const std::vector<std::string>& warnings) {
     std::cerr << "mm-recording: warning: " << warnings[i] << "\n";
   if (warnings.size() > kMaxWarningsShown)
     std::cerr << "mm-recording: ... and " << warnings.size() - kMaxWarningsShown << " more warnings like these\n";
-}
-
-// Control characters escaped, so that a recorded byte cannot drive the terminal.
-std::string printable(std::string_view text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c < 0x20 || c == 0x7f) {
-      char escape[8];
-      std::snprintf(escape, sizeof escape, "\\x%02x", c);
-      out += escape;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out;
 }
 
 // Width on the terminal, counting UTF-8 sequences as one column each.

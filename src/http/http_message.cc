@@ -1,14 +1,5 @@
 #include "http/http_message.hh"
 
-#include <algorithm>
-
-bool equals_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; };
-           return lower(x) == lower(y);
-         });
-}
-
 std::optional<std::string_view> HttpMessage::header(std::string_view key) const {
   for (const HttpHeader& h : headers) {
     if (equals_ignoring_case(h.key, key)) return std::string_view(h.value);

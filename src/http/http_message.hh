@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/text.hh"  // equals_ignoring_case: HTTP field names are ASCII case-insensitive
+
 struct HttpHeader {
   std::string key;
   std::string value;
@@ -22,6 +24,3 @@ struct HttpMessage {
   // The message as bytes on the wire: first line, headers, blank line, body.
   std::string serialize() const;
 };
-
-// ASCII case-insensitive comparison, as HTTP field names need.
-bool equals_ignoring_case(std::string_view a, std::string_view b);

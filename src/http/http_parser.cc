@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "util/text.hh"
+
 namespace {
 
 // How many leading bytes of a start line are checked as they arrive, so that a stream which is
@@ -39,12 +41,6 @@ int hex_value(char c) {
   return -1;
 }
 
-std::string_view trim_ows(std::string_view s) {
-  while (!s.empty() && is_ows(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_ows(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // A complete line without its terminator (LF, or CRLF).
 std::string_view without_line_end(std::string_view line) {
   if (!line.empty() && line.back() == '\n') line.remove_suffix(1);
@@ -67,14 +63,14 @@ TransferCoding transfer_coding(const HttpMessage& message) {
     std::string_view rest = field.value;
     while (true) {
       const size_t comma = rest.find(',');
-      const std::string_view element = trim_ows(rest.substr(0, comma));
+      const std::string_view element = trim_blanks(rest.substr(0, comma));
       if (!element.empty()) last = element;
       if (comma == std::string_view::npos) break;
       rest.remove_prefix(comma + 1);
     }
   }
   if (!present) return TransferCoding::Absent;
-  const std::string_view coding = trim_ows(last.substr(0, last.find(';')));  // drop parameters
+  const std::string_view coding = trim_blanks(last.substr(0, last.find(';')));  // drop parameters
   return equals_ignoring_case(coding, "chunked") ? TransferCoding::ChunkedLast : TransferCoding::Other;
 }
 
@@ -92,7 +88,7 @@ ContentLength content_length(const HttpMessage& message) {
     std::string_view rest = field.value;
     while (true) {
       const size_t comma = rest.find(',');
-      const std::string_view element = trim_ows(rest.substr(0, comma));
+      const std::string_view element = trim_blanks(rest.substr(0, comma));
       uint64_t value = 0;
       bool digits_ok = !element.empty();
       for (char c : element) {

@@ -18,6 +18,8 @@
 #include <iostream>
 
 #include "http/http_parser.hh"
+#include "util/host_name.hh"
+#include "util/text.hh"
 
 namespace {
 
@@ -46,19 +48,6 @@ std::string openssl_errors() {
     text += colon == std::string_view::npos ? l : l.substr(colon + 1);
   }
   return text;
-}
-
-bool is_ip_literal(const std::string& name) {
-  in_addr a4;
-  in6_addr a6;
-  return ::inet_pton(AF_INET, name.c_str(), &a4) == 1 || ::inet_pton(AF_INET6, name.c_str(), &a6) == 1;
-}
-
-std::string lowercase(std::string s) {
-  for (char& ch : s) {
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch + 32);
-  }
-  return s;
 }
 
 constexpr ssize_t kWouldBlock = -1;
@@ -437,7 +426,7 @@ int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
     if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &length) && length > 5 && p[2] == 0) {
       const size_t name_length = (static_cast<size_t>(p[3]) << 8) | p[4];
       if (5 + name_length <= length)
-        c->server_name = lowercase(std::string(reinterpret_cast<const char*>(p + 5), name_length));
+        c->server_name = ascii_lowercase(std::string(reinterpret_cast<const char*>(p + 5), name_length));
     }
     return SSL_CLIENT_HELLO_RETRY;
   }
@@ -672,7 +661,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
       pair.protocol = c.alpn;
     } else {
       const std::string& line = pair.request.first_line;
-      pair.protocol = lowercase(line.substr(line.rfind(' ') + 1));
+      pair.protocol = ascii_lowercase(line.substr(line.rfind(' ') + 1));
     }
     writer_.write(std::move(pair));
     c.pairs++;

@@ -11,6 +11,7 @@
 #include <ctime>
 
 #include "util/exception.hh"
+#include "util/text.hh"
 
 using nlohmann::json;
 
@@ -44,20 +45,6 @@ void put_bytes(json& obj, const std::string& key, std::string_view bytes) {
     obj[key] = std::string(bytes);
   else
     obj[key + "_base64"] = base64_encode(bytes);
-}
-
-std::string lowercase(std::string_view text) {
-  std::string out(text);
-  for (char& c : out) {
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c + 32);
-  }
-  return out;
-}
-
-std::string trimmed(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return std::string(text);
 }
 
 std::string header_or(const HttpMessage& m, std::string_view key, std::string_view fallback) {
@@ -136,7 +123,7 @@ bool has_port(std::string_view host) {
 std::string request_url(const RecordedPair& p, const std::string& target) {
   if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) return target;  // absolute-form
   const std::string scheme = p.https ? "https" : "http";
-  std::string host = trimmed(header_or(p.request, "Host", ""));
+  std::string host(trim_blanks(header_or(p.request, "Host", "")));
   if (host.empty()) host = p.ip;
   const uint16_t default_port = p.https ? 443 : 80;
   if (!has_port(host) && p.port != 0 && p.port != default_port) host += ":" + std::to_string(p.port);
@@ -226,7 +213,7 @@ json har_entry(const RecordingEntry& e) {
     content["text"] = base64_encode(content_text);
     content["encoding"] = "base64";
   }
-  const std::string coding = trimmed(header_or(p.response, "Content-Encoding", ""));
+  const std::string coding(trim_blanks(header_or(p.response, "Content-Encoding", "")));
   if (!coding.empty() && !equals_ignoring_case(coding, "identity"))
     content["comment"] = "the text is still encoded (Content-Encoding: " + display_text(coding) + ")";
   json response = {{"status", sl.status},
@@ -470,7 +457,7 @@ Url parse_url(const std::string& url) {
   Url out;
   const size_t sep = url.find("://");
   if (sep == std::string::npos) throw Skip("the URL is not absolute");
-  const std::string scheme = lowercase(url.substr(0, sep));
+  const std::string scheme = ascii_lowercase(url.substr(0, sep));
   if (scheme != "http" && scheme != "https")
     throw Skip("a " + scheme + ": URL (only http and https exchanges can be replayed)");
   out.https = scheme == "https";
@@ -573,7 +560,7 @@ RecordedPair converted_pair(const json& entry) {
   if (!content || !content->is_object()) throw Skip("no response content");
 
   const std::string version = http1_version(string_member(*response, "httpVersion", "response", false));
-  p.protocol = lowercase(version);
+  p.protocol = ascii_lowercase(version);
   std::string status_text = string_member(*response, "statusText", "response", false);
   if (status_text.empty()) status_text = reason_phrase(status);  // HTTP/2 has no reason phrase
   if (status_text.find_first_of("\r\n") != std::string::npos) throw Skip("response.statusText contains a line break");

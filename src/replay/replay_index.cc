@@ -14,6 +14,8 @@
 
 #include "recording/record_file.hh"
 #include "util/exception.hh"
+#include "util/host_name.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
@@ -25,47 +27,12 @@ struct ReplayIndex::Counters {
 };
 
 namespace {
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
-std::string lower_case(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = lower(c);
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
-bool starts_with_ignoring_case(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() && equals_ignoring_case(s.substr(0, prefix.size()), prefix);
-}
-
 std::optional<uint64_t> parse_decimal(std::string_view s) {
   uint64_t value = 0;
   if (s.empty()) return std::nullopt;
   const auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), value);
   if (err != std::errc() || end != s.data() + s.size()) return std::nullopt;
   return value;
-}
-
-// Text for logs and messages: control bytes escaped, very long strings shortened.
-std::string printable(std::string_view s, size_t max = 400) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : s.substr(0, max)) {
-    if (c < 0x20 || c == 0x7f) {
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  if (s.size() > max) out += "...";
-  return out;
 }
 
 // Host and port of a Host value: "[v6]:port", "name:port", "name". Port empty if absent.
@@ -86,28 +53,6 @@ std::pair<std::string_view, std::string_view> split_host_port(std::string_view h
 
 // The name part of a normalised host (port stripped).
 std::string_view host_without_port(std::string_view normalized) { return split_host_port(normalized).first; }
-
-bool is_ip_literal(std::string_view name) {
-  if (!name.empty() && name.front() == '[') return true;
-  in_addr address;
-  return ::inet_pton(AF_INET, std::string(name).c_str(), &address) == 1;
-}
-
-// A name dnsmasq and certificates can carry: letters, digits, '-', '_', dot-separated labels.
-bool is_dns_name(std::string_view name) {
-  if (name.empty() || name.size() > 253 || is_ip_literal(name)) return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
-    if (++label > 63) return false;
-  }
-  return label > 0;
-}
 
 // Sorting key for dotted IPv4 addresses (invalid ones last, by text).
 uint64_t ip_order(const std::string& ip) {
@@ -162,7 +107,7 @@ std::optional<std::pair<int, std::string>> parse_status_line(std::string_view li
   if (rest.size() > 3 && rest[3] != ' ') return std::nullopt;
   const int status = (rest[0] - '0') * 100 + (rest[1] - '0') * 10 + (rest[2] - '0');
   if (status < 100 || status > 599) return std::nullopt;
-  std::string reason(trim(rest.substr(3)));
+  std::string reason(trim_blanks(rest.substr(3)));
   for (char& c : reason) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';  // would break the CGI status line
   }
@@ -200,8 +145,8 @@ ReplayResponse prepare_response(HttpMessage&& recorded, int status, std::string 
     std::string_view value = h.value;
     while (!value.empty()) {
       const size_t comma = value.find(',');
-      const std::string_view token = trim(value.substr(0, comma));
-      if (!token.empty()) hop.insert(lower_case(token));
+      const std::string_view token = trim_blanks(value.substr(0, comma));
+      if (!token.empty()) hop.insert(ascii_lowercase(token));
       if (comma == std::string_view::npos) break;
       value.remove_prefix(comma + 1);
     }
@@ -209,7 +154,7 @@ ReplayResponse prepare_response(HttpMessage&& recorded, int status, std::string 
   bool had_length = false;
   for (const HttpHeader& h : recorded.headers) {
     if (!is_token(h.key) || !value_is_safe(h.value)) continue;  // cannot be expressed on the CGI interface
-    if (hop.count(lower_case(h.key))) continue;
+    if (hop.count(ascii_lowercase(h.key))) continue;
     if (equals_ignoring_case(h.key, "Content-Length")) {
       if (had_length) continue;  // duplicates: the first one (corrected) is enough
       had_length = true;
@@ -225,7 +170,7 @@ ReplayResponse prepare_response(HttpMessage&& recorded, int status, std::string 
   for (HttpHeader& h : out.headers) {
     if (!equals_ignoring_case(h.key, "Content-Length")) continue;
     found = true;
-    const auto recorded_length = parse_decimal(trim(h.value));
+    const auto recorded_length = parse_decimal(trim_blanks(h.value));
     if (!recorded_length || *recorded_length != out.body.size()) h.value = length;
   }
   if (!found) out.headers.push_back({"Content-Length", length});
@@ -356,7 +301,7 @@ const Entry* choose(const std::vector<const Entry*>& candidates, const Incoming&
 }
 
 std::string describe(bool https, std::string_view host, std::string_view method, std::string_view target) {
-  return printable(method, 40) + " " + (https ? "https://" : "http://") + printable(host, 200) + printable(target);
+  return printable(method, 40) + " " + (https ? "https://" : "http://") + printable(host, 200) + printable(target, 400);
 }
 
 // The fields in which a recorded request differs from the incoming one.
@@ -419,12 +364,12 @@ ReplayMatch explain_miss(const Incoming& in, const ReplayOptions& options, const
   ReplayMatch match;
   match.found = false;
   std::string body = "mm-replay: nothing recorded matches this request:\n  " + request + "\n";
-  if (in.has_user_agent) body += "  User-Agent: " + printable(in.user_agent) + "\n";
+  if (in.has_user_agent) body += "  User-Agent: " + printable(in.user_agent, 400) + "\n";
   if (!in.has_host) body += "The request has no Host header; every recorded request has one.\n";
   std::string log = "no recorded response for " + request;
   if (lines.empty()) {
     const std::string what = "Nothing was recorded for host " + (in.has_host ? printable(in.host, 200) : "(none)") +
-                             " or path " + printable(in.path) + ".";
+                             " or path " + printable(in.path, 400) + ".";
     body += what + "\n";
     log += "; nothing recorded for this host or path";
   } else {
@@ -451,8 +396,8 @@ ReplayMatch explain_miss(const Incoming& in, const ReplayOptions& options, const
 }  // namespace
 
 std::string normalize_host(std::string_view host, bool https) {
-  auto [name, port] = split_host_port(trim(host));
-  std::string out = lower_case(name);
+  auto [name, port] = split_host_port(trim_blanks(host));
+  std::string out = ascii_lowercase(name);
   while (!out.empty() && out.back() == '.') out.pop_back();
   if (out.empty()) return out;
   // Leading zeros and the scheme's default port do not make a different host.
@@ -460,7 +405,7 @@ std::string normalize_host(std::string_view host, bool https) {
   while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
   const auto number = parse_decimal(digits);
   if (port.empty() || (number && *number == (https ? 443u : 80u))) return out;
-  return out + ":" + (number ? std::to_string(*number) : lower_case(port));
+  return out + ":" + (number ? std::to_string(*number) : ascii_lowercase(port));
 }
 
 size_t longest_common_substring(std::string_view a, std::string_view b) {
@@ -501,7 +446,7 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
   std::set<std::string> bad_names;
   auto add_name = [&](const std::string& name, const std::string& ip, const std::string& file, OriginAccumulator& o) {
     if (name.empty() || is_ip_literal(name)) return;
-    if (!is_dns_name(name)) {
+    if (!is_host_name(name)) {
       if (bad_names.insert(name).second)
         warn.push_back(file + ": \"" + printable(name, 100) + "\" is not a valid host name; it is not resolved by DNS");
       return;
@@ -535,7 +480,7 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         (pair.https ? o.tls : o.clear)++;
         if (pair.protocol == "h2") o.h2 = true;
         add_name(std::string(host_without_port(entry->host)), pair.ip, file, o);
-        std::string sni = lower_case(pair.server_name);
+        std::string sni = ascii_lowercase(pair.server_name);
         while (!sni.empty() && sni.back() == '.') sni.pop_back();
         add_name(sni, pair.ip, file, o);
         entry->response =

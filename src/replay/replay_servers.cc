@@ -34,6 +34,8 @@
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/host_name.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
@@ -97,28 +99,6 @@ std::optional<in_addr> parse_ipv4(const std::string& text) {
   in_addr address{};
   if (::inet_pton(AF_INET, text.c_str(), &address) != 1) return std::nullopt;
   return address;
-}
-
-// A name that can go in a certificate and in dnsmasq's hosts file (the rule CertificateAuthority
-// applies, so that one odd recorded name cannot stop replay).
-bool usable_host_name(const std::string& name) {
-  if (name.empty() || name.size() > 253 || name.front() == '.' || name.back() == '.') return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    if (++label > 63) return false;
-  }
-  return true;
-}
-
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
 }
 
 // An fd at 3 or above, so that placing it on 0, 1 or 2 in the child always clears close-on-exec.
@@ -536,8 +516,9 @@ ReplayServers::Apache::Apache(const ReplayServerSpec& spec, const Programs& prog
     // The certificate names every host recorded here, and the address (for clients that use it).
     std::vector<std::string> names;
     for (const std::string& name : spec.names) {
-      const std::string n = lower(name.size() > 1 && name.back() == '.' ? name.substr(0, name.size() - 1) : name);
-      if (usable_host_name(n) && !parse_ipv4(n) && std::find(names.begin(), names.end(), n) == names.end()) {
+      const std::string n =
+          ascii_lowercase(name.size() > 1 && name.back() == '.' ? name.substr(0, name.size() - 1) : name);
+      if (is_host_name(n) && !parse_ipv4(n) && std::find(names.begin(), names.end(), n) == names.end()) {
         names.push_back(n);
       }
     }
@@ -650,9 +631,9 @@ ReplayServers::Dnsmasq::Dnsmasq(const ReplayDns& dns, const Programs& programs, 
   // The hosts file: one line per (address, name).
   std::string hosts, probe_name;
   for (const auto& [raw_name, ips] : dns.names) {
-    const std::string name =
-        lower(raw_name.size() > 1 && raw_name.back() == '.' ? raw_name.substr(0, raw_name.size() - 1) : raw_name);
-    if (!usable_host_name(name) || parse_ipv4(name)) continue;  // IP literals need no DNS
+    const std::string name = ascii_lowercase(
+        raw_name.size() > 1 && raw_name.back() == '.' ? raw_name.substr(0, raw_name.size() - 1) : raw_name);
+    if (!is_host_name(name) || parse_ipv4(name)) continue;  // IP literals need no DNS
     for (const std::string& ip : ips) {
       if (!parse_ipv4(ip)) continue;
       hosts += ip + " " + name + "\n";

@@ -24,6 +24,8 @@
 
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/host_name.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
@@ -183,24 +185,8 @@ struct HostName {
   std::string address;  // 4 or 16 bytes if an IP literal, else empty
 };
 
-bool valid_dns_name(const std::string& name) {
-  if (name.empty() || name.size() > 253) return false;
-  size_t label = 0;
-  for (char c : name) {
-    if (c == '.') {
-      if (label == 0) return false;
-      label = 0;
-      continue;
-    }
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_') return false;
-    if (++label > 63) return false;
-  }
-  return label > 0;
-}
-
 HostName parse_host_name(const std::string& raw) {
-  std::string name = raw;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  std::string name = ascii_lowercase(raw);
   if (name.size() > 2 && name.front() == '[' && name.back() == ']') name = name.substr(1, name.size() - 2);
 
   unsigned char bytes[16];
@@ -212,7 +198,7 @@ HostName parse_host_name(const std::string& raw) {
     }
   }
   if (!name.empty() && name.back() == '.') name.pop_back();  // a fully qualified name's root dot
-  if (!valid_dns_name(name)) {
+  if (!is_host_name(name)) {
     throw UserError(quoted(raw) +
                     " is not a host name or IP address; give a name such as www.example.com or 192.0.2.1");
   }

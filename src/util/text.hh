@@ -1,0 +1,21 @@
+#pragma once
+// Small text helpers, one copy each: ASCII case (HTTP field names, host names and schemes are
+// case-insensitive ASCII; locale-dependent tolower is not wanted), whitespace trimming, and
+// making recorded bytes safe to print.
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+// `text` with A-Z turned into a-z; every other byte unchanged.
+std::string ascii_lowercase(std::string_view text);
+
+// ASCII case-insensitive comparison.
+bool equals_ignoring_case(std::string_view a, std::string_view b);
+bool starts_with_ignoring_case(std::string_view text, std::string_view prefix);
+
+// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
+std::string_view trim_blanks(std::string_view text);
+
+// `text` for a terminal or a log: control bytes (below 0x20, and 0x7f) as \xNN, so that a
+// recorded byte cannot drive the terminal; shortened to `max` bytes followed by "..." if longer.
+std::string printable(std::string_view text, size_t max = std::string_view::npos);

@@ -1,0 +1,30 @@
+#include "expect.hh"
+#include "util/text.hh"
+
+TEST(Text, ascii_lowercase_changes_only_ascii_capitals) {
+  EXPECT_EQ(ascii_lowercase("WWW.Example.COM:8080"), "www.example.com:8080");
+  EXPECT_EQ(ascii_lowercase("\xc3\x89t\xc3\xa9"), "\xc3\x89t\xc3\xa9");  // UTF-8 bytes untouched
+  EXPECT_EQ(ascii_lowercase(""), "");
+}
+
+TEST(Text, case_insensitive_comparisons) {
+  EXPECT_TRUE(equals_ignoring_case("Content-Length", "content-length"));
+  EXPECT_FALSE(equals_ignoring_case("Content-Length", "Content-Lengths"));
+  EXPECT_FALSE(equals_ignoring_case("[", "{"));  // 0x5b and 0x7b differ by 32 but are not letters
+  EXPECT_TRUE(starts_with_ignoring_case("HTTP/1.1 200 OK", "http/"));
+  EXPECT_FALSE(starts_with_ignoring_case("HTT", "http/"));
+}
+
+TEST(Text, trim_blanks_removes_spaces_and_tabs_only) {
+  EXPECT_EQ(trim_blanks(" \t gzip \t"), "gzip");
+  EXPECT_EQ(trim_blanks("a b"), "a b");
+  EXPECT_EQ(trim_blanks("\r\nx\n"), "\r\nx\n");
+  EXPECT_EQ(trim_blanks("   "), "");
+}
+
+TEST(Text, printable_escapes_control_bytes_and_shortens) {
+  EXPECT_EQ(printable("GET /\x1b[2J\x7f"), "GET /\\x1b[2J\\x7f");
+  EXPECT_EQ(printable("abcdef", 3), "abc...");
+  EXPECT_EQ(printable("abc", 3), "abc");
+  EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");
+}
