@@ -24,6 +24,7 @@
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/private_directory.hh"
 
 namespace fs = std::filesystem;
 
@@ -219,22 +220,10 @@ int remove_from_nss(const NssDatabase& db) {
   return removed;
 }
 
-void make_private_directories(const fs::path& directory) {
-  fs::path so_far;
-  for (const auto& part : directory) {
-    if (part.empty()) continue;
-    so_far /= part;
-    if (::mkdir(so_far.c_str(), 0700) != 0 && errno != EEXIST) {
-      throw UserError("cannot create " + so_far.string() + ": " + std::strerror(errno) +
-                      "; give --nssdb a writable directory");
-    }
-  }
-}
-
 int trust(const CertificateAuthority& ca, const NssDatabase& db, bool default_database) {
   certutil_path();  // fail early, before creating anything, if it is missing
   if (!db.exists()) {
-    make_private_directories(db.directory);
+    make_private_directory(db.directory, {.fix = "give --nssdb a writable directory"});
     const ProgramResult made = run_certutil({"-N", "--empty-password", "-d", db.argument()});
     if (made.status != 0) {
       throw UserError("certutil could not create the NSS database " + db.argument() + ": " + first_line(made.errors) +

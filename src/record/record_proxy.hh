@@ -51,14 +51,17 @@ class RecordProxy {
 
  private:
   void accept_all();
+  void start_connection(FileDescriptor client);
   void handle(uint64_t key, uint32_t events);
   void pump(Connection& c);
   void update_interest(Connection& c);
   void close(Connection& c, bool reset);
   void fail(Connection& c, const std::string& why);
 
+  bool sniff(Connection& c);
   bool start_server_tls(Connection& c);
-  bool drive_tls(Connection& c);
+  bool client_handshake(Connection& c);
+  bool upstream_handshake(Connection& c);
   bool relay(Connection& c);
   void on_client_bytes(Connection& c, std::string_view data);
   void on_server_bytes(Connection& c, std::string_view data);

@@ -22,9 +22,11 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "tls/openssl_error.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
+#include "util/private_directory.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -56,19 +58,6 @@ using StringPtr = std::unique_ptr<ASN1_STRING, Deleter<ASN1_STRING_free>>;
 constexpr long kDay = 24 * 60 * 60;
 constexpr int kCaDays = 20 * 365 + 5;  // 20 years with their leap days
 constexpr int kLeafDays = 397;         // Chromium rejects leaves valid for more than 398 days
-
-// An OpenSSL failure that is not the user's doing. Drains the thread's error queue, which
-// would otherwise make later, unrelated SSL_get_error() calls report a failure.
-std::runtime_error openssl_failure(const std::string& what) {
-  std::string reasons;
-  while (const unsigned long code = ERR_get_error()) {
-    char text[256];
-    ERR_error_string_n(code, text, sizeof text);
-    reasons += reasons.empty() ? ": " : "; ";
-    reasons += text;
-  }
-  return std::runtime_error("OpenSSL: " + what + reasons);
-}
 
 void check(int ok, const char* what) {
   if (ok <= 0) throw openssl_failure(what);
@@ -115,24 +104,6 @@ std::string quoted(const std::string& text) {
   std::string out = "\"";
   for (char c : text) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
   return out + "\"";
-}
-
-// Creates dir and its missing parents, each with mode 0700 whatever the umask.
-void make_private_directories(const fs::path& dir) {
-  fs::path so_far;
-  for (const auto& part : fs::absolute(dir).lexically_normal()) {
-    if (part.empty()) continue;
-    so_far /= part;
-    if (::mkdir(so_far.c_str(), 0700) == 0) {
-      check_syscall("chmod " + so_far.string(), ::chmod(so_far.c_str(), 0700));
-      continue;
-    }
-    const int error = errno;
-    struct stat st {};
-    if (::stat(so_far.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    throw UserError("cannot create directory " + so_far.string() + ": " + std::strerror(error) +
-                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
-  }
 }
 
 // Writes via a temporary file renamed into place, so readers see the old file or the whole new
@@ -395,7 +366,7 @@ CertificateAuthority& CertificateAuthority::operator=(CertificateAuthority&&) no
 CertificateAuthority::~CertificateAuthority() = default;
 
 CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, bool* created) {
-  make_private_directories(dir);
+  make_private_directory(dir, {.fix = "choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR"});
   const FileDescriptor lock = lock_directory(dir);
   const fs::path certificate_path = dir / "ca.pem", key_path = dir / "ca.key";
   const bool exists = file_exists(certificate_path) || file_exists(key_path);
