@@ -128,10 +128,7 @@ void RecordProxy::stop() {
   (void)!::write(stop_.get(), &one, sizeof one);
 }
 
-RecordProxyStats RecordProxy::stats() const {
-  return {stats_.connections.load(), stats_.tls.load(), stats_.tunnelled.load(), stats_.failed.load(),
-          stats_.pairs.load()};
-}
+uint64_t RecordProxy::failed_connections() const { return failed_.load(); }
 
 void RecordProxy::run() {
   epoll_event events[256];
@@ -167,7 +164,6 @@ void RecordProxy::accept_all() {
       if (errno != EAGAIN) std::cerr << "mm-record: accepting a connection: " << std::strerror(errno) << std::endl;
       return;
     }
-    stats_.connections++;
     start_connection(std::move(client));
   }
 }
@@ -281,13 +277,11 @@ bool RecordProxy::sniff(Connection& c) {
     SSL_set_accept_state(ssl);
     SSL_set_app_data(ssl, &c);
     c.phase = Phase::ClientHello;
-    stats_.tls++;
     return true;
   }
   if (n == 1) {
     c.phase = Phase::Relaying;
     c.parsing_requests = c.parsing_responses = first >= 'A' && first <= 'Z';
-    if (!c.parsing_requests) stats_.tunnelled++;
     return true;
   }
   if (n == 0 || (n < 0 && errno != EAGAIN)) {
@@ -297,7 +291,6 @@ bool RecordProxy::sniff(Connection& c) {
   char b;
   if (::recv(c.server.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
     c.phase = Phase::Relaying;  // the server speaks first (or closed): not HTTP
-    stats_.tunnelled++;
     return true;
   }
   return false;
@@ -469,7 +462,6 @@ void RecordProxy::on_client_bytes(Connection& c, std::string_view data) {
     if (c.requests.state() != HttpParser::State::Http) {
       c.parsing_requests = false;
       if (c.pending.empty()) c.parsing_responses = false;
-      stats_.tunnelled++;
       if (options_.verbose && c.requests.state() == HttpParser::State::Error)
         std::cerr << "mm-record: " << c.where() << ": not HTTP from the client (" << c.requests.error()
                   << "); relaying unrecorded" << std::endl;
@@ -486,12 +478,9 @@ void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
     take_responses(c, now, was_idle);
     if (c.responses.state() != HttpParser::State::Http) {
       c.parsing_requests = c.parsing_responses = false;
-      if (c.responses.state() == HttpParser::State::Error) {
-        stats_.tunnelled++;
-        if (options_.verbose)
-          std::cerr << "mm-record: " << c.where() << ": not HTTP from the server (" << c.responses.error()
-                    << "); relaying unrecorded" << std::endl;
-      }
+      if (options_.verbose && c.responses.state() == HttpParser::State::Error)
+        std::cerr << "mm-record: " << c.where() << ": not HTTP from the server (" << c.responses.error()
+                  << "); relaying unrecorded" << std::endl;
     } else if (!c.parsing_requests && c.pending.empty() && !c.responses.in_message()) {
       c.parsing_responses = false;  // the requests stopped being HTTP: nothing more to pair
     }
@@ -542,7 +531,6 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     }
     writer_.write(std::move(pair));
     c.pairs++;
-    stats_.pairs++;
   }
   if (c.responses.in_message() && (was_idle || completed)) c.response_start_us = now;
 }
@@ -601,7 +589,7 @@ void RecordProxy::close(Connection& c, bool reset) {
 }
 
 void RecordProxy::fail(Connection& c, const std::string& why) {
-  stats_.failed++;
+  failed_++;
   std::cerr << "mm-record: " << why << std::endl;
   close(c, true);
 }

@@ -381,14 +381,6 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, b
   return CertificateAuthority(dir, std::move(key), std::move(certificate));
 }
 
-CertificateAuthority CertificateAuthority::load(const fs::path& dir) {
-  if (!file_exists(dir / "ca.pem") && !file_exists(dir / "ca.key")) {
-    throw UserError("no certificate authority in " + dir.string() +
-                    "; create one with `mm-ca create` (mm-record also creates it when first run)");
-  }
-  return load_existing(dir);
-}
-
 CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {
   const fs::path certificate_path = dir / "ca.pem", key_path = dir / "ca.key";
   const bool has_certificate = file_exists(certificate_path), has_key = file_exists(key_path);

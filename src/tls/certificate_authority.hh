@@ -33,8 +33,6 @@ class CertificateAuthority {
   // absent; `created`, if given, tells which. Throws UserError if only one exists, either is
   // unreadable or corrupt, the key does not match, or the certificate is not a usable CA.
   static CertificateAuthority load_or_create(const std::filesystem::path& dir, bool* created = nullptr);
-  // Never creates: throws UserError (saying to run `mm-ca create`) if the CA is absent.
-  static CertificateAuthority load(const std::filesystem::path& dir);
 
   CertificateAuthority(CertificateAuthority&&) noexcept;
   CertificateAuthority& operator=(CertificateAuthority&&) noexcept;
