@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
@@ -100,12 +99,6 @@ std::string recreate_fix(const fs::path& dir) {
   return "remove " + dir.string() + " to make a new CA (then run `mm-ca trust` again)";
 }
 
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
-  return out + "\"";
-}
-
 // Writes via a temporary file renamed into place, so readers see the old file or the whole new
 // one, and a key is never visible with looser permissions than `mode`.
 void write_file_atomically(const fs::path& path, const std::string& contents, mode_t mode) {
@@ -148,6 +141,18 @@ bool file_exists(const fs::path& path) {
                   "; make its directory accessible to you or choose another with --ca-dir");
 }
 
+// The CA directory's lock, so that processes starting together create one CA, not two halves.
+FileDescriptor lock_directory(const fs::path& dir) {
+  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid())
+    throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
+                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw SystemError("flock " + dir.string());
+  }
+  return fd;
+}
+
 // ---- names ----
 
 // A certificate subject: a canonical host name or IP literal, and for the latter its bytes.
@@ -170,7 +175,7 @@ HostName parse_host_name(const std::string& raw) {
   }
   if (!name.empty() && name.back() == '.') name.pop_back();  // a fully qualified name's root dot
   if (!is_host_name(name)) {
-    throw UserError(quoted(raw) +
+    throw UserError("\"" + printable(raw) + "\"" +
                     " is not a host name or IP address; give a name such as www.example.com or 192.0.2.1");
   }
   return {name, {}};
@@ -317,17 +322,6 @@ std::string format_date(std::time_t time) {
   return text;
 }
 
-// The CA directory's lock, so that processes starting together create one CA, not two halves.
-FileDescriptor lock_directory(const fs::path& dir) {
-  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid())
-    throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
-                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) throw SystemError("flock " + dir.string());
-  }
-  return fd;
-}
 }  // namespace
 
 fs::path CertificateAuthority::default_directory() {
