@@ -49,10 +49,15 @@ void make_private_directory(const fs::path& path, const PrivateDirectoryOptions&
   const std::string name = dir.string(), fix = options.fix;
   if (options.create_parents) make_parents(dir, fix);
 
-  bool created = ::mkdir(dir.c_str(), 0700) == 0;
+  const bool created = ::mkdir(dir.c_str(), 0700) == 0;
   if (!created && (errno != EEXIST || options.must_be_new)) {
     const int error = errno;
     throw PrivateDirectoryError("cannot create directory " + name + ": " + std::strerror(error) + "; " + fix, error);
+  }
+  // Before opening it: a umask such as 0777 leaves a new directory that even its owner cannot open.
+  if (created && ::chmod(dir.c_str(), 0700) != 0) {
+    const int error = errno;
+    throw PrivateDirectoryError("cannot chmod " + name + ": " + std::strerror(error) + "; " + fix, error);
   }
   // Checked through a descriptor opened without following a link, so that what is checked is
   // what stays: renaming another directory into place afterwards changes nothing checked here.
@@ -75,12 +80,7 @@ void make_private_directory(const fs::path& path, const PrivateDirectoryOptions&
                                     "); a private directory must be yours; " + fix,
                                 0);
   }
-  if (created) {
-    if (::fchmod(fd.get(), 0700) != 0) {
-      const int error = errno;
-      throw PrivateDirectoryError("cannot chmod " + name + ": " + std::strerror(error) + "; " + fix, error);
-    }
-  } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+  if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     throw PrivateDirectoryError(name + " is writable by other users (mode " + octal_mode(st.st_mode) +
                                     "); run chmod go-w " + name + ", or " + fix,
                                 0);
