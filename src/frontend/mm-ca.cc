@@ -4,13 +4,11 @@
 // reads on Linux. Runs with the invoking user's rights only.
 #include <fcntl.h>
 #include <poll.h>
-#include <pwd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "tls/certificate_authority.hh"
+#include "tls/nss_database.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
@@ -28,8 +27,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-const char* const kNickname = "Mahimahi local CA";
-
 const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|untrust|leaf] ...",
                         "Manages the local certificate authority whose certificates mm-record presents for HTTPS\n"
                         "sites while recording and replay's servers present while replaying. It is made on first use\n"
@@ -58,14 +55,6 @@ const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|un
                         "  --help            show this help\n"
                         "  --version         show the version\n"};
 
-std::string home_directory() {
-  const char* home = std::getenv("HOME");
-  if (home && home[0] == '/') return home;
-  const struct passwd* entry = ::getpwuid(::getuid());
-  if (entry && entry->pw_dir && entry->pw_dir[0] == '/') return entry->pw_dir;
-  throw UserError("cannot find your home directory; set HOME or give --nssdb DIR");
-}
-
 std::string format_date(std::time_t time) {
   char text[64];
   struct tm parts {};
@@ -75,11 +64,6 @@ std::string format_date(std::time_t time) {
 }
 
 // ---- certutil ----
-
-struct ProgramResult {
-  int status = 0;  // as a shell reports it
-  std::string out, errors;
-};
 
 // The first executable `name` on $PATH, or nullopt.
 std::optional<std::string> find_program(const std::string& name) {
@@ -110,7 +94,7 @@ std::string certutil_path() {
 
 // Runs certutil with `arguments` (fork and exec, no shell), standard input from /dev/null so
 // that it never waits for a password, and collects its output.
-ProgramResult run_certutil(const std::vector<std::string>& arguments) {
+CertutilResult run_certutil(const std::vector<std::string>& arguments) {
   const std::string program = certutil_path();
   std::vector<char*> argv;
   argv.push_back(const_cast<char*>("certutil"));
@@ -139,7 +123,7 @@ ProgramResult run_certutil(const std::vector<std::string>& arguments) {
   error_write.close();
   null_fd.close();
 
-  ProgramResult result;
+  CertutilResult result;
   pollfd fds[2] = {{out_read.get(), POLLIN, 0}, {error_read.get(), POLLIN, 0}};
   std::string* sinks[2] = {&result.out, &result.errors};
   int open_streams = 2;
@@ -168,124 +152,7 @@ ProgramResult run_certutil(const std::vector<std::string>& arguments) {
   return result;
 }
 
-std::string first_line(const std::string& text) {
-  std::string line = text.substr(0, text.find('\n'));
-  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-  return line.empty() ? "no message" : line;
-}
-
-// An NSS database directory, given as DIR or sql:DIR.
-struct NssDatabase {
-  fs::path directory;
-  std::string argument() const { return "sql:" + directory.string(); }
-  bool exists() const { return fs::exists(directory / "cert9.db"); }
-};
-
-NssDatabase nss_database(const std::optional<std::string>& option) {
-  std::string directory = option ? *option : home_directory() + "/.pki/nssdb";
-  if (directory.rfind("sql:", 0) == 0) directory = directory.substr(4);
-  if (directory.rfind("dbm:", 0) == 0) {
-    throw UsageError("--nssdb " + *option + ": old dbm: databases are not supported; give the directory of a cert9.db");
-  }
-  if (directory.empty()) throw UsageError("--nssdb needs a directory");
-  return {fs::absolute(directory)};
-}
-
-// The PEM text NSS holds under our nickname ("" if none).
-std::string nss_certificates(const NssDatabase& db) {
-  const ProgramResult listed = run_certutil({"-L", "-n", kNickname, "-a", "-d", db.argument()});
-  return listed.status == 0 ? listed.out : "";
-}
-
-std::string without_whitespace(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
-  }
-  return out;
-}
-
-// Deletes every certificate with our nickname; returns how many.
-int remove_from_nss(const NssDatabase& db) {
-  int removed = 0;
-  while (removed < 100 && !nss_certificates(db).empty()) {
-    const ProgramResult deleted = run_certutil({"-D", "-n", kNickname, "-d", db.argument()});
-    if (deleted.status != 0) {
-      throw UserError("certutil could not remove \"" + std::string(kNickname) + "\" from " + db.argument() + ": " +
-                      first_line(deleted.errors) + "; check that the database is writable by you");
-    }
-    removed++;
-  }
-  return removed;
-}
-
-void make_private_directories(const fs::path& directory) {
-  fs::path so_far;
-  for (const auto& part : directory) {
-    if (part.empty()) continue;
-    so_far /= part;
-    if (::mkdir(so_far.c_str(), 0700) != 0 && errno != EEXIST) {
-      throw UserError("cannot create " + so_far.string() + ": " + std::strerror(errno) +
-                      "; give --nssdb a writable directory");
-    }
-  }
-}
-
-int trust(const CertificateAuthority& ca, const NssDatabase& db, bool default_database) {
-  certutil_path();  // fail early, before creating anything, if it is missing
-  if (!db.exists()) {
-    make_private_directories(db.directory);
-    const ProgramResult made = run_certutil({"-N", "--empty-password", "-d", db.argument()});
-    if (made.status != 0) {
-      throw UserError("certutil could not create the NSS database " + db.argument() + ": " + first_line(made.errors) +
-                      "; check that the directory is writable by you, or give another with --nssdb");
-    }
-    std::cout << "created the NSS database " << db.argument() << "\n";
-  }
-  const int replaced = remove_from_nss(db);
-  const ProgramResult added =
-      run_certutil({"-A", "-n", kNickname, "-t", "C,,", "-i", ca.certificate_path().string(), "-d", db.argument()});
-  if (added.status != 0) {
-    throw UserError("certutil could not import " + ca.certificate_path().string() + " into " + db.argument() + ": " +
-                    first_line(added.errors) + "; check that the database is writable by you");
-  }
-  std::cout << (replaced ? "re-imported" : "imported") << " \"" << kNickname << "\" (" << ca.certificate_path().string()
-            << ") into " << db.argument() << ", trusted to identify web sites\n";
-  if (default_database)
-    std::cout << "Chromium started from now on accepts the certificates mm-record and replay present.\n";
-  return 0;
-}
-
-int untrust(const NssDatabase& db) {
-  if (!db.exists()) {
-    std::cout << "nothing to remove: there is no NSS database at " << db.argument() << "\n";
-    return 0;
-  }
-  const int removed = remove_from_nss(db);
-  if (removed) {
-    std::cout << "removed \"" << kNickname << "\" from " << db.argument() << "\n";
-  } else {
-    std::cout << "\"" << kNickname << "\" was not in " << db.argument() << "\n";
-  }
-  return 0;
-}
-
-// Whether NSS trusts this CA, for `show`; never fails.
-std::string nss_status(const CertificateAuthority& ca) {
-  try {
-    const NssDatabase db = nss_database(std::nullopt);
-    if (!db.exists()) return "no (no NSS database at " + db.argument() + "; run mm-ca trust)";
-    if (!find_program("certutil")) return "unknown (certutil is not installed: package libnss3-tools)";
-    const std::string held = without_whitespace(nss_certificates(db));
-    if (held.empty()) return "no (run mm-ca trust)";
-    if (held.find(without_whitespace(ca.certificate_pem())) == std::string::npos) {
-      return "no: " + db.argument() + " holds another \"" + kNickname + "\" (run mm-ca trust to replace it)";
-    }
-    return "yes, in " + db.argument();
-  } catch (const std::exception& e) {
-    return std::string("unknown (") + e.what() + ")";
-  }
-}
+const CertutilRunner kCertutil = run_certutil;
 
 int show(const CertificateAuthority& ca, bool created) {
   const std::string spki = ca.spki_sha256_base64();
@@ -294,7 +161,7 @@ int show(const CertificateAuthority& ca, bool created) {
             << "subject         " << ca.subject() << "\n"
             << "valid           " << format_date(ca.not_before()) << " to " << format_date(ca.not_after()) << "\n"
             << "SPKI SHA-256    " << spki << "\n"
-            << "trusted by NSS  " << nss_status(ca) << "\n"
+            << "trusted by NSS  " << nss_status(ca, find_program("certutil") ? &kCertutil : nullptr) << "\n"
             << "\n"
             << "Chromium flag (accepts this CA's certificates without trusting it system-wide):\n"
             << "  --ignore-certificate-errors-spki-list=" << spki << "\n"
@@ -341,7 +208,10 @@ int run(int argc, char** argv) {
   }
 
   const fs::path directory = ca_dir ? fs::absolute(*ca_dir) : CertificateAuthority::default_directory();
-  if (command == "untrust") return untrust(nss_database(nssdb));
+  if (command == "untrust") {
+    nss_untrust(nss_database(nssdb), kCertutil, std::cout);
+    return 0;
+  }
 
   bool created = false;
   const auto trust_db = command == "trust" ? std::optional<NssDatabase>(nss_database(nssdb)) : std::nullopt;
@@ -356,7 +226,8 @@ int run(int argc, char** argv) {
   } else if (command == "show") {
     return show(ca, created);
   } else if (command == "trust") {
-    return trust(ca, *trust_db, !nssdb);
+    certutil_path();  // fail early, before creating anything, if it is missing
+    nss_trust(ca, *trust_db, !nssdb, kCertutil, std::cout);
   } else if (command == "leaf") {
     ca.write_leaf(operands, *certificate, *key);
     std::cout << "wrote " << *certificate << " (certificate and CA) and " << *key << " (private key) for";

@@ -89,10 +89,9 @@ int main(int argc, char** argv) {
         proxy.stop();
         proxy_thread.join();
         writer.finish();
-        const RecordProxyStats stats = proxy.stats();
         std::cerr << "mm-record: " << writer.written() << " pairs recorded in " << dir;
         if (writer.failed()) std::cerr << ", " << writer.failed() << " could not be written";
-        if (stats.failed) std::cerr << "; " << stats.failed << " connections failed";
+        if (const uint64_t failed = proxy.failed_connections()) std::cerr << "; " << failed << " connections failed";
         std::cerr << std::endl;
         return writer.failed() ? 1 : status;
       } catch (const std::exception& e) {

@@ -4,7 +4,6 @@
 #include <linux/netfilter_ipv4.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <sys/eventfd.h>
@@ -18,6 +17,8 @@
 #include <iostream>
 
 #include "http/http_parser.hh"
+#include "tls/openssl_error.hh"
+#include "tls/tls_stream.hh"
 #include "util/host_name.hh"
 #include "util/text.hh"
 
@@ -36,138 +37,7 @@ uint64_t now_us() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
-std::string openssl_errors() {
-  std::string text;
-  while (const unsigned long e = ERR_get_error()) {
-    char line[256];
-    ERR_error_string_n(e, line, sizeof line);
-    if (!text.empty()) text += "; ";
-    // "error:0A000086:SSL routines::certificate verify failed" -> the reason only
-    std::string_view l(line);
-    const size_t colon = l.rfind(':');
-    text += colon == std::string_view::npos ? l : l.substr(colon + 1);
-  }
-  return text;
-}
-
-constexpr ssize_t kWouldBlock = -1;
-constexpr ssize_t kFailed = -2;
-
-void reset_on_close(int fd) {
-  const linger l{1, 0};
-  (void)::setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-}
-
 }  // namespace
-
-// One side of a proxied connection: a socket, with TLS once it has been ended there.
-struct Endpoint {
-  FileDescriptor fd;
-  std::unique_ptr<SSL, void (*)(SSL*)> ssl{nullptr, SSL_free};  // destroyed before fd
-  std::string out;                                              // bytes waiting for the socket to accept them
-  size_t out_offset = 0;
-  bool read_closed = false;  // the peer has finished sending (FIN or close_notify)
-  bool write_shut = false;   // we have finished sending to the peer
-  bool tls_wants_read = false, tls_wants_write = false;
-  uint32_t interest = 0;
-  std::string error;
-
-  size_t pending() const { return out.size() - out_offset; }
-
-  void note_tls(int err) {
-    tls_wants_read = err == SSL_ERROR_WANT_READ;
-    tls_wants_write = err == SSL_ERROR_WANT_WRITE;
-  }
-
-  // > 0 bytes read, 0 end of stream, kWouldBlock, kFailed (error set).
-  ssize_t read(char* buffer, size_t size) {
-    if (ssl) {
-      ERR_clear_error();
-      const int n = SSL_read(ssl.get(), buffer, static_cast<int>(size));
-      if (n > 0) {
-        tls_wants_read = tls_wants_write = false;
-        return n;
-      }
-      const int err = SSL_get_error(ssl.get(), n);
-      note_tls(err);
-      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return kWouldBlock;
-      if (err == SSL_ERROR_ZERO_RETURN) return 0;
-      error = err == SSL_ERROR_SYSCALL ? std::string(std::strerror(errno)) : openssl_errors();
-      return kFailed;
-    }
-    for (;;) {
-      const ssize_t n = ::read(fd.get(), buffer, size);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) return kWouldBlock;
-      error = std::strerror(errno);
-      return kFailed;
-    }
-  }
-
-  // Bytes written (>= 0), kWouldBlock, kFailed.
-  ssize_t write(const char* data, size_t size) {
-    if (size == 0) return 0;
-    if (ssl) {
-      ERR_clear_error();
-      const int n = SSL_write(ssl.get(), data, static_cast<int>(std::min<size_t>(size, 1 << 30)));
-      if (n > 0) {
-        tls_wants_read = tls_wants_write = false;
-        return n;
-      }
-      const int err = SSL_get_error(ssl.get(), n);
-      note_tls(err);
-      if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return kWouldBlock;
-      error = err == SSL_ERROR_SYSCALL ? std::string(std::strerror(errno)) : openssl_errors();
-      return kFailed;
-    }
-    for (;;) {
-      const ssize_t n = ::send(fd.get(), data, size, MSG_NOSIGNAL);
-      if (n >= 0) return n;
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) return kWouldBlock;
-      error = std::strerror(errno);
-      return kFailed;
-    }
-  }
-
-  // Writes what is pending; false on error.
-  bool flush() {
-    while (pending() > 0) {
-      const ssize_t n = write(out.data() + out_offset, pending());
-      if (n == kFailed) return false;
-      if (n == kWouldBlock) return true;
-      out_offset += static_cast<size_t>(n);
-    }
-    out.clear();
-    out_offset = 0;
-    return true;
-  }
-
-  // Sends data after what is pending (straight to the socket when nothing is); false on error.
-  bool send(std::string_view data) {
-    if (pending() == 0) {
-      while (!data.empty()) {
-        const ssize_t n = write(data.data(), data.size());
-        if (n == kFailed) return false;
-        if (n == kWouldBlock) break;
-        data.remove_prefix(static_cast<size_t>(n));
-      }
-    }
-    out.append(data);
-    return true;
-  }
-
-  void shut_write() {
-    if (write_shut) return;
-    write_shut = true;
-    if (ssl) {
-      ERR_clear_error();
-      (void)SSL_shutdown(ssl.get());  // close_notify; the peer's is not waited for
-    }
-    (void)::shutdown(fd.get(), SHUT_WR);
-  }
-};
 
 struct RecordProxy::Connection {
   enum class Phase { Connecting, Sniffing, ClientHello, UpstreamTls, ClientTls, Relaying };
@@ -177,7 +47,8 @@ struct RecordProxy::Connection {
   };
 
   uint64_t id = 0;
-  Endpoint client, server;
+  TlsStream client, server;                           // the program's end, and the server's
+  uint32_t client_interest = 0, server_interest = 0;  // the epoll events asked for
   Phase phase = Phase::Connecting;
   std::string ip;
   uint16_t port = 0;
@@ -217,7 +88,7 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
   socklen_t length = sizeof listener_address_;
   check_syscall("getsockname",
                 ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&listener_address_), &length));
-  if (!hello_context_ || !upstream_context_) throw std::runtime_error("OpenSSL: " + openssl_errors());
+  if (!hello_context_ || !upstream_context_) throw openssl_failure("SSL_CTX_new");
 
   SSL_CTX* hello = hello_context_.get();
   SSL_CTX_set_options(hello, SSL_OP_IGNORE_UNEXPECTED_EOF);
@@ -232,10 +103,10 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
     // us only because we checked the server for it.
     if (!options_.upstream_ca_file.empty()) {
       if (SSL_CTX_load_verify_locations(up, options_.upstream_ca_file.c_str(), nullptr) != 1)
-        throw UserError("cannot use " + options_.upstream_ca_file + " as the servers' CA bundle: " + openssl_errors() +
-                        " (it must be readable PEM certificates)");
+        throw UserError("cannot use " + options_.upstream_ca_file + " as the servers' CA bundle: " +
+                        openssl_error_reasons() + " (it must be readable PEM certificates)");
     } else if (SSL_CTX_set_default_verify_paths(up) != 1) {
-      throw std::runtime_error("OpenSSL: " + openssl_errors());
+      throw openssl_failure("SSL_CTX_set_default_verify_paths");
     }
     SSL_CTX_set_verify(up, SSL_VERIFY_PEER, nullptr);
   } else {
@@ -256,10 +127,7 @@ void RecordProxy::stop() {
   (void)!::write(stop_.get(), &one, sizeof one);
 }
 
-RecordProxyStats RecordProxy::stats() const {
-  return {stats_.connections.load(), stats_.tls.load(), stats_.tunnelled.load(), stats_.failed.load(),
-          stats_.pairs.load()};
-}
+uint64_t RecordProxy::failed_connections() const { return failed_.load(); }
 
 void RecordProxy::run() {
   epoll_event events[256];
@@ -295,44 +163,49 @@ void RecordProxy::accept_all() {
       if (errno != EAGAIN) std::cerr << "mm-record: accepting a connection: " << std::strerror(errno) << std::endl;
       return;
     }
-    stats_.connections++;
-    sockaddr_in original{};
-    socklen_t length = sizeof original;
-    if (::getsockopt(client.get(), SOL_IP, SO_ORIGINAL_DST, &original, &length) < 0) continue;  // not redirected
-    if (original.sin_addr.s_addr == listener_address_.sin_addr.s_addr &&
-        original.sin_port == listener_address_.sin_port) {
-      reset_on_close(client.get());  // to the proxy itself: it would loop
-      continue;
-    }
-    auto c = std::make_unique<Connection>();
-    c->id = next_id_++;
-    char text[INET_ADDRSTRLEN];
-    ::inet_ntop(AF_INET, &original.sin_addr, text, sizeof text);
-    c->ip = text;
-    c->port = ntohs(original.sin_port);
-    c->client.fd = std::move(client);
-    c->server.fd = FileDescriptor(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!c->server.fd.valid()) {
-      std::cerr << "mm-record: cannot make a socket: " << std::strerror(errno) << std::endl;
-      reset_on_close(c->client.fd.get());
-      continue;
-    }
-    const int one = 1;
-    (void)::setsockopt(c->client.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    (void)::setsockopt(c->server.fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    Connection& conn = *c;
-    connections_.emplace(conn.id, std::move(c));
-    epoll_.add(conn.client.fd.get(), 0, conn.id * 2);
-    epoll_.add(conn.server.fd.get(), EPOLLOUT, conn.id * 2 + 1);
-    conn.server.interest = EPOLLOUT;
-    if (::connect(conn.server.fd.get(), reinterpret_cast<const sockaddr*>(&original), sizeof original) == 0) {
-      conn.phase = Connection::Phase::Sniffing;
-      pump(conn);
-    } else if (errno != EINPROGRESS) {
-      fail(conn, "cannot connect to " + conn.where() + ": " + std::strerror(errno));
-    }
-    if (conn.dead) connections_.erase(conn.id);
+    start_connection(std::move(client));
   }
+}
+
+// Starts connecting onward to where the client was going; the rest happens in pump().
+void RecordProxy::start_connection(FileDescriptor client_fd) {
+  TlsStream client(std::move(client_fd));
+  sockaddr_in original{};
+  socklen_t length = sizeof original;
+  if (::getsockopt(client.fd(), SOL_IP, SO_ORIGINAL_DST, &original, &length) < 0) return;  // not redirected
+  if (original.sin_addr.s_addr == listener_address_.sin_addr.s_addr &&
+      original.sin_port == listener_address_.sin_port) {
+    client.reset_on_close();  // to the proxy itself: it would loop
+    return;
+  }
+  auto c = std::make_unique<Connection>();
+  c->id = next_id_++;
+  char text[INET_ADDRSTRLEN];
+  ::inet_ntop(AF_INET, &original.sin_addr, text, sizeof text);
+  c->ip = text;
+  c->port = ntohs(original.sin_port);
+  c->client = std::move(client);
+  c->server = TlsStream(FileDescriptor(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
+  if (c->server.fd() < 0) {
+    std::cerr << "mm-record: cannot make a socket: " << std::strerror(errno) << std::endl;
+    c->client.reset_on_close();
+    return;
+  }
+  const int one = 1;
+  (void)::setsockopt(c->client.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  (void)::setsockopt(c->server.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  Connection& conn = *c;
+  connections_.emplace(conn.id, std::move(c));
+  epoll_.add(conn.client.fd(), 0, conn.id * 2);
+  epoll_.add(conn.server.fd(), EPOLLOUT, conn.id * 2 + 1);
+  conn.server_interest = EPOLLOUT;
+  if (::connect(conn.server.fd(), reinterpret_cast<const sockaddr*>(&original), sizeof original) == 0) {
+    conn.phase = Connection::Phase::Sniffing;
+    pump(conn);
+  } else if (errno != EINPROGRESS) {
+    fail(conn, "cannot connect to " + conn.where() + ": " + std::strerror(errno));
+  }
+  if (conn.dead) connections_.erase(conn.id);
 }
 
 void RecordProxy::handle(uint64_t key, uint32_t events) {
@@ -344,7 +217,7 @@ void RecordProxy::handle(uint64_t key, uint32_t events) {
     if (server_side) {
       int err = 0;
       socklen_t length = sizeof err;
-      (void)::getsockopt(c.server.fd.get(), SOL_SOCKET, SO_ERROR, &err, &length);
+      (void)::getsockopt(c.server.fd(), SOL_SOCKET, SO_ERROR, &err, &length);
       if (err != 0) {
         fail(c, "cannot connect to " + c.where() + ": " + std::strerror(err));
       } else {
@@ -367,44 +240,15 @@ void RecordProxy::pump(Connection& c) {
     switch (c.phase) {
       case Phase::Connecting:
         break;
-      case Phase::Sniffing: {
-        // Peeked, not read: TLS bytes must stay in the socket for OpenSSL.
-        char first;
-        const ssize_t n = ::recv(c.client.fd.get(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-        if (n == 1 && first == 0x16) {
-          c.client.ssl.reset(SSL_new(hello_context_.get()));
-          if (!c.client.ssl) {
-            fail(c, "OpenSSL: " + openssl_errors());
-            break;
-          }
-          SSL_set_fd(c.client.ssl.get(), c.client.fd.get());
-          SSL_set_accept_state(c.client.ssl.get());
-          SSL_set_app_data(c.client.ssl.get(), &c);
-          c.phase = Phase::ClientHello;
-          stats_.tls++;
-          progress = true;
-        } else if (n == 1) {
-          c.phase = Phase::Relaying;
-          c.parsing_requests = c.parsing_responses = first >= 'A' && first <= 'Z';
-          if (!c.parsing_requests) stats_.tunnelled++;
-          progress = true;
-        } else if (n == 0 || (n < 0 && errno != EAGAIN)) {
-          c.phase = Phase::Relaying;  // the client closed without a word: relay the close
-          progress = true;
-        } else {
-          char b;
-          if (::recv(c.server.fd.get(), &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
-            c.phase = Phase::Relaying;  // the server speaks first (or closed): not HTTP
-            stats_.tunnelled++;
-            progress = true;
-          }
-        }
+      case Phase::Sniffing:
+        progress = sniff(c);
         break;
-      }
       case Phase::ClientHello:
-      case Phase::UpstreamTls:
       case Phase::ClientTls:
-        progress = drive_tls(c);
+        progress = client_handshake(c);
+        break;
+      case Phase::UpstreamTls:
+        progress = upstream_handshake(c);
         break;
       case Phase::Relaying:
         progress = relay(c);
@@ -413,6 +257,42 @@ void RecordProxy::pump(Connection& c) {
     if (!progress) break;
   }
   if (!c.dead) update_interest(c);
+}
+
+// Decides from the client's first byte what the connection carries: TLS, HTTP (a request line
+// starts with an upper-case method) or something else.
+bool RecordProxy::sniff(Connection& c) {
+  using Phase = Connection::Phase;
+  // Peeked, not read: TLS bytes must stay in the socket for OpenSSL.
+  char first;
+  const ssize_t n = ::recv(c.client.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n == 1 && first == 0x16) {
+    SSL* ssl = SSL_new(hello_context_.get());
+    if (!ssl) {
+      fail(c, openssl_failure("SSL_new").what());
+      return false;
+    }
+    c.client.start_tls(ssl);
+    SSL_set_accept_state(ssl);
+    SSL_set_app_data(ssl, &c);
+    c.phase = Phase::ClientHello;
+    return true;
+  }
+  if (n == 1) {
+    c.phase = Phase::Relaying;
+    c.parsing_requests = c.parsing_responses = first >= 'A' && first <= 'Z';
+    return true;
+  }
+  if (n == 0 || (n < 0 && errno != EAGAIN)) {
+    c.phase = Phase::Relaying;  // the client closed without a word: relay the close
+    return true;
+  }
+  char b;
+  if (::recv(c.server.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
+    c.phase = Phase::Relaying;  // the server speaks first (or closed): not HTTP
+    return true;
+  }
+  return false;
 }
 
 int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
@@ -442,81 +322,72 @@ int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
 }
 
 bool RecordProxy::start_server_tls(Connection& c) {
-  c.server.ssl.reset(SSL_new(upstream_context_.get()));
-  SSL* ssl = c.server.ssl.get();
+  SSL* ssl = SSL_new(upstream_context_.get());
   if (!ssl) {
-    fail(c, "OpenSSL: " + openssl_errors());
+    fail(c, openssl_failure("SSL_new").what());
     return false;
   }
+  c.server.start_tls(ssl);
   if (!c.server_name.empty() && !is_ip_literal(c.server_name)) {
     SSL_set_tlsext_host_name(ssl, c.server_name.c_str());
     SSL_set1_host(ssl, c.server_name.c_str());
   } else {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c.server_name.empty() ? c.ip.c_str() : c.server_name.c_str());
   }
-  SSL_set_fd(ssl, c.server.fd.get());
   SSL_set_connect_state(ssl);
   return true;
 }
 
-bool RecordProxy::drive_tls(Connection& c) {
+// The client's handshake: paused after its hello (phase ClientHello) until the server's is done,
+// then completed (phase ClientTls) with a certificate for the name it asked for.
+bool RecordProxy::client_handshake(Connection& c) {
   using Phase = Connection::Phase;
-  if (c.phase == Phase::ClientHello || c.phase == Phase::ClientTls) {
-    SSL* ssl = c.client.ssl.get();
-    ERR_clear_error();
-    const int r = SSL_do_handshake(ssl);
-    if (r == 1) {
-      const unsigned char* protocol;
-      unsigned int length;
-      SSL_get0_alpn_selected(ssl, &protocol, &length);
-      c.alpn.assign(reinterpret_cast<const char*>(protocol), length);
-      c.https = true;
-      c.phase = Phase::Relaying;
-      c.parsing_requests = c.parsing_responses = true;
-      c.client.tls_wants_read = c.client.tls_wants_write = false;
-      return true;
-    }
-    const int err = SSL_get_error(ssl, r);
-    if (err == SSL_ERROR_WANT_CLIENT_HELLO_CB && c.phase == Phase::ClientHello) {
-      c.client.tls_wants_read = c.client.tls_wants_write = false;
-      if (!start_server_tls(c)) return false;
-      c.phase = Phase::UpstreamTls;
-      return true;
-    }
-    c.client.note_tls(err);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
-    const std::string why = err == SSL_ERROR_SYSCALL ? "the client closed the connection" : openssl_errors();
-    if (c.phase == Phase::ClientTls) {
-      fail(c, "TLS with the client for " + c.where() + " failed: " + why +
-                  " (does the program trust the local CA? see mm-ca trust, or mm-ca spki for Chromium's "
-                  "--ignore-certificate-errors-spki-list)");
-    } else {
-      fail(c, "TLS with the client for " + c.where() + " failed: " + why);
-    }
-    return false;
-  }
-  // Upstream handshake.
-  SSL* ssl = c.server.ssl.get();
-  ERR_clear_error();
-  const int r = SSL_do_handshake(ssl);
-  if (r == 1) {
-    c.server.tls_wants_read = c.server.tls_wants_write = false;
-    c.upstream_ready = true;
-    c.phase = Phase::ClientTls;
+  const TlsStream::Handshake state = c.client.handshake();
+  if (state == TlsStream::Handshake::Done) {
+    const unsigned char* protocol;
+    unsigned int length;
+    SSL_get0_alpn_selected(c.client.ssl(), &protocol, &length);
+    c.alpn.assign(reinterpret_cast<const char*>(protocol), length);
+    c.https = true;
+    c.phase = Phase::Relaying;
+    c.parsing_requests = c.parsing_responses = true;
     return true;
   }
-  const int err = SSL_get_error(ssl, r);
-  c.server.note_tls(err);
-  if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) return false;
+  if (state == TlsStream::Handshake::HelloPaused && c.phase == Phase::ClientHello) {
+    if (!start_server_tls(c)) return false;
+    c.phase = Phase::UpstreamTls;
+    return true;
+  }
+  if (state == TlsStream::Handshake::Blocked) return false;
+  const std::string why = c.client.peer_closed() ? "the client closed the connection" : c.client.error();
+  if (c.phase == Phase::ClientTls) {
+    fail(c, "TLS with the client for " + c.where() + " failed: " + why +
+                " (does the program trust the local CA? see mm-ca trust, or mm-ca spki for Chromium's "
+                "--ignore-certificate-errors-spki-list)");
+  } else {
+    fail(c, "TLS with the client for " + c.where() + " failed: " + why);
+  }
+  return false;
+}
+
+// The server's handshake, verified (unless --insecure-upstream) before the client's goes on.
+bool RecordProxy::upstream_handshake(Connection& c) {
+  const TlsStream::Handshake state = c.server.handshake();
+  if (state == TlsStream::Handshake::Done) {
+    c.upstream_ready = true;
+    c.phase = Connection::Phase::ClientTls;
+    return true;
+  }
+  if (state == TlsStream::Handshake::Blocked) return false;
   std::string why;
-  const long verify = SSL_get_verify_result(ssl);
+  const long verify = SSL_get_verify_result(c.server.ssl());
   if (verify != X509_V_OK) {
     why = std::string("the server's certificate is not trusted: ") + X509_verify_cert_error_string(verify) +
           " (give a CA bundle with its issuer by --upstream-ca=FILE or SSL_CERT_FILE, or use --insecure-upstream)";
-  } else if (err == SSL_ERROR_SYSCALL) {
-    why = ERR_peek_error() ? openssl_errors() : "the server closed the connection during the handshake";
+  } else if (c.server.peer_closed() && c.server.error().empty()) {
+    why = "the server closed the connection during the handshake";
   } else {
-    why = openssl_errors();
+    why = c.server.error();
   }
   fail(c, "TLS to " + c.where() + " failed: " + why + "; the client's connection was reset");
   return false;
@@ -526,33 +397,31 @@ bool RecordProxy::relay(Connection& c) {
   bool progress = false;
   if (!c.client.flush() || !c.server.flush()) {
     if (options_.verbose)
-      std::cerr << "mm-record: " << c.where() << ": " << c.client.error << c.server.error << std::endl;
+      std::cerr << "mm-record: " << c.where() << ": " << c.client.error() << c.server.error() << std::endl;
     close(c, true);
     return false;
   }
   // Client to server.
-  if (!c.client.read_closed && c.server.pending() < kHighWater) {
+  if (!c.client.read_closed() && c.server.pending() < kHighWater) {
     const ssize_t n = c.client.read(buffer_.data(), buffer_.size());
     if (n > 0) {
       on_client_bytes(c, std::string_view(buffer_.data(), static_cast<size_t>(n)));
       progress = true;
     } else if (n == 0) {
-      c.client.read_closed = true;
       progress = true;
-    } else if (n == kFailed) {
+    } else if (n == TlsStream::kFailed) {
       close(c, true);
       return false;
     }
   }
   if (c.dead) return false;
   // Server to client.
-  if (!c.server.read_closed && c.client.pending() < kHighWater) {
+  if (!c.server.read_closed() && c.client.pending() < kHighWater) {
     const ssize_t n = c.server.read(buffer_.data(), buffer_.size());
     if (n > 0) {
       on_server_bytes(c, std::string_view(buffer_.data(), static_cast<size_t>(n)));
       progress = true;
-    } else if (n == 0 || n == kFailed) {
-      c.server.read_closed = true;
+    } else if (n == 0 || n == TlsStream::kFailed) {
       if (c.parsing_responses) {
         const bool clean = c.responses.finish();  // ends a close-delimited body
         take_responses(c, now_us(), false);
@@ -560,7 +429,7 @@ bool RecordProxy::relay(Connection& c) {
           std::cerr << "mm-record: " << c.where() << ": the server closed in the middle of a response" << std::endl;
         c.parsing_responses = false;
       }
-      if (n == kFailed) {
+      if (n == TlsStream::kFailed) {
         close(c, true);  // reset: pass it on
         return false;
       }
@@ -568,15 +437,15 @@ bool RecordProxy::relay(Connection& c) {
     }
   }
   if (c.dead) return false;
-  if (c.client.read_closed && c.server.pending() == 0 && !c.server.write_shut) {
+  if (c.client.read_closed() && c.server.pending() == 0 && !c.server.write_shut()) {
     c.server.shut_write();
     progress = true;
   }
-  if (c.server.read_closed && c.client.pending() == 0 && !c.client.write_shut) {
+  if (c.server.read_closed() && c.client.pending() == 0 && !c.client.write_shut()) {
     c.client.shut_write();
     progress = true;
   }
-  if (c.client.read_closed && c.server.read_closed && c.client.pending() == 0 && c.server.pending() == 0) {
+  if (c.client.read_closed() && c.server.read_closed() && c.client.pending() == 0 && c.server.pending() == 0) {
     close(c, false);
     return false;
   }
@@ -592,7 +461,6 @@ void RecordProxy::on_client_bytes(Connection& c, std::string_view data) {
     if (c.requests.state() != HttpParser::State::Http) {
       c.parsing_requests = false;
       if (c.pending.empty()) c.parsing_responses = false;
-      stats_.tunnelled++;
       if (options_.verbose && c.requests.state() == HttpParser::State::Error)
         std::cerr << "mm-record: " << c.where() << ": not HTTP from the client (" << c.requests.error()
                   << "); relaying unrecorded" << std::endl;
@@ -609,12 +477,9 @@ void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
     take_responses(c, now, was_idle);
     if (c.responses.state() != HttpParser::State::Http) {
       c.parsing_requests = c.parsing_responses = false;
-      if (c.responses.state() == HttpParser::State::Error) {
-        stats_.tunnelled++;
-        if (options_.verbose)
-          std::cerr << "mm-record: " << c.where() << ": not HTTP from the server (" << c.responses.error()
-                    << "); relaying unrecorded" << std::endl;
-      }
+      if (options_.verbose && c.responses.state() == HttpParser::State::Error)
+        std::cerr << "mm-record: " << c.where() << ": not HTTP from the server (" << c.responses.error()
+                  << "); relaying unrecorded" << std::endl;
     } else if (!c.parsing_requests && c.pending.empty() && !c.responses.in_message()) {
       c.parsing_responses = false;  // the requests stopped being HTTP: nothing more to pair
     }
@@ -665,7 +530,6 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     }
     writer_.write(std::move(pair));
     c.pairs++;
-    stats_.pairs++;
   }
   if (c.responses.in_message() && (was_idle || completed)) c.response_start_us = now;
 }
@@ -673,8 +537,8 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
 void RecordProxy::update_interest(Connection& c) {
   using Phase = Connection::Phase;
   uint32_t client = 0, server = 0;
-  const auto tls = [](const Endpoint& e) {
-    return (e.tls_wants_read ? EPOLLIN : 0u) | (e.tls_wants_write ? EPOLLOUT : 0u);
+  const auto tls = [](const TlsStream& e) {
+    return (e.tls_wants_read() ? EPOLLIN : 0u) | (e.tls_wants_write() ? EPOLLOUT : 0u);
   };
   switch (c.phase) {
     case Phase::Connecting:
@@ -694,19 +558,19 @@ void RecordProxy::update_interest(Connection& c) {
     case Phase::Relaying:
       for (auto [from, to, events] :
            {std::tuple{&c.client, &c.server, &client}, std::tuple{&c.server, &c.client, &server}}) {
-        if (!from->read_closed && to->pending() < kHighWater) *events |= EPOLLIN;
+        if (!from->read_closed() && to->pending() < kHighWater) *events |= EPOLLIN;
         if (from->pending() > 0) *events |= EPOLLOUT;
         *events |= tls(*from);
       }
       break;
   }
-  if (client != c.client.interest) {
-    epoll_.modify(c.client.fd.get(), client, c.id * 2);
-    c.client.interest = client;
+  if (client != c.client_interest) {
+    epoll_.modify(c.client.fd(), client, c.id * 2);
+    c.client_interest = client;
   }
-  if (server != c.server.interest) {
-    epoll_.modify(c.server.fd.get(), server, c.id * 2 + 1);
-    c.server.interest = server;
+  if (server != c.server_interest) {
+    epoll_.modify(c.server.fd(), server, c.id * 2 + 1);
+    c.server_interest = server;
   }
 }
 
@@ -714,17 +578,17 @@ void RecordProxy::close(Connection& c, bool reset) {
   if (c.dead) return;
   c.dead = true;
   if (reset) {
-    reset_on_close(c.client.fd.get());
-    reset_on_close(c.server.fd.get());
+    c.client.reset_on_close();
+    c.server.reset_on_close();
   }
-  epoll_.remove(c.client.fd.get());
-  epoll_.remove(c.server.fd.get());
+  epoll_.remove(c.client.fd());
+  epoll_.remove(c.server.fd());
   if (options_.verbose)
     std::cerr << "mm-record: " << c.where() << (c.https ? " https" : "") << ": " << c.pairs << " pairs" << std::endl;
 }
 
 void RecordProxy::fail(Connection& c, const std::string& why) {
-  stats_.failed++;
+  failed_++;
   std::cerr << "mm-record: " << why << std::endl;
   close(c, true);
 }

@@ -28,14 +28,6 @@ struct RecordProxyOptions {
   bool verbose = false;          // a line per connection
 };
 
-struct RecordProxyStats {
-  uint64_t connections = 0;  // accepted
-  uint64_t tls = 0;          // of which TLS was ended
-  uint64_t tunnelled = 0;    // relayed unrecorded (not HTTP, upgraded, or unparsable)
-  uint64_t failed = 0;       // upstream unreachable or TLS failure
-  uint64_t pairs = 0;        // request/response pairs handed to the writer
-};
-
 class RecordProxy {
  public:
   RecordProxy(FileDescriptor listener, CertificateAuthority& ca, RecordWriter& writer, RecordProxyOptions options);
@@ -43,22 +35,25 @@ class RecordProxy {
   RecordProxy(const RecordProxy&) = delete;
   RecordProxy& operator=(const RecordProxy&) = delete;
 
-  void run();   // until stop(); closes every connection on the way out
-  void stop();  // from any thread
-  RecordProxyStats stats() const;
+  void run();                           // until stop(); closes every connection on the way out
+  void stop();                          // from any thread
+  uint64_t failed_connections() const;  // upstream unreachable, or TLS failed: the client was reset
 
   struct Connection;
 
  private:
   void accept_all();
+  void start_connection(FileDescriptor client);
   void handle(uint64_t key, uint32_t events);
   void pump(Connection& c);
   void update_interest(Connection& c);
   void close(Connection& c, bool reset);
   void fail(Connection& c, const std::string& why);
 
+  bool sniff(Connection& c);
   bool start_server_tls(Connection& c);
-  bool drive_tls(Connection& c);
+  bool client_handshake(Connection& c);
+  bool upstream_handshake(Connection& c);
   bool relay(Connection& c);
   void on_client_bytes(Connection& c, std::string_view data);
   void on_server_bytes(Connection& c, std::string_view data);
@@ -78,8 +73,6 @@ class RecordProxy {
   std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> upstream_context_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   uint64_t next_id_ = 1;
-  std::string buffer_;  // one read buffer for all connections
-  struct AtomicStats {
-    std::atomic<uint64_t> connections{0}, tls{0}, tunnelled{0}, failed{0}, pairs{0};
-  } stats_;
+  std::string buffer_;               // one read buffer for all connections
+  std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread
 };

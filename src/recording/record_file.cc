@@ -13,6 +13,7 @@
 #include "recording/http_record.pb.h"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/private_directory.hh"
 #include "util/random.hh"
 
 namespace fs = std::filesystem;
@@ -158,8 +159,14 @@ std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* w
 }
 
 void create_record_directory(const fs::path& dir) {
-  if (::mkdir(dir.c_str(), 0700) == 0) return;
-  const int err = errno;
+  int err = 0;
+  try {
+    make_private_directory(dir, {.create_parents = false, .must_be_new = true, .fix = "choose a new directory"});
+    return;
+  } catch (const PrivateDirectoryError& e) {
+    if (e.error() == 0) throw;
+    err = e.error();
+  }
   const std::string name = dir.string(), parent = parent_directory(dir).string();
   switch (err) {
     case EEXIST:

@@ -15,16 +15,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 
+#include "tls/openssl_error.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
+#include "util/private_directory.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -56,19 +57,6 @@ using StringPtr = std::unique_ptr<ASN1_STRING, Deleter<ASN1_STRING_free>>;
 constexpr long kDay = 24 * 60 * 60;
 constexpr int kCaDays = 20 * 365 + 5;  // 20 years with their leap days
 constexpr int kLeafDays = 397;         // Chromium rejects leaves valid for more than 398 days
-
-// An OpenSSL failure that is not the user's doing. Drains the thread's error queue, which
-// would otherwise make later, unrelated SSL_get_error() calls report a failure.
-std::runtime_error openssl_failure(const std::string& what) {
-  std::string reasons;
-  while (const unsigned long code = ERR_get_error()) {
-    char text[256];
-    ERR_error_string_n(code, text, sizeof text);
-    reasons += reasons.empty() ? ": " : "; ";
-    reasons += text;
-  }
-  return std::runtime_error("OpenSSL: " + what + reasons);
-}
 
 void check(int ok, const char* what) {
   if (ok <= 0) throw openssl_failure(what);
@@ -109,30 +97,6 @@ KeyPtr generate_key() {
 // The way out when the CA's files are beyond repair.
 std::string recreate_fix(const fs::path& dir) {
   return "remove " + dir.string() + " to make a new CA (then run `mm-ca trust` again)";
-}
-
-std::string quoted(const std::string& text) {
-  std::string out = "\"";
-  for (char c : text) out += std::isprint(static_cast<unsigned char>(c)) ? c : '?';
-  return out + "\"";
-}
-
-// Creates dir and its missing parents, each with mode 0700 whatever the umask.
-void make_private_directories(const fs::path& dir) {
-  fs::path so_far;
-  for (const auto& part : fs::absolute(dir).lexically_normal()) {
-    if (part.empty()) continue;
-    so_far /= part;
-    if (::mkdir(so_far.c_str(), 0700) == 0) {
-      check_syscall("chmod " + so_far.string(), ::chmod(so_far.c_str(), 0700));
-      continue;
-    }
-    const int error = errno;
-    struct stat st {};
-    if (::stat(so_far.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) continue;
-    throw UserError("cannot create directory " + so_far.string() + ": " + std::strerror(error) +
-                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
-  }
 }
 
 // Writes via a temporary file renamed into place, so readers see the old file or the whole new
@@ -177,6 +141,18 @@ bool file_exists(const fs::path& path) {
                   "; make its directory accessible to you or choose another with --ca-dir");
 }
 
+// The CA directory's lock, so that processes starting together create one CA, not two halves.
+FileDescriptor lock_directory(const fs::path& dir) {
+  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd.valid())
+    throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
+                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
+  while (::flock(fd.get(), LOCK_EX) != 0) {
+    if (errno != EINTR) throw SystemError("flock " + dir.string());
+  }
+  return fd;
+}
+
 // ---- names ----
 
 // A certificate subject: a canonical host name or IP literal, and for the latter its bytes.
@@ -199,7 +175,7 @@ HostName parse_host_name(const std::string& raw) {
   }
   if (!name.empty() && name.back() == '.') name.pop_back();  // a fully qualified name's root dot
   if (!is_host_name(name)) {
-    throw UserError(quoted(raw) +
+    throw UserError("\"" + printable(raw) + "\"" +
                     " is not a host name or IP address; give a name such as www.example.com or 192.0.2.1");
   }
   return {name, {}};
@@ -346,17 +322,6 @@ std::string format_date(std::time_t time) {
   return text;
 }
 
-// The CA directory's lock, so that processes starting together create one CA, not two halves.
-FileDescriptor lock_directory(const fs::path& dir) {
-  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd.valid())
-    throw UserError("cannot open directory " + dir.string() + ": " + std::strerror(errno) +
-                    "; choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR");
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) throw SystemError("flock " + dir.string());
-  }
-  return fd;
-}
 }  // namespace
 
 fs::path CertificateAuthority::default_directory() {
@@ -395,7 +360,7 @@ CertificateAuthority& CertificateAuthority::operator=(CertificateAuthority&&) no
 CertificateAuthority::~CertificateAuthority() = default;
 
 CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, bool* created) {
-  make_private_directories(dir);
+  make_private_directory(dir, {.fix = "choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR"});
   const FileDescriptor lock = lock_directory(dir);
   const fs::path certificate_path = dir / "ca.pem", key_path = dir / "ca.key";
   const bool exists = file_exists(certificate_path) || file_exists(key_path);
@@ -408,14 +373,6 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, b
   write_file_atomically(key_path, key_to_pem(key.get()), 0600);
   write_file_atomically(certificate_path, certificate_to_pem(certificate.get()), 0644);
   return CertificateAuthority(dir, std::move(key), std::move(certificate));
-}
-
-CertificateAuthority CertificateAuthority::load(const fs::path& dir) {
-  if (!file_exists(dir / "ca.pem") && !file_exists(dir / "ca.key")) {
-    throw UserError("no certificate authority in " + dir.string() +
-                    "; create one with `mm-ca create` (mm-record also creates it when first run)");
-  }
-  return load_existing(dir);
 }
 
 CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {

@@ -30,11 +30,10 @@ class CertificateAuthority {
   static std::filesystem::path default_directory(const std::function<const char*(const char*)>& lookup);
 
   // Loads ca.pem and ca.key from dir, creating both (and the directory, 0700) if both are
-  // absent; `created`, if given, tells which. Throws UserError if only one exists, either is
-  // unreadable or corrupt, the key does not match, or the certificate is not a usable CA.
+  // absent; `created`, if given, tells which. Throws UserError if the directory is not private
+  // (util/private_directory.hh), only one file exists, either is unreadable or corrupt, the key
+  // does not match, or the certificate is not a usable CA.
   static CertificateAuthority load_or_create(const std::filesystem::path& dir, bool* created = nullptr);
-  // Never creates: throws UserError (saying to run `mm-ca create`) if the CA is absent.
-  static CertificateAuthority load(const std::filesystem::path& dir);
 
   CertificateAuthority(CertificateAuthority&&) noexcept;
   CertificateAuthority& operator=(CertificateAuthority&&) noexcept;

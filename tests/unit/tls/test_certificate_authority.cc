@@ -199,18 +199,10 @@ TEST(CertificateAuthority, ca_create_then_load_gives_same_certificate_and_privat
 
   const CertificateAuthority second = CertificateAuthority::load_or_create(dir, &created);
   ASSERT_TRUE(!created);
-  const CertificateAuthority third = CertificateAuthority::load(dir);
+  const CertificateAuthority third = CertificateAuthority::load_or_create(dir);
   ASSERT_EQ(second.certificate_pem(), first.certificate_pem());
   ASSERT_EQ(third.certificate_pem(), first.certificate_pem());
   ASSERT_EQ(third.spki_sha256_base64(), first.spki_sha256_base64());
-}
-
-TEST(CertificateAuthority, ca_load_never_creates) {
-  TemporaryDirectory tmp;
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(tmp.path() / "absent"), "mm-ca create");
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(tmp.path()), "mm-ca create");
-  ASSERT_TRUE(!fs::exists(tmp.path() / "absent"));
-  ASSERT_TRUE(!fs::exists(tmp.path() / "ca.key"));
 }
 
 TEST(CertificateAuthority, ca_certificate_is_a_long_lived_constrained_ca) {
@@ -237,7 +229,7 @@ TEST(CertificateAuthority, ca_corrupt_certificate_names_the_file) {
   { CertificateAuthority::load_or_create(tmp.path()); }
   write_text(tmp.path() / "ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n");
   const std::string path = (tmp.path() / "ca.pem").string();
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(tmp.path()), path);
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), path);
   EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), path);
   ASSERT_EQ(ERR_peek_error(), 0ul);  // the error queue was left clean
 }
@@ -253,7 +245,7 @@ TEST(CertificateAuthority, ca_one_file_without_the_other_is_an_error) {
   fs::remove(tmp.path() / "ca.pem");
   write_text(tmp.path() / "ca.key", key);
   fs::permissions(tmp.path() / "ca.key", fs::perms::owner_read | fs::perms::owner_write);
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(tmp.path()), (tmp.path() / "ca.pem").string());
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), (tmp.path() / "ca.pem").string());
 }
 
 TEST(CertificateAuthority, ca_key_that_does_not_match_or_is_exposed_is_refused) {
@@ -262,15 +254,15 @@ TEST(CertificateAuthority, ca_key_that_does_not_match_or_is_exposed_is_refused) 
   { CertificateAuthority::load_or_create(a); }
   { CertificateAuthority::load_or_create(b); }
   fs::copy_file(b / "ca.key", a / "ca.key", fs::copy_options::overwrite_existing);
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(a), "does not match");
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(a), "does not match");
 
   write_text(b / "ca.key", "garbage\n");
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(b), (b / "ca.key").string());
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(b), (b / "ca.key").string());
 
   const fs::path c = tmp.path() / "c";
   { CertificateAuthority::load_or_create(c); }
   ::chmod((c / "ca.key").c_str(), 0644);
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load(c), "chmod 600");
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(c), "chmod 600");
 }
 
 TEST(CertificateAuthority, ca_spki_hash_matches_an_independent_computation) {

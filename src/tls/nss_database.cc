@@ -1,0 +1,120 @@
+// The local CA in an NSS database, through certutil (see nss_database.hh).
+#include "tls/nss_database.hh"
+
+#include <pwd.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstdlib>
+
+#include "util/exception.hh"
+#include "util/private_directory.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+std::string home_directory() {
+  const char* home = std::getenv("HOME");
+  if (home && home[0] == '/') return home;
+  const struct passwd* entry = ::getpwuid(::getuid());
+  if (entry && entry->pw_dir && entry->pw_dir[0] == '/') return entry->pw_dir;
+  throw UserError("cannot find your home directory; set HOME or give --nssdb DIR");
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line.empty() ? "no message" : line;
+}
+
+std::string without_whitespace(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (!std::isspace(static_cast<unsigned char>(c))) out += c;
+  }
+  return out;
+}
+
+// The PEM text NSS holds under our nickname ("" if none).
+std::string held_certificates(const NssDatabase& db, const CertutilRunner& certutil) {
+  const CertutilResult listed = certutil({"-L", "-n", kNssNickname, "-a", "-d", db.argument()});
+  return listed.status == 0 ? listed.out : "";
+}
+
+// Deletes every certificate with our nickname; returns how many.
+int remove_all(const NssDatabase& db, const CertutilRunner& certutil) {
+  int removed = 0;
+  while (removed < 100 && !held_certificates(db, certutil).empty()) {
+    const CertutilResult deleted = certutil({"-D", "-n", kNssNickname, "-d", db.argument()});
+    if (deleted.status != 0) {
+      throw UserError("certutil could not remove \"" + std::string(kNssNickname) + "\" from " + db.argument() + ": " +
+                      first_line(deleted.errors) + "; check that the database is writable by you");
+    }
+    removed++;
+  }
+  return removed;
+}
+}  // namespace
+
+bool NssDatabase::exists() const { return fs::exists(directory / "cert9.db"); }
+
+NssDatabase nss_database(const std::optional<std::string>& option) {
+  std::string directory = option ? *option : home_directory() + "/.pki/nssdb";
+  if (directory.rfind("sql:", 0) == 0) directory = directory.substr(4);
+  if (directory.rfind("dbm:", 0) == 0) {
+    throw UsageError("--nssdb " + *option + ": old dbm: databases are not supported; give the directory of a cert9.db");
+  }
+  if (directory.empty()) throw UsageError("--nssdb needs a directory");
+  return {fs::absolute(directory)};
+}
+
+void nss_trust(const CertificateAuthority& ca, const NssDatabase& db, bool default_database,
+               const CertutilRunner& certutil, std::ostream& out) {
+  if (!db.exists()) {
+    make_private_directory(db.directory, {.fix = "give --nssdb a writable directory"});
+    const CertutilResult made = certutil({"-N", "--empty-password", "-d", db.argument()});
+    if (made.status != 0) {
+      throw UserError("certutil could not create the NSS database " + db.argument() + ": " + first_line(made.errors) +
+                      "; check that the directory is writable by you, or give another with --nssdb");
+    }
+    out << "created the NSS database " << db.argument() << "\n";
+  }
+  const int replaced = remove_all(db, certutil);
+  const CertutilResult added =
+      certutil({"-A", "-n", kNssNickname, "-t", "C,,", "-i", ca.certificate_path().string(), "-d", db.argument()});
+  if (added.status != 0) {
+    throw UserError("certutil could not import " + ca.certificate_path().string() + " into " + db.argument() + ": " +
+                    first_line(added.errors) + "; check that the database is writable by you");
+  }
+  out << (replaced ? "re-imported" : "imported") << " \"" << kNssNickname << "\" (" << ca.certificate_path().string()
+      << ") into " << db.argument() << ", trusted to identify web sites\n";
+  if (default_database) out << "Chromium started from now on accepts the certificates mm-record and replay present.\n";
+}
+
+void nss_untrust(const NssDatabase& db, const CertutilRunner& certutil, std::ostream& out) {
+  if (!db.exists()) {
+    out << "nothing to remove: there is no NSS database at " << db.argument() << "\n";
+    return;
+  }
+  if (remove_all(db, certutil)) {
+    out << "removed \"" << kNssNickname << "\" from " << db.argument() << "\n";
+  } else {
+    out << "\"" << kNssNickname << "\" was not in " << db.argument() << "\n";
+  }
+}
+
+std::string nss_status(const CertificateAuthority& ca, const CertutilRunner* certutil) {
+  try {
+    const NssDatabase db = nss_database(std::nullopt);
+    if (!db.exists()) return "no (no NSS database at " + db.argument() + "; run mm-ca trust)";
+    if (!certutil) return "unknown (certutil is not installed: package libnss3-tools)";
+    const std::string held = without_whitespace(held_certificates(db, *certutil));
+    if (held.empty()) return "no (run mm-ca trust)";
+    if (held.find(without_whitespace(ca.certificate_pem())) == std::string::npos) {
+      return "no: " + db.argument() + " holds another \"" + kNssNickname + "\" (run mm-ca trust to replace it)";
+    }
+    return "yes, in " + db.argument();
+  } catch (const std::exception& e) {
+    return std::string("unknown (") + e.what() + ")";
+  }
+}
