@@ -15,6 +15,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "shell/address_pool.hh"
 #include "shell/environment.hh"
 #include "shell/privileged.hh"
 #include "util/child_process.hh"

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "shell/address_pool.hh"
 #include "shell/admin_config.hh"
 #include "shell/nat.hh"
 #include "util/address.hh"
@@ -43,9 +44,6 @@ struct DnsRelaySockets {
 
   bool active() const { return !nameservers.empty(); }
 };
-
-// The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
-std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
 
 // The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
 class SetupInterrupted : public UserError {
