@@ -13,9 +13,8 @@ const ProgramInfo kInfo{"mm-loss", "uplink|downlink RATE [uplink|downlink RATE] 
                         "be given at once, e.g. mm-loss uplink 0.01 downlink 0.02.\n"
                         "\n"
                         "Options:\n"
-                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n"
-                        "  --help      show this help\n"
-                        "  --version   show the version\n"};
+                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n" +
+                            std::string(kHelpAndVersionLines)};
 
 enum Direction { kUplink, kDownlink };
 }  // namespace

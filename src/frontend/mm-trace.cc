@@ -184,7 +184,7 @@ constexpr uint64_t kMaxRatesLines = 10'000'000;
 constexpr double kMaxRateBitsPerSecond = 1e12;  // 1 Tbit/s, as mm-link's rate:
 
 std::string convert(const std::string& format, const std::string& path) {
-  const std::string source = path == "-" ? std::string("standard input") : path;
+  const std::string source = user_file_name(path);
   if (format != "kbps-per-ms" && format != "ms-kbps" && format != "csv")
     usage_error("unknown --format \"" + format + "\" (kbps-per-ms, ms-kbps or csv)");
   const std::string text =
@@ -324,32 +324,11 @@ void info(const std::string& argument) {
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::string> words;
-  std::optional<std::string> output;
-  std::string format = "kbps-per-ms";
-  for (int i = 1; i < argc; i++) {
-    const std::string_view w = argv[i];
-    if (w == "--help" || w == "-h") {
-      std::cout << kUsage << "\n" << kHelp;
-      return 0;
-    }
-    if (w == "--version") {
-      std::cout << "mm-trace (mahimahi) " << PACKAGE_VERSION << "\n";
-      return 0;
-    }
-    if (w == "-o" || w == "--output") {
-      if (i + 1 >= argc) usage_error("-o needs a file name");
-      output = argv[++i];
-    } else if (w.rfind("--output=", 0) == 0) {
-      output = std::string(w.substr(9));
-    } else if (w.rfind("--format=", 0) == 0) {
-      format = w.substr(9);
-    } else if (w.size() > 1 && w[0] == '-' && w != "-") {
-      usage_error("unknown option \"" + std::string(w) + "\"");
-    } else {
-      words.emplace_back(w);
-    }
-  }
+  std::optional<ToolArgs> args = scan_tool_args(argc, argv, "mm-trace", kUsage, kHelp, {"format"});
+  if (!args) return 0;
+  std::vector<std::string>& words = args->operands;
+  const std::optional<std::string>& output = args->output;
+  const std::string format = args->values.contains("format") ? args->values["format"] : "kbps-per-ms";
   if (words.empty()) usage_error("missing command (constant, convert, info or check)");
   const std::string command = words[0];
   words.erase(words.begin());
@@ -388,13 +367,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "mm-trace: " << e.what() << "\n" << kUsage << "Try 'mm-trace --help' for more information.\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "mm-trace: " << e.what() << "\n";
-    return 1;
-  }
+  return run_tool("mm-trace", kUsage, [&] { return run(argc, argv); });
 }

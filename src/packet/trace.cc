@@ -9,7 +9,7 @@
 Trace Trace::load(const std::string& path) {
   return parse(read_user_file(path, "trace", kMaxFileBytes,
                               "a trace holds at most 10000000 lines (opportunities); use a shorter one"),
-               path == "-" ? std::string("standard input") : path);
+               user_file_name(path));
 }
 
 Trace Trace::parse(std::string_view text, const std::string& name) {
