@@ -28,6 +28,82 @@ class FerryLogs {
   virtual void finish(Nanos end) = 0;
 };
 
+// What the main thread of the ferry process waits for: SIGTERM, a direction ending, the logs'
+// wake-ups and timer, and the DNS relay's sockets.
+class FerryMainLoop {
+ public:
+  // Returns true if SIGTERM ended the wait, false if both directions ended by themselves (or
+  // one failed: errors[] holds its exception).
+  static bool wait(const FerryEndpoints& tuns, const SignalFd& term, int finished,
+                   const std::exception_ptr (&errors)[2], FerryLogs* logs) {
+    Epoll epoll;
+    epoll.add(term.fd(), EPOLLIN, kTerm);
+    epoll.add(finished, EPOLLIN, kFinished);
+    TimerFd log_timer;
+    if (logs) {
+      epoll.add(logs->wake_fd(), EPOLLIN, kLogWake);
+      epoll.add(log_timer.fd(), EPOLLIN, kLogTimer);
+      log_timer.arm(monotonic_now() + kLogPeriod);
+    }
+    std::optional<DnsRelay> dns;
+    if (tuns.dns && tuns.dns->active()) {
+      dns.emplace(std::move(*tuns.dns));
+      dns->register_with(epoll, kDnsFirst);
+    }
+    int threads_done = 0;
+    bool terminated = false;
+    while (!terminated && threads_done < 2) {
+      epoll_event events[2];
+      const int n = epoll.wait(events, 2, kNever);
+      for (int i = 0; i < n; i++) {
+        const uint64_t source = events[i].data.u64;
+        if (source == kTerm) {
+          terminated = true;
+        } else if (source == kLogWake || source == kLogTimer) {
+          drain_logs(*logs, log_timer, source == kLogTimer);
+        } else if (dns && dns->owns(source)) {
+          dns->handle(source);
+        } else {
+          uint64_t count = 0;
+          if (::read(finished, &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
+          if (errors[0] || errors[1]) terminated = true;
+        }
+      }
+    }
+    return terminated;
+  }
+
+ private:
+  enum : uint64_t { kTerm = 0, kFinished = 1, kLogWake = 2, kLogTimer = 3, kDnsFirst = 16 };
+  static constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
+
+  static void drain_logs(FerryLogs& logs, TimerFd& log_timer, bool timer_fired) {
+    uint64_t count;
+    (void)!::read(logs.wake_fd(), &count, sizeof count);
+    if (timer_fired) {
+      log_timer.fired();
+      log_timer.arm(monotonic_now() + kLogPeriod);
+    }
+    logs.drain();
+  }
+};
+
+// Starts one direction's ferry in a new thread; its exception goes to `error`, and its end is
+// counted on the eventfd `finished`.
+template <class Queue>
+std::thread start_ferry_thread(Queue& queue, int in, int out, int stop, int finished, std::exception_ptr& error) {
+  return std::thread([&queue, in, out, stop, finished, &error] {
+    try {
+      Ferry ferry(in, out, queue, stop);
+      ferry.run();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const uint64_t one = 1;
+    (void)!::write(finished, &one, sizeof one);
+  });
+}
+
 template <class Uplink, class Downlink>
 int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready,
                    FerryLogs* logs = nullptr) {
@@ -40,63 +116,11 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   FileDescriptor stop(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   FileDescriptor finished(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   std::exception_ptr errors[2];
-
-  auto start = [&](auto& queue, int in, int out, int index) {
-    return std::thread([&queue, in, out, index, &stop, &finished, &errors] {
-      try {
-        Ferry ferry(in, out, queue, stop.get());
-        ferry.run();
-      } catch (...) {
-        errors[index] = std::current_exception();
-      }
-      const uint64_t one = 1;
-      (void)!::write(finished.get(), &one, sizeof one);
-    });
-  };
-  std::thread up = start(uplink, tuns.inner, tuns.outer, 0);
-  std::thread down = start(downlink, tuns.outer, tuns.inner, 1);
+  std::thread up = start_ferry_thread(uplink, tuns.inner, tuns.outer, stop.get(), finished.get(), errors[0]);
+  std::thread down = start_ferry_thread(downlink, tuns.outer, tuns.inner, stop.get(), finished.get(), errors[1]);
   ready();
 
-  Epoll epoll;
-  epoll.add(term.fd(), EPOLLIN, 0);
-  epoll.add(finished.get(), EPOLLIN, 1);
-  TimerFd log_timer;
-  constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
-  if (logs) {
-    epoll.add(logs->wake_fd(), EPOLLIN, 2);
-    epoll.add(log_timer.fd(), EPOLLIN, 3);
-    log_timer.arm(monotonic_now() + kLogPeriod);
-  }
-  std::optional<DnsRelay> dns;
-  if (tuns.dns && tuns.dns->active()) {
-    dns.emplace(std::move(*tuns.dns));
-    dns->register_with(epoll, 16);
-  }
-  int threads_done = 0;
-  bool terminated = false;
-  while (!terminated && threads_done < 2) {
-    epoll_event events[2];
-    const int n = epoll.wait(events, 2, kNever);
-    for (int i = 0; i < n; i++) {
-      if (events[i].data.u64 == 0) {
-        terminated = true;
-      } else if (events[i].data.u64 == 2 || events[i].data.u64 == 3) {
-        uint64_t count;
-        (void)!::read(logs->wake_fd(), &count, sizeof count);
-        if (events[i].data.u64 == 3) {
-          log_timer.fired();
-          log_timer.arm(monotonic_now() + kLogPeriod);
-        }
-        logs->drain();
-      } else if (dns && dns->owns(events[i].data.u64)) {
-        dns->handle(events[i].data.u64);
-      } else {
-        uint64_t count = 0;
-        if (::read(finished.get(), &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
-        if (errors[0] || errors[1]) terminated = true;
-      }
-    }
-  }
+  const bool terminated = FerryMainLoop::wait(tuns, term, finished.get(), errors, logs);
   const uint64_t one = 1;
   (void)!::write(stop.get(), &one, sizeof one);
   up.join();
