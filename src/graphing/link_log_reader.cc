@@ -1,3 +1,5 @@
+// Reading mm-link logs for the graphs, with bounds, and their summary and signal delay (see
+// link_log_reader.hh).
 #include "graphing/link_log_reader.hh"
 
 #include <algorithm>

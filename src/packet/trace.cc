@@ -1,3 +1,4 @@
+// Traces: loading and parsing with their bounds, rates, and the opportunity cursor (see trace.hh).
 #include "packet/trace.hh"
 
 #include <charconv>

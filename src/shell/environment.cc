@@ -1,3 +1,4 @@
+// Capturing, clearing and giving back the user's environment (see environment.hh).
 #include "shell/environment.hh"
 
 #include <sys/auxv.h>

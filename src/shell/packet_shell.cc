@@ -1,3 +1,5 @@
+// The frame of every shell: the supervisor's checks and set-up, the ferry and command processes,
+// the start-up protocol with the ferry, and the wait (see packet_shell.hh and README.md).
 #include "shell/packet_shell.hh"
 
 #include <arpa/inet.h>

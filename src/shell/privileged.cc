@@ -1,3 +1,5 @@
+// The privileged operations of a shell: identity checks, the drop, root helpers, namespaces and
+// their devices (see privileged.hh and README.md).
 #include "shell/privileged.hh"
 
 #include <arpa/inet.h>

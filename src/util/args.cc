@@ -1,3 +1,4 @@
+// Command-line scanning and strict numbers (see args.hh).
 #include "util/args.hh"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// File descriptors and small file helpers, including bounded reads of files users name (see
+// file_descriptor.hh).
 #include "util/file_descriptor.hh"
 
 #include <fcntl.h>
