@@ -4,10 +4,11 @@
 #include "graphing/chart.hh"
 #include "util/args.hh"
 
-int run_graph_tool(int argc, char** argv, const std::string& name, const std::string& usage, const std::string& help,
+int run_graph_tool(int argc, char** argv, const ProgramInfo& info,
                    const std::function<void(const GraphCommand&)>& body) {
-  return run_tool(name, usage + "\n", [&] {
-    const std::optional<ToolArgs> args = scan_tool_args(argc, argv, name, usage, help, {});
+  const std::string usage = usage_line(info);
+  return run_tool(info.name, usage + "\n", [&] {
+    const std::optional<ToolArgs> args = scan_tool_args(argc, argv, info.name, usage, info.help, {});
     if (!args) return 0;
     GraphCommand command{args->operands, args->output.value_or("")};
     check_chart_output(command.output);
