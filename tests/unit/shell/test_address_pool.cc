@@ -1,5 +1,7 @@
 // The address pool of the shells: the choice of a free /30, MAHIMAHI_ADDRESS_POOL, and which
 // pools a user may choose.
+#include <algorithm>
+
 #include "expect.hh"
 #include "shell/address_pool.hh"
 #include "util/exception.hh"
@@ -76,4 +78,15 @@ TEST(AddressPool, address_pool_policy) {
   const std::vector<Ipv4Net> allowed{*Ipv4Net::parse("198.18.0.0/15")};
   check_address_pool(*Ipv4Net::parse("198.19.0.0/16"), false, allowed, conf);
   EXPECT_THROW_WITH(UserError, check_address_pool(*Ipv4Net::parse("198.16.0.0/13"), false, allowed, conf), conf);
+}
+
+TEST(AddressPool, networks_in_use_include_loopback_sorted_once) {
+  const std::vector<Ipv4Net> nets = networks_in_use();  // getifaddrs and a route dump: no root needed
+  const Ipv4 loopback = *Ipv4::parse("127.0.0.1");
+  ASSERT_TRUE(std::any_of(nets.begin(), nets.end(), [&](const Ipv4Net& n) { return n.contains(loopback); }));
+  for (size_t i = 1; i < nets.size(); i++) {
+    const bool ordered = nets[i - 1].base.value < nets[i].base.value ||
+                         (nets[i - 1].base == nets[i].base && nets[i - 1].prefix < nets[i].prefix);
+    ASSERT_TRUE(ordered);
+  }
 }
