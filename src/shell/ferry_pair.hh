@@ -28,44 +28,44 @@ class FerryLogs {
   virtual void finish(Nanos end) = 0;
 };
 
-// What the main thread of the ferry process waits for: SIGTERM, a direction ending, the logs'
-// wake-ups and timer, and the DNS relay's sockets.
+// What the main thread of the ferry process waits on: SIGTERM, a direction ending, the logs'
+// wake-ups and timer, and the DNS relay's sockets (the relay lives as long as this object).
 class FerryMainLoop {
  public:
+  FerryMainLoop(const FerryEndpoints& tuns, const SignalFd& term, int finished, FerryLogs* logs)
+      : finished_(finished), logs_(logs) {
+    epoll_.add(term.fd(), EPOLLIN, kTerm);
+    epoll_.add(finished, EPOLLIN, kFinished);
+    if (logs_) {
+      epoll_.add(logs_->wake_fd(), EPOLLIN, kLogWake);
+      epoll_.add(log_timer_.fd(), EPOLLIN, kLogTimer);
+      log_timer_.arm(monotonic_now() + kLogPeriod);
+    }
+    if (tuns.dns && tuns.dns->active()) {
+      dns_.emplace(std::move(*tuns.dns));
+      dns_->register_with(epoll_, kDnsFirst);
+    }
+  }
+
   // Returns true if SIGTERM ended the wait, false if both directions ended by themselves (or
   // one failed: errors[] holds its exception).
-  static bool wait(const FerryEndpoints& tuns, const SignalFd& term, int finished,
-                   const std::exception_ptr (&errors)[2], FerryLogs* logs) {
-    Epoll epoll;
-    epoll.add(term.fd(), EPOLLIN, kTerm);
-    epoll.add(finished, EPOLLIN, kFinished);
-    TimerFd log_timer;
-    if (logs) {
-      epoll.add(logs->wake_fd(), EPOLLIN, kLogWake);
-      epoll.add(log_timer.fd(), EPOLLIN, kLogTimer);
-      log_timer.arm(monotonic_now() + kLogPeriod);
-    }
-    std::optional<DnsRelay> dns;
-    if (tuns.dns && tuns.dns->active()) {
-      dns.emplace(std::move(*tuns.dns));
-      dns->register_with(epoll, kDnsFirst);
-    }
+  bool run(const std::exception_ptr (&errors)[2]) {
     int threads_done = 0;
     bool terminated = false;
     while (!terminated && threads_done < 2) {
       epoll_event events[2];
-      const int n = epoll.wait(events, 2, kNever);
+      const int n = epoll_.wait(events, 2, kNever);
       for (int i = 0; i < n; i++) {
         const uint64_t source = events[i].data.u64;
         if (source == kTerm) {
           terminated = true;
         } else if (source == kLogWake || source == kLogTimer) {
-          drain_logs(*logs, log_timer, source == kLogTimer);
-        } else if (dns && dns->owns(source)) {
-          dns->handle(source);
+          drain_logs(source == kLogTimer);
+        } else if (dns_ && dns_->owns(source)) {
+          dns_->handle(source);
         } else {
           uint64_t count = 0;
-          if (::read(finished, &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
+          if (::read(finished_, &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
           if (errors[0] || errors[1]) terminated = true;
         }
       }
@@ -77,15 +77,21 @@ class FerryMainLoop {
   enum : uint64_t { kTerm = 0, kFinished = 1, kLogWake = 2, kLogTimer = 3, kDnsFirst = 16 };
   static constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
 
-  static void drain_logs(FerryLogs& logs, TimerFd& log_timer, bool timer_fired) {
+  void drain_logs(bool timer_fired) {
     uint64_t count;
-    (void)!::read(logs.wake_fd(), &count, sizeof count);
+    (void)!::read(logs_->wake_fd(), &count, sizeof count);
     if (timer_fired) {
-      log_timer.fired();
-      log_timer.arm(monotonic_now() + kLogPeriod);
+      log_timer_.fired();
+      log_timer_.arm(monotonic_now() + kLogPeriod);
     }
-    logs.drain();
+    logs_->drain();
   }
+
+  int finished_;
+  FerryLogs* logs_;
+  Epoll epoll_;
+  TimerFd log_timer_;
+  std::optional<DnsRelay> dns_;
 };
 
 // Starts one direction's ferry in a new thread; its exception goes to `error`, and its end is
@@ -120,7 +126,8 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   std::thread down = start_ferry_thread(downlink, tuns.outer, tuns.inner, stop.get(), finished.get(), errors[1]);
   ready();
 
-  const bool terminated = FerryMainLoop::wait(tuns, term, finished.get(), errors, logs);
+  FerryMainLoop main_loop(tuns, term, finished.get(), logs);
+  const bool terminated = main_loop.run(errors);
   const uint64_t one = 1;
   (void)!::write(stop.get(), &one, sizeof one);
   up.join();

@@ -5,7 +5,8 @@
 // (the user's real uid, so that the user can signal their own shell) to set up, wait and clean
 // up, and in short root helpers (run_root_helper) that the user cannot signal. Everything that
 // parses what the user wrote (trace and recording files, the recording proxy's traffic) runs in
-// the ferry or the command, after drop_privileges(). docs/security.md lists every process.
+// the ferry or the command, after drop_privileges(). src/shell/README.md maps which code runs as
+// root and when; docs/security.md lists every process.
 #include <sys/types.h>
 
 #include <functional>
