@@ -117,7 +117,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
                              {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
                              {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
                              {"once", false, [&](std::string_view) { settings.once = true; }},
-                             {"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }},
+                             ArgScanner::seed_option(seed),
                              {"meter-uplink", false, meter},
                              {"meter-downlink", false, meter},
                              {"meter-uplink-delay", false, meter},

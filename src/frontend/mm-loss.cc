@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     std::string typed[2];
     std::optional<uint64_t> seed;
     std::optional<Direction> pending;
-    ArgScanner scanner(kInfo, {{"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }}});
+    ArgScanner scanner(kInfo, {ArgScanner::seed_option(seed)});
     ShellSpec spec;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (pending) {

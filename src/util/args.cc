@@ -45,6 +45,10 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
 
 std::string usage_line(const ProgramInfo& info) { return "Usage: " + info.name + " " + info.synopsis; }
 
+ArgScanner::Option ArgScanner::seed_option(std::optional<uint64_t>& seed) {
+  return {"seed", true, [&seed](std::string_view v) { seed = parse_unsigned(v, "--seed"); }};
+}
+
 ArgScanner::ArgScanner(const ProgramInfo& info, std::vector<Option> options)
     : info_(info), options_(std::move(options)) {}
 

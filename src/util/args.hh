@@ -40,6 +40,9 @@ class ArgScanner {
     std::function<void(std::string_view value)> apply;
   };
 
+  // --seed N (a non-negative integer) into `seed`: the option of every shell with random drops.
+  static Option seed_option(std::optional<uint64_t>& seed);
+
   ArgScanner(const ProgramInfo& info, std::vector<Option> options);
   // positional(word) returns true if it consumed the word, false if its arguments are complete
   // (the word then starts the command).

@@ -140,3 +140,13 @@ TEST(Args, run_tool_turns_errors_into_exit_status) {
 TEST(Args, shells_help_lines) {
   ASSERT_EQ(std::string(kHelpAndVersionLines), "  --help      show this help\n  --version   show the version\n");
 }
+
+TEST(Args, seed_option) {
+  std::optional<uint64_t> seed;
+  const ArgScanner::Option option = ArgScanner::seed_option(seed);
+  ASSERT_EQ(option.name, "seed");
+  ASSERT_TRUE(option.takes_value);
+  option.apply("42");
+  ASSERT_EQ(*seed, 42u);
+  EXPECT_THROW_WITH(UsageError, option.apply("x"), "--seed must be a non-negative integer");
+}
