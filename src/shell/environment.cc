@@ -10,6 +10,13 @@
 
 #include "util/file_descriptor.hh"
 
+namespace {
+// True if `entry` ("NAME=value") is the variable `name`.
+bool names(const std::string& entry, std::string_view name) {
+  return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=';
+}
+}  // namespace
+
 UserEnvironment UserEnvironment::capture_and_clear() {
   UserEnvironment env;
   for (char** e = environ; e && *e; e++) env.entries_.emplace_back(*e);
@@ -43,8 +50,7 @@ void UserEnvironment::restore_withheld() {
 
 const char* UserEnvironment::get(std::string_view name) const {
   for (const auto& entry : entries_) {
-    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=')
-      return entry.c_str() + name.size() + 1;
+    if (names(entry, name)) return entry.c_str() + name.size() + 1;
   }
   return nullptr;
 }
@@ -52,7 +58,7 @@ const char* UserEnvironment::get(std::string_view name) const {
 void UserEnvironment::set(std::string_view name, std::string_view value) {
   std::string entry = std::string(name) + "=" + std::string(value);
   for (auto& existing : entries_) {
-    if (existing.size() > name.size() && existing.compare(0, name.size(), name) == 0 && existing[name.size()] == '=') {
+    if (names(existing, name)) {
       existing = entry;
       return;
     }
