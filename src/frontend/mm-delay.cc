@@ -11,12 +11,11 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [--] [COMMAND...]",
                         "delayed by DELAY-MS milliseconds in each direction (so the round trip grows by twice\n"
                         "DELAY-MS). DELAY-MS may be fractional (12.5) and 0.\n"
                         "\n"
-                        "Options:\n"
-                        "  --help      show this help\n"
-                        "  --version   show the version\n"
-                        "\n"
-                        "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
-                        "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
+                        "Options:\n" +
+                            std::string(kHelpAndVersionLines) +
+                            "\n"
+                            "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
+                            "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
 }
 
 int main(int argc, char** argv) {

@@ -7,9 +7,8 @@ const ProgramInfo kInfo{"mm-intermittent", "uplink|downlink ON-SECONDS OFF-SECON
                         "direction is periodically on for ON-SECONDS (packets pass), then off for OFF-SECONDS\n"
                         "(every arriving packet is dropped), starting on. Fractions of seconds are allowed.\n"
                         "\n"
-                        "Options:\n"
-                        "  --help      show this help\n"
-                        "  --version   show the version\n"};
+                        "Options:\n" +
+                            std::string(kHelpAndVersionLines)};
 }
 
 int main(int argc, char** argv) {

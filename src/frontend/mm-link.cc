@@ -1,4 +1,5 @@
-// mm-link UPLINK-TRACE DOWNLINK-TRACE [OPTION]... [--] [COMMAND...]
+// mm-link UPLINK-TRACE DOWNLINK-TRACE [OPTION]... [--] [COMMAND...]: runs COMMAND behind a link
+// whose delivery opportunities come from a trace in each direction, with a queue in front of each.
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
@@ -10,6 +11,7 @@
 #include "packet/trace.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
+#include "util/random.hh"
 
 namespace {
 const ProgramInfo kInfo{
@@ -84,85 +86,106 @@ class LinkLogs final : public FerryLogs {
   std::vector<std::unique_ptr<LinkLogWriter>> writers_;
   std::vector<std::unique_ptr<LinkEventRing>> rings_;
 };
+
+// What the command line chose, handed to the ferry process.
+struct LinkSettings {
+  Direction up{"Uplink", "--uplink-queue"};
+  Direction down{"Downlink", "--downlink-queue"};
+  bool once = false;
+  uint64_t base_seed = 0;
+  std::string command_line;  // for the logs' headers
+};
+
+// Reads mm-link's own arguments into `settings` and returns the user's command. Bad queues and
+// rates are usage errors here, before any set-up.
+std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& settings) {
+  Direction& up = settings.up;
+  Direction& down = settings.down;
+  std::optional<std::string> up_args, down_args;
+  std::optional<uint64_t> seed;
+  auto meter = [](std::string_view) {
+    throw UsageError(
+        "live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
+        "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
+  };
+  ArgScanner scanner(kInfo, {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
+                             {"u", true, [&](std::string_view v) { up.log = v; }},
+                             {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
+                             {"d", true, [&](std::string_view v) { down.log = v; }},
+                             {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+                             {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
+                             {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
+                             {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
+                             {"once", false, [&](std::string_view) { settings.once = true; }},
+                             ArgScanner::seed_option(seed),
+                             {"meter-uplink", false, meter},
+                             {"meter-downlink", false, meter},
+                             {"meter-uplink-delay", false, meter},
+                             {"meter-downlink-delay", false, meter},
+                             {"meter-all", false, meter}});
+  int traces = 0;
+  std::vector<std::string> command = scanner.scan(ac, av, [&](std::string_view word) {
+    if (traces == 2) return false;
+    if (word.empty()) throw UsageError("empty trace name");
+    if (Trace::is_rate(word)) Trace::parse_rate(word.substr(5));  // a bad rate is a usage error
+    (traces++ == 0 ? up : down).trace = word;
+    return true;
+  });
+  if (traces < 2) throw UsageError(traces == 0 ? "missing UPLINK-TRACE and DOWNLINK-TRACE" : "missing DOWNLINK-TRACE");
+  settings.base_seed = seed ? *seed : Random::fresh_seed();
+  for (auto* d : {&up, &down}) {
+    const auto& text = d == &up ? up_args : down_args;
+    d->args = QueueArgs::parse(text.value_or(""), d->option);
+    make_queue_discipline(d->queue, d->args, d->option, 0);  // reject bad queues before any set-up
+  }
+  for (int i = 0; i < ac; i++) settings.command_line += (i ? " " : "") + shell_quote(av[i]);
+  return command;
+}
+
+// The ferry process, as the user: opens the traces and logs with the user's rights and runs
+// both directions.
+int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+  const Direction& up = settings.up;
+  const Direction& down = settings.down;
+  const Trace up_trace = Trace::from_argument(up.trace);
+  const Trace down_trace = Trace::from_argument(down.trace);
+  FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
+  FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
+
+  timespec wall;
+  clock_gettime(CLOCK_REALTIME, &wall);
+  const Nanos origin = monotonic_now();
+  const int64_t epoch_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
+  uint64_t seeds = settings.base_seed;
+  LinkLogs logs;
+  auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file) {
+    auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
+    LinkEventRing* ring = nullptr;
+    if (log_file.valid()) {
+      std::string header = "# mahimahi mm-link (" + std::string(d.name) + ") [" + trace.name() + "] > " + d.log +
+                           "\n# command line: " + settings.command_line + "\n# queue: " + queue->description() +
+                           "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
+      if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
+      ring =
+          logs.add(std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header));
+    }
+    return LinkQueue(trace, origin, settings.once, std::move(queue), ring);
+  };
+  LinkQueue uplink = make(up, up_trace, up_log);
+  LinkQueue downlink = make(down, down_trace, down_log);
+  return run_ferry_pair(endpoints, uplink, downlink, ready, logs.empty() ? nullptr : &logs);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
-    Direction up("Uplink", "--uplink-queue");
-    Direction down("Downlink", "--downlink-queue");
-    std::optional<std::string> up_args, down_args;
-    bool once = false;
-    std::optional<uint64_t> seed;
-    auto meter = [](std::string_view) {
-      throw UsageError(
-          "live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
-          "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
-    };
-    ArgScanner scanner(kInfo, {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
-                               {"u", true, [&](std::string_view v) { up.log = v; }},
-                               {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
-                               {"d", true, [&](std::string_view v) { down.log = v; }},
-                               {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
-                               {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
-                               {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
-                               {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
-                               {"once", false, [&](std::string_view) { once = true; }},
-                               {"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }},
-                               {"meter-uplink", false, meter},
-                               {"meter-downlink", false, meter},
-                               {"meter-uplink-delay", false, meter},
-                               {"meter-downlink-delay", false, meter},
-                               {"meter-all", false, meter}});
+    LinkSettings settings;
     ShellSpec spec;
-    int traces = 0;
-    spec.command = scanner.scan(ac, av, [&](std::string_view word) {
-      if (traces == 2) return false;
-      if (word.empty()) throw UsageError("empty trace name");
-      if (Trace::is_rate(word)) Trace::parse_rate(word.substr(5));  // a bad rate is a usage error
-      (traces++ == 0 ? up : down).trace = word;
-      return true;
-    });
-    if (traces < 2)
-      throw UsageError(traces == 0 ? "missing UPLINK-TRACE and DOWNLINK-TRACE" : "missing DOWNLINK-TRACE");
-    const uint64_t base_seed = seed ? *seed : Random::fresh_seed();
-    for (auto* d : {&up, &down}) {
-      const auto& text = d == &up ? up_args : down_args;
-      d->args = QueueArgs::parse(text.value_or(""), d->option);
-      make_queue_discipline(d->queue, d->args, d->option, 0);  // reject bad queues before any set-up
-    }
-    std::string command_line;
-    for (int i = 0; i < ac; i++) command_line += (i ? " " : "") + shell_quote(av[i]);
-
+    spec.command = scan_link_arguments(ac, av, settings);
     spec.device_kind = "link";
     spec.tag = "[link] ";
-    spec.ferry = [=](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
-      // As the user now: traces and logs are opened with the user's rights.
-      const Trace up_trace = Trace::from_argument(up.trace);
-      const Trace down_trace = Trace::from_argument(down.trace);
-      FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
-      FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
-
-      timespec wall;
-      clock_gettime(CLOCK_REALTIME, &wall);
-      const Nanos origin = monotonic_now();
-      const int64_t epoch_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
-      uint64_t seeds = base_seed;
-      LinkLogs logs;
-      auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file) {
-        auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
-        LinkEventRing* ring = nullptr;
-        if (log_file.valid()) {
-          std::string header = "# mahimahi mm-link (" + std::string(d.name) + ") [" + trace.name() + "] > " + d.log +
-                               "\n# command line: " + command_line + "\n# queue: " + queue->description() +
-                               "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
-          if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
-          ring = logs.add(std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, once, header));
-        }
-        return LinkQueue(trace, origin, once, std::move(queue), ring);
-      };
-      LinkQueue uplink = make(up, up_trace, up_log);
-      LinkQueue downlink = make(down, down_trace, down_log);
-      return run_ferry_pair(endpoints, uplink, downlink, ready, logs.empty() ? nullptr : &logs);
+    spec.ferry = [settings](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+      return run_link_ferry(settings, endpoints, ready);
     };
     return spec;
   });

@@ -13,9 +13,8 @@ const ProgramInfo kInfo{"mm-loss", "uplink|downlink RATE [uplink|downlink RATE] 
                         "be given at once, e.g. mm-loss uplink 0.01 downlink 0.02.\n"
                         "\n"
                         "Options:\n"
-                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n"
-                        "  --help      show this help\n"
-                        "  --version   show the version\n"};
+                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n" +
+                            std::string(kHelpAndVersionLines)};
 
 enum Direction { kUplink, kDownlink };
 }  // namespace
@@ -26,7 +25,7 @@ int main(int argc, char** argv) {
     std::string typed[2];
     std::optional<uint64_t> seed;
     std::optional<Direction> pending;
-    ArgScanner scanner(kInfo, {{"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }}});
+    ArgScanner scanner(kInfo, {ArgScanner::seed_option(seed)});
     ShellSpec spec;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (pending) {

@@ -9,9 +9,8 @@ const ProgramInfo kInfo{"mm-onoff", "uplink|downlink MEAN-ON-SECONDS MEAN-OFF-SE
                         "mean, in seconds (fractions allowed). The link starts on.\n"
                         "\n"
                         "Options:\n"
-                        "  --seed N    seed the random periods, so that a run can be repeated exactly\n"
-                        "  --help      show this help\n"
-                        "  --version   show the version\n"};
+                        "  --seed N    seed the random periods, so that a run can be repeated exactly\n" +
+                            std::string(kHelpAndVersionLines)};
 }
 
 int main(int argc, char** argv) {

@@ -14,6 +14,7 @@
 
 #include "recording/har.hh"
 #include "recording/record_file.hh"
+#include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/text.hh"
@@ -289,11 +290,7 @@ int run(int argc, char** argv) {
       words.emplace_back(w);
     } else if (w == "--") {
       options_done = true;
-    } else if (w == "--help" || w == "-h") {
-      std::cout << kUsage << "\n" << kHelp;
-      return 0;
-    } else if (w == "--version") {
-      std::cout << "mm-recording (mahimahi) " << PACKAGE_VERSION << "\n";
+    } else if (answer_help_or_version(w, "mm-recording", kUsage, kHelp)) {
       return 0;
     } else if (w == "--raw") {
       raw = true;
@@ -336,13 +333,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "mm-recording: " << e.what() << "\n" << kUsage << "Try 'mm-recording --help' for more information.\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "mm-recording: " << e.what() << "\n";
-    return 1;
-  }
+  return run_tool("mm-recording", kUsage, [&] { return run(argc, argv); });
 }

@@ -17,6 +17,7 @@
 #include "replay/replay_index.hh"
 #include "replay/replay_servers.hh"
 #include "shell/packet_shell.hh"
+#include "shell/resolv_conf.hh"
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
@@ -52,26 +53,7 @@ const ProgramInfo kInfo{"mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
 
 // The IPv4 resolvers the command will ask (glibc reads the first three nameserver lines;
 // without any it asks 127.0.0.1): they must exist in the namespace, answered by dnsmasq.
-std::vector<Ipv4> resolver_addresses() {
-  std::vector<Ipv4> found;
-  std::string text;
-  try {
-    text = read_small_file("/etc/resolv.conf");
-  } catch (const SystemError&) {
-  }
-  std::istringstream lines(text);
-  std::string line;
-  int nameservers = 0;
-  while (std::getline(lines, line) && nameservers < 3) {
-    std::istringstream words(line);
-    std::string keyword, address;
-    if (!(words >> keyword >> address) || keyword != "nameserver") continue;
-    nameservers++;
-    if (auto ip = Ipv4::parse(address)) found.push_back(*ip);
-  }
-  if (nameservers == 0) found.push_back(*Ipv4::parse("127.0.0.1"));
-  return found;
-}
+std::vector<Ipv4> resolver_addresses() { return c_library_resolvers(read_resolv_conf()); }
 
 // A private directory for the daemons' files, removed with everything in it.
 class WorkDirectory {

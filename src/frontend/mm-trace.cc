@@ -183,8 +183,39 @@ constexpr size_t kMaxRatesLineLength = 256;
 constexpr uint64_t kMaxRatesLines = 10'000'000;
 constexpr double kMaxRateBitsPerSecond = 1e12;  // 1 Tbit/s, as mm-link's rate:
 
+// Adds the milliseconds of a series of (time in ms, bit/s) steps to `builder`: from the first
+// step's time on, each at the rate of the last step at or before it; the last step lasts as long
+// as the one before it (1 s if it is the only one).
+void add_steps(TraceBuilder& builder, const std::vector<std::pair<double, double>>& steps, const std::string& source) {
+  if (steps.empty()) throw UserError(source + ": no rates");
+  const double last_interval = steps.size() > 1 ? steps.back().first - steps[steps.size() - 2].first : 1000;
+  const double end = steps.back().first + last_interval;
+  // Milliseconds from the first time on, each at the rate of the last step at or before it.
+  const double start = steps.front().first;
+  const double total = std::ceil(end - start - 1e-9);
+  if (total > static_cast<double>(Trace::kMaxMs)) {
+    throw UserError(source + ": the trace would last " + std::to_string(static_cast<uint64_t>(total)) +
+                    " ms, more than " + std::to_string(Trace::kMaxMs) +
+                    " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
+  }
+  uint64_t done = 0;
+  const uint64_t count = static_cast<uint64_t>(total);
+  for (size_t step = 0; step < steps.size() && done < count; step++) {
+    // The milliseconds start + done, ... that fall before the next step's time.
+    uint64_t until = count;
+    if (step + 1 < steps.size()) {
+      const double next = steps[step + 1].first;
+      until = std::min<uint64_t>(count, static_cast<uint64_t>(std::max(0.0, std::ceil(next - start - 1e-9))));
+    }
+    if (until > done) {
+      builder.add_milliseconds(until - done, steps[step].second);
+      done = until;
+    }
+  }
+}
+
 std::string convert(const std::string& format, const std::string& path) {
-  const std::string source = path == "-" ? std::string("standard input") : path;
+  const std::string source = user_file_name(path);
   if (format != "kbps-per-ms" && format != "ms-kbps" && format != "csv")
     usage_error("unknown --format \"" + format + "\" (kbps-per-ms, ms-kbps or csv)");
   const std::string text =
@@ -242,31 +273,7 @@ std::string convert(const std::string& format, const std::string& path) {
     if (!steps.empty() && t <= steps.back().first) throw UserError(where + "times must increase");
     steps.emplace_back(t, bps);
   }
-  if (steps.empty()) throw UserError(source + ": no rates");
-  const double last_interval = steps.size() > 1 ? steps.back().first - steps[steps.size() - 2].first : 1000;
-  const double end = steps.back().first + last_interval;
-  // Milliseconds from the first time on, each at the rate of the last step at or before it.
-  const double start = steps.front().first;
-  const double total = std::ceil(end - start - 1e-9);
-  if (total > static_cast<double>(Trace::kMaxMs)) {
-    throw UserError(source + ": the trace would last " + std::to_string(static_cast<uint64_t>(total)) +
-                    " ms, more than " + std::to_string(Trace::kMaxMs) +
-                    " ms (24.8 days), the longest a trace can be; convert a shorter stretch");
-  }
-  uint64_t done = 0;
-  const uint64_t count = static_cast<uint64_t>(total);
-  for (size_t step = 0; step < steps.size() && done < count; step++) {
-    // The milliseconds start + done, ... that fall before the next step's time.
-    uint64_t until = count;
-    if (step + 1 < steps.size()) {
-      const double next = steps[step + 1].first;
-      until = std::min<uint64_t>(count, static_cast<uint64_t>(std::max(0.0, std::ceil(next - start - 1e-9))));
-    }
-    if (until > done) {
-      builder.add_milliseconds(until - done, steps[step].second);
-      done = until;
-    }
-  }
+  add_steps(builder, steps, source);
   return builder.finish();
 }
 
@@ -324,32 +331,11 @@ void info(const std::string& argument) {
 }
 
 int run(int argc, char** argv) {
-  std::vector<std::string> words;
-  std::optional<std::string> output;
-  std::string format = "kbps-per-ms";
-  for (int i = 1; i < argc; i++) {
-    const std::string_view w = argv[i];
-    if (w == "--help" || w == "-h") {
-      std::cout << kUsage << "\n" << kHelp;
-      return 0;
-    }
-    if (w == "--version") {
-      std::cout << "mm-trace (mahimahi) " << PACKAGE_VERSION << "\n";
-      return 0;
-    }
-    if (w == "-o" || w == "--output") {
-      if (i + 1 >= argc) usage_error("-o needs a file name");
-      output = argv[++i];
-    } else if (w.rfind("--output=", 0) == 0) {
-      output = std::string(w.substr(9));
-    } else if (w.rfind("--format=", 0) == 0) {
-      format = w.substr(9);
-    } else if (w.size() > 1 && w[0] == '-' && w != "-") {
-      usage_error("unknown option \"" + std::string(w) + "\"");
-    } else {
-      words.emplace_back(w);
-    }
-  }
+  std::optional<ToolArgs> args = scan_tool_args(argc, argv, "mm-trace", kUsage, kHelp, {"format"});
+  if (!args) return 0;
+  std::vector<std::string>& words = args->operands;
+  const std::optional<std::string>& output = args->output;
+  const std::string format = args->values.contains("format") ? args->values["format"] : "kbps-per-ms";
   if (words.empty()) usage_error("missing command (constant, convert, info or check)");
   const std::string command = words[0];
   words.erase(words.begin());
@@ -388,13 +374,5 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return run(argc, argv);
-  } catch (const UsageError& e) {
-    std::cerr << "mm-trace: " << e.what() << "\n" << kUsage << "Try 'mm-trace --help' for more information.\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "mm-trace: " << e.what() << "\n";
-    return 1;
-  }
+  return run_tool("mm-trace", kUsage, [&] { return run(argc, argv); });
 }

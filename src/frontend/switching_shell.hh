@@ -15,7 +15,7 @@ inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, c
     std::optional<uint64_t> seed;
     std::vector<ArgScanner::Option> options;
     if (durations == OnOffGate::Durations::Exponential) {
-      options.push_back({"seed", true, [&](std::string_view v) { seed = parse_unsigned(v, "--seed"); }});
+      options.push_back(ArgScanner::seed_option(seed));
     }
     ArgScanner scanner(info, options);
     ShellSpec spec;

@@ -1,3 +1,4 @@
+// Line, area and dot charts drawn with cairo and pango, written as SVG or PNG (see chart.hh).
 #include "graphing/chart.hh"
 
 #include <cairo-svg.h>
@@ -87,12 +88,30 @@ class Painter {
   cairo_t* cr_;
 };
 
-void draw(cairo_t* cr, const Chart& chart, int width, int height) {
-  const double left = 80, right = 24, top = 48, bottom = 58;
-  const double pw = width - left - right, ph = height - top - bottom;
-  cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+// The plot area inside the margins, and the mapping of data to its pixels.
+struct Plot {
+  static constexpr double left = 80, right = 24, top = 48, bottom = 58;
+  double pw, ph;  // plot width and height
+  double x_min, x_max, y_lo, y_hi;
+  bool log_y;
 
+  double px(double x) const { return left + (x - x_min) / (x_max - x_min) * pw; }
+  double py(double y) const {
+    if (log_y) {
+      const double v = std::log10(std::max(y, y_lo));
+      return top + ph - (v - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo)) * ph;
+    }
+    return top + ph - (y - y_lo) / (y_hi - y_lo) * ph;
+  }
+};
+
+// Axes that hold every point of every series (NaN values are gaps): y from 0 (or, on a
+// logarithmic scale, from the power of ten below the smallest positive value).
+Plot fit_plot(const Chart& chart, int width, int height) {
+  Plot plot{};
+  plot.pw = width - Plot::left - Plot::right;
+  plot.ph = height - Plot::top - Plot::bottom;
+  plot.log_y = chart.log_y;
   double x_min = INFINITY, x_max = -INFINITY, y_max = 0, y_min_positive = INFINITY;
   for (const auto& s : chart.series) {
     for (auto [x, y] : s.points) {
@@ -105,100 +124,108 @@ void draw(cairo_t* cr, const Chart& chart, int width, int height) {
   }
   if (!std::isfinite(x_min)) x_min = 0, x_max = 1;
   if (x_max <= x_min) x_max = x_min + 1;
-  double y_lo, y_hi;
+  plot.x_min = x_min;
+  plot.x_max = x_max;
   if (chart.log_y) {
     if (!std::isfinite(y_min_positive)) y_min_positive = 1;
-    y_lo = std::pow(10, std::floor(std::log10(y_min_positive)));
-    y_hi = std::pow(10, std::ceil(std::log10(std::max(y_max, y_lo * 10))));
+    plot.y_lo = std::pow(10, std::floor(std::log10(y_min_positive)));
+    plot.y_hi = std::pow(10, std::ceil(std::log10(std::max(y_max, plot.y_lo * 10))));
   } else {
-    y_lo = 0;
-    y_hi = y_max > 0 ? y_max * 1.08 : 1;
+    plot.y_lo = 0;
+    plot.y_hi = y_max > 0 ? y_max * 1.08 : 1;
   }
-  auto px = [&](double x) { return left + (x - x_min) / (x_max - x_min) * pw; };
-  auto py = [&](double y) {
-    if (chart.log_y) {
-      const double v = std::log10(std::max(y, y_lo));
-      return top + ph - (v - std::log10(y_lo)) / (std::log10(y_hi) - std::log10(y_lo)) * ph;
-    }
-    return top + ph - (y - y_lo) / (y_hi - y_lo) * ph;
-  };
+  return plot;
+}
 
-  Painter painter(cr);
-  // grid and ticks
+void draw_grid(cairo_t* cr, Painter& painter, const Plot& plot) {
+  const double left = Plot::left, top = Plot::top;
   cairo_set_line_width(cr, 1);
-  const double x_step = nice_step(x_max - x_min, 10);
-  for (double x = std::ceil(x_min / x_step) * x_step; x <= x_max + 1e-9; x += x_step) {
+  const double x_step = nice_step(plot.x_max - plot.x_min, 10);
+  for (double x = std::ceil(plot.x_min / x_step) * x_step; x <= plot.x_max + 1e-9; x += x_step) {
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-    cairo_move_to(cr, px(x), top);
-    cairo_line_to(cr, px(x), top + ph);
+    cairo_move_to(cr, plot.px(x), top);
+    cairo_line_to(cr, plot.px(x), top + plot.ph);
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-    painter.text(format_tick(x), px(x), top + ph + 6, 0.5, 0);
+    painter.text(format_tick(x), plot.px(x), top + plot.ph + 6, 0.5, 0);
   }
   std::vector<double> y_ticks;
-  if (chart.log_y) {
-    for (double y = y_lo; y <= y_hi * 1.001; y *= 10) y_ticks.push_back(y);
+  if (plot.log_y) {
+    for (double y = plot.y_lo; y <= plot.y_hi * 1.001; y *= 10) y_ticks.push_back(y);
   } else {
-    const double y_step = nice_step(y_hi - y_lo, 6);
-    for (double y = 0; y <= y_hi + 1e-9; y += y_step) y_ticks.push_back(y);
+    const double y_step = nice_step(plot.y_hi - plot.y_lo, 6);
+    for (double y = 0; y <= plot.y_hi + 1e-9; y += y_step) y_ticks.push_back(y);
   }
   for (double y : y_ticks) {
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
-    cairo_move_to(cr, left, py(y));
-    cairo_line_to(cr, left + pw, py(y));
+    cairo_move_to(cr, left, plot.py(y));
+    cairo_line_to(cr, left + plot.pw, plot.py(y));
     cairo_stroke(cr);
     cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
-    painter.text(format_tick(y), left - 6, py(y), 1, 0.5);
+    painter.text(format_tick(y), left - 6, plot.py(y), 1, 0.5);
   }
+}
 
-  // series, clipped to the plot area
+void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
+  std::set<std::pair<int, int>> drawn;  // one dot per pixel keeps big logs' SVGs small
+  for (auto [x, y] : s.points) {
+    if (std::isnan(y)) continue;
+    const int ix = static_cast<int>(plot.px(x)), iy = static_cast<int>(plot.py(y));
+    if (!drawn.insert({ix, iy}).second) continue;
+    cairo_arc(cr, ix + 0.5, iy + 0.5, 1.2, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+}
+
+// A line through the points (NaN values skipped); for an area, filled down to the x axis too.
+void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
+  bool started = false;
+  double first_x = 0, last_x = 0;
+  for (auto [x, y] : s.points) {
+    if (std::isnan(y)) continue;
+    if (!started) {
+      cairo_move_to(cr, plot.px(x), plot.py(y));
+      first_x = x;
+      started = true;
+    } else {
+      cairo_line_to(cr, plot.px(x), plot.py(y));
+    }
+    last_x = x;
+  }
+  if (!started) return;
+  if (s.style == Series::Style::Area) {
+    cairo_path_t* outline = cairo_copy_path(cr);
+    cairo_line_to(cr, plot.px(last_x), Plot::top + plot.ph);
+    cairo_line_to(cr, plot.px(first_x), Plot::top + plot.ph);
+    cairo_close_path(cr);
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
+    cairo_fill(cr);
+    cairo_append_path(cr, outline);
+    cairo_path_destroy(outline);
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
+  }
+  cairo_set_line_width(cr, s.style == Series::Style::Area ? 1 : 1.6);
+  cairo_stroke(cr);
+}
+
+// Every series, clipped to the plot area.
+void draw_series(cairo_t* cr, const Plot& plot, const Chart& chart) {
   cairo_save(cr);
-  cairo_rectangle(cr, left, top, pw, ph);
+  cairo_rectangle(cr, Plot::left, Plot::top, plot.pw, plot.ph);
   cairo_clip(cr);
   for (const auto& s : chart.series) {
     cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 1);
     if (s.style == Series::Style::Dots) {
-      std::set<std::pair<int, int>> drawn;  // one dot per pixel keeps big logs' SVGs small
-      for (auto [x, y] : s.points) {
-        if (std::isnan(y)) continue;
-        const int ix = static_cast<int>(px(x)), iy = static_cast<int>(py(y));
-        if (!drawn.insert({ix, iy}).second) continue;
-        cairo_arc(cr, ix + 0.5, iy + 0.5, 1.2, 0, 2 * M_PI);
-        cairo_fill(cr);
-      }
-      continue;
+      draw_dots(cr, plot, s);
+    } else {
+      draw_line_or_area(cr, plot, s);
     }
-    bool started = false;
-    double first_x = 0, last_x = 0;
-    for (auto [x, y] : s.points) {
-      if (std::isnan(y)) continue;
-      if (!started) {
-        cairo_move_to(cr, px(x), py(y));
-        first_x = x;
-        started = true;
-      } else {
-        cairo_line_to(cr, px(x), py(y));
-      }
-      last_x = x;
-    }
-    if (!started) continue;
-    if (s.style == Series::Style::Area) {
-      cairo_path_t* outline = cairo_copy_path(cr);
-      cairo_line_to(cr, px(last_x), top + ph);
-      cairo_line_to(cr, px(first_x), top + ph);
-      cairo_close_path(cr);
-      cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
-      cairo_fill(cr);
-      cairo_append_path(cr, outline);
-      cairo_path_destroy(outline);
-      cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
-    }
-    cairo_set_line_width(cr, s.style == Series::Style::Area ? 1 : 1.6);
-    cairo_stroke(cr);
   }
   cairo_restore(cr);
+}
 
-  // frame, labels, legend
+void draw_frame_labels_and_legend(cairo_t* cr, Painter& painter, const Plot& plot, const Chart& chart, int height) {
+  const double left = Plot::left, top = Plot::top, pw = plot.pw, ph = plot.ph;
   cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
   cairo_rectangle(cr, left, top, pw, ph);
   cairo_stroke(cr);
@@ -214,6 +241,16 @@ void draw(cairo_t* cr, const Chart& chart, int width, int height) {
     painter.text(s.label, left + pw - 306, ly, 0, 0, 10);
     ly += 18;
   }
+}
+
+void draw(cairo_t* cr, const Chart& chart, int width, int height) {
+  cairo_set_source_rgb(cr, 1, 1, 1);
+  cairo_paint(cr);
+  const Plot plot = fit_plot(chart, width, height);
+  Painter painter(cr);
+  draw_grid(cr, painter, plot);
+  draw_series(cr, plot, chart);
+  draw_frame_labels_and_legend(cr, painter, plot, chart, height);
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "util/args.hh"
+
 struct GraphCommand {
   std::vector<std::string> operands;  // positional arguments
   std::string output;                 // -o FILE ("" : SVG on standard output)
@@ -11,5 +13,5 @@ struct GraphCommand {
 
 // Parses -o FILE / --output=FILE, --help, --version and operands, then runs body; returns the
 // exit status (2 for usage errors, 1 for others).
-int run_graph_tool(int argc, char** argv, const std::string& name, const std::string& usage, const std::string& help,
+int run_graph_tool(int argc, char** argv, const ProgramInfo& info,
                    const std::function<void(const GraphCommand&)>& body);

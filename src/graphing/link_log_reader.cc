@@ -1,3 +1,5 @@
+// Reading mm-link logs for the graphs, with bounds, and their summary and signal delay (see
+// link_log_reader.hh).
 #include "graphing/link_log_reader.hh"
 
 #include <algorithm>
@@ -27,7 +29,7 @@ std::string quoted(std::string_view line) {
 LinkLog LinkLog::read(const std::string& path) {
   return parse(read_user_file(path, "log", kMaxFileBytes,
                               "plot a part of it, e.g. awk '/^#/ || $1 < 3600000' LOG for the first hour"),
-               path == "-" ? std::string("standard input") : path);
+               user_file_name(path));
 }
 
 LinkLog LinkLog::parse(std::string_view text, const std::string& path) {

@@ -1,3 +1,5 @@
+// mm-link's log writer: events handed over by the packet threads through a ring, written as
+// the original Mahimahi's log lines (see link_log.hh).
 #include "packet/link_log.hh"
 
 #include <unistd.h>

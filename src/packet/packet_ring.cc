@@ -1,3 +1,4 @@
+// The packet ring's growth and wrap-around (see packet_ring.hh).
 #include "packet/packet_ring.hh"
 
 #include <algorithm>

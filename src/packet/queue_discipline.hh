@@ -1,6 +1,7 @@
 #pragma once
 // The queue in front of a trace-driven link (mm-link --uplink-queue / --downlink-queue):
-// infinite, droptail, drophead, codel, pie and fq_codel. The link asks next() when an
+// infinite, droptail, drophead, codel, pie and fq_codel (one file each, e.g. codel_queue.hh), built by
+// make_queue_discipline from the options' name and parameters. The link asks next() when an
 // opportunity can start sending a packet, then takes front() and pop()s it.
 #include <cstdint>
 #include <memory>
@@ -8,11 +9,9 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
-#include "util/random.hh"
 
 struct DropCount {
   uint32_t packets = 0;

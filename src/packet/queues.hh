@@ -14,10 +14,11 @@
 #include "util/clock.hh"
 #include "util/random.hh"
 
-// Every packet leaves exactly `delay` after it arrived.
-class DelayQueue {
+// Packets in arrival order, each leaving `delay` after it arrived (with 0, as soon as the ferry
+// releases them): the storage and departure rule of both queues below.
+class DelayLine {
  public:
-  explicit DelayQueue(Nanos delay) : delay_(delay) {}
+  DelayLine(Nanos delay, size_t capacity) : delay_(delay), ring_(capacity) {}
 
   std::span<uint8_t> reserve() { return ring_.reserve(); }
   void commit(Nanos now, uint32_t length) { ring_.commit(now, length); }
@@ -29,12 +30,17 @@ class DelayQueue {
       ring_.pop();
     }
   }
-  bool finished() const { return false; }
-  const PacketRing& ring() const { return ring_; }
 
  private:
   Nanos delay_;
-  PacketRing ring_{64 * 1024 * 4};
+  PacketRing ring_;
+};
+
+// Every packet leaves exactly `delay` after it arrived.
+class DelayQueue : public DelayLine {
+ public:
+  explicit DelayQueue(Nanos delay) : DelayLine(delay, 64 * 1024 * 4) {}
+  bool finished() const { return false; }
 };
 
 // Forwards packets at once, or drops them as they arrive when the gate says so.
@@ -43,24 +49,21 @@ class GateQueue {
  public:
   explicit GateQueue(Gate gate) : gate_(std::move(gate)) {}
 
-  std::span<uint8_t> reserve() { return ring_.reserve(); }
+  std::span<uint8_t> reserve() { return line_.reserve(); }
   void commit(Nanos now, uint32_t length) {
-    if (gate_.admit(now)) ring_.commit(now, length);
+    if (gate_.admit(now)) line_.commit(now, length);
   }
-  Nanos next_departure() const { return ring_.empty() ? kNever : ring_.front().arrival; }
+  Nanos next_departure() const { return line_.next_departure(); }
+  // Every packet is due at its arrival, which is never after the ferry's `now`.
   template <class Send>
-  void release(Nanos, Send&& send) {
-    while (!ring_.empty()) {
-      send(ring_.front_data());
-      ring_.pop();
-    }
+  void release(Nanos now, Send&& send) {
+    line_.release(now, send);
   }
   bool finished() const { return false; }
-  const Gate& gate() const { return gate_; }
 
  private:
   Gate gate_;
-  PacketRing ring_{64 * 1024 * 2};
+  DelayLine line_{0, 64 * 1024 * 2};
 };
 
 // Independent (Bernoulli) loss.
@@ -90,7 +93,6 @@ class OnOffGate {
     }
     return on_;
   }
-  bool is_on() const { return on_; }
 
  private:
   Nanos draw(Nanos mean) {

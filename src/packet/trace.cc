@@ -1,3 +1,4 @@
+// Traces: loading and parsing with their bounds, rates, and the opportunity cursor (see trace.hh).
 #include "packet/trace.hh"
 
 #include <charconv>
@@ -9,7 +10,7 @@
 Trace Trace::load(const std::string& path) {
   return parse(read_user_file(path, "trace", kMaxFileBytes,
                               "a trace holds at most 10000000 lines (opportunities); use a shorter one"),
-               path == "-" ? std::string("standard input") : path);
+               user_file_name(path));
 }
 
 Trace Trace::parse(std::string_view text, const std::string& name) {

@@ -1,3 +1,5 @@
+// The administrator's root-owned configuration file: parsing and the ownership checks (see
+// admin_config.hh).
 #include "shell/admin_config.hh"
 
 #include <fcntl.h>

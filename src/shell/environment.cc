@@ -1,3 +1,4 @@
+// Capturing, clearing and giving back the user's environment (see environment.hh).
 #include "shell/environment.hh"
 
 #include <sys/auxv.h>
@@ -8,6 +9,13 @@
 #include <unordered_set>
 
 #include "util/file_descriptor.hh"
+
+namespace {
+// True if `entry` ("NAME=value") is the variable `name`.
+bool names(const std::string& entry, std::string_view name) {
+  return entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=';
+}
+}  // namespace
 
 UserEnvironment UserEnvironment::capture_and_clear() {
   UserEnvironment env;
@@ -42,8 +50,7 @@ void UserEnvironment::restore_withheld() {
 
 const char* UserEnvironment::get(std::string_view name) const {
   for (const auto& entry : entries_) {
-    if (entry.size() > name.size() && entry.compare(0, name.size(), name) == 0 && entry[name.size()] == '=')
-      return entry.c_str() + name.size() + 1;
+    if (names(entry, name)) return entry.c_str() + name.size() + 1;
   }
   return nullptr;
 }
@@ -51,7 +58,7 @@ const char* UserEnvironment::get(std::string_view name) const {
 void UserEnvironment::set(std::string_view name, std::string_view value) {
   std::string entry = std::string(name) + "=" + std::string(value);
   for (auto& existing : entries_) {
-    if (existing.size() > name.size() && existing.compare(0, name.size(), name) == 0 && existing[name.size()] == '=') {
+    if (names(existing, name)) {
       existing = entry;
       return;
     }

@@ -28,6 +28,88 @@ class FerryLogs {
   virtual void finish(Nanos end) = 0;
 };
 
+// What the main thread of the ferry process waits on: SIGTERM, a direction ending, the logs'
+// wake-ups and timer, and the DNS relay's sockets (the relay lives as long as this object).
+class FerryMainLoop {
+ public:
+  FerryMainLoop(const FerryEndpoints& tuns, const SignalFd& term, int finished, FerryLogs* logs)
+      : finished_(finished), logs_(logs) {
+    epoll_.add(term.fd(), EPOLLIN, kTerm);
+    epoll_.add(finished, EPOLLIN, kFinished);
+    if (logs_) {
+      epoll_.add(logs_->wake_fd(), EPOLLIN, kLogWake);
+      epoll_.add(log_timer_.fd(), EPOLLIN, kLogTimer);
+      log_timer_.arm(monotonic_now() + kLogPeriod);
+    }
+    if (tuns.dns && tuns.dns->active()) {
+      dns_.emplace(std::move(*tuns.dns));
+      dns_->register_with(epoll_, kDnsFirst);
+    }
+  }
+
+  // Returns true if SIGTERM ended the wait, false if both directions ended by themselves (or
+  // one failed: errors[] holds its exception).
+  bool run(const std::exception_ptr (&errors)[2]) {
+    int threads_done = 0;
+    bool terminated = false;
+    while (!terminated && threads_done < 2) {
+      epoll_event events[2];
+      const int n = epoll_.wait(events, 2, kNever);
+      for (int i = 0; i < n; i++) {
+        const uint64_t source = events[i].data.u64;
+        if (source == kTerm) {
+          terminated = true;
+        } else if (source == kLogWake || source == kLogTimer) {
+          drain_logs(source == kLogTimer);
+        } else if (dns_ && dns_->owns(source)) {
+          dns_->handle(source);
+        } else {
+          uint64_t count = 0;
+          if (::read(finished_, &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
+          if (errors[0] || errors[1]) terminated = true;
+        }
+      }
+    }
+    return terminated;
+  }
+
+ private:
+  enum : uint64_t { kTerm = 0, kFinished = 1, kLogWake = 2, kLogTimer = 3, kDnsFirst = 16 };
+  static constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
+
+  void drain_logs(bool timer_fired) {
+    uint64_t count;
+    (void)!::read(logs_->wake_fd(), &count, sizeof count);
+    if (timer_fired) {
+      log_timer_.fired();
+      log_timer_.arm(monotonic_now() + kLogPeriod);
+    }
+    logs_->drain();
+  }
+
+  int finished_;
+  FerryLogs* logs_;
+  Epoll epoll_;
+  TimerFd log_timer_;
+  std::optional<DnsRelay> dns_;
+};
+
+// Starts one direction's ferry in a new thread; its exception goes to `error`, and its end is
+// counted on the eventfd `finished`.
+template <class Queue>
+std::thread start_ferry_thread(Queue& queue, int in, int out, int stop, int finished, std::exception_ptr& error) {
+  return std::thread([&queue, in, out, stop, finished, &error] {
+    try {
+      Ferry ferry(in, out, queue, stop);
+      ferry.run();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const uint64_t one = 1;
+    (void)!::write(finished, &one, sizeof one);
+  });
+}
+
 template <class Uplink, class Downlink>
 int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlink, const std::function<void()>& ready,
                    FerryLogs* logs = nullptr) {
@@ -40,63 +122,12 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   FileDescriptor stop(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   FileDescriptor finished(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   std::exception_ptr errors[2];
-
-  auto start = [&](auto& queue, int in, int out, int index) {
-    return std::thread([&queue, in, out, index, &stop, &finished, &errors] {
-      try {
-        Ferry ferry(in, out, queue, stop.get());
-        ferry.run();
-      } catch (...) {
-        errors[index] = std::current_exception();
-      }
-      const uint64_t one = 1;
-      (void)!::write(finished.get(), &one, sizeof one);
-    });
-  };
-  std::thread up = start(uplink, tuns.inner, tuns.outer, 0);
-  std::thread down = start(downlink, tuns.outer, tuns.inner, 1);
+  std::thread up = start_ferry_thread(uplink, tuns.inner, tuns.outer, stop.get(), finished.get(), errors[0]);
+  std::thread down = start_ferry_thread(downlink, tuns.outer, tuns.inner, stop.get(), finished.get(), errors[1]);
   ready();
 
-  Epoll epoll;
-  epoll.add(term.fd(), EPOLLIN, 0);
-  epoll.add(finished.get(), EPOLLIN, 1);
-  TimerFd log_timer;
-  constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
-  if (logs) {
-    epoll.add(logs->wake_fd(), EPOLLIN, 2);
-    epoll.add(log_timer.fd(), EPOLLIN, 3);
-    log_timer.arm(monotonic_now() + kLogPeriod);
-  }
-  std::optional<DnsRelay> dns;
-  if (tuns.dns && tuns.dns->active()) {
-    dns.emplace(std::move(*tuns.dns));
-    dns->register_with(epoll, 16);
-  }
-  int threads_done = 0;
-  bool terminated = false;
-  while (!terminated && threads_done < 2) {
-    epoll_event events[2];
-    const int n = epoll.wait(events, 2, kNever);
-    for (int i = 0; i < n; i++) {
-      if (events[i].data.u64 == 0) {
-        terminated = true;
-      } else if (events[i].data.u64 == 2 || events[i].data.u64 == 3) {
-        uint64_t count;
-        (void)!::read(logs->wake_fd(), &count, sizeof count);
-        if (events[i].data.u64 == 3) {
-          log_timer.fired();
-          log_timer.arm(monotonic_now() + kLogPeriod);
-        }
-        logs->drain();
-      } else if (dns && dns->owns(events[i].data.u64)) {
-        dns->handle(events[i].data.u64);
-      } else {
-        uint64_t count = 0;
-        if (::read(finished.get(), &count, sizeof count) == sizeof count) threads_done += static_cast<int>(count);
-        if (errors[0] || errors[1]) terminated = true;
-      }
-    }
-  }
+  FerryMainLoop main_loop(tuns, term, finished.get(), logs);
+  const bool terminated = main_loop.run(errors);
   const uint64_t one = 1;
   (void)!::write(stop.get(), &one, sizeof one);
   up.join();

@@ -1,3 +1,4 @@
+// Per-device IPv4 forwarding behind one filter, changed only in root helpers (see forwarding.hh).
 #include "shell/forwarding.hh"
 
 #include <dirent.h>

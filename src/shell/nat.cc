@@ -1,3 +1,4 @@
+// A shell's nftables NAT table, and the removal of stale ones (see nat.hh).
 #include "shell/nat.hh"
 
 #include <net/if.h>

@@ -1,3 +1,4 @@
+// TUN devices, addresses and routes of the current namespace, by ioctl (see netdevice.hh).
 #include "shell/netdevice.hh"
 
 #include <fcntl.h>

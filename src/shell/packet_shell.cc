@@ -1,3 +1,5 @@
+// The frame of every shell: the supervisor's checks and set-up, the ferry and command processes,
+// the start-up protocol with the ferry, and the wait (see packet_shell.hh and README.md).
 #include "shell/packet_shell.hh"
 
 #include <arpa/inet.h>
@@ -15,6 +17,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "shell/address_pool.hh"
 #include "shell/environment.hh"
 #include "shell/privileged.hh"
 #include "util/child_process.hh"
@@ -136,101 +139,125 @@ void request_addresses(int channel, const std::vector<Ipv4>& addresses) {
 }
 
 // Runs the ferry's start-up: answers its request for addresses (isolated shells: isolated_ns is
-// the namespace) until it reports that it is ready (returns nullopt; the command may start).
-// Otherwise returns the shell's exit status: 1 if the ferry stopped or died (it has printed why),
-// 128+N if signal N interrupted the start (the ferry is then stopped; one line says so).
-std::optional<int> run_startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
-                               const FileDescriptor* isolated_ns) {
-  bool asked = false;  // one request only
-  bool added = false;  // the ferry has its addresses: it may be starting daemons, stop it gently
-  bool refused = false;
-  auto ferry_ended = [&]() -> int {
+// the namespace) until it reports that it is ready (run() returns nullopt; the command may
+// start). Otherwise run() returns the shell's exit status: 1 if the ferry stopped or died (it
+// has printed why), 128+N if signal N interrupted the start (the ferry is then stopped; one line
+// says so).
+class Startup {
+ public:
+  Startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
+          const FileDescriptor* isolated_ns)
+      : program_(program), ferry_(ferry), channel_(channel), signals_(signals), isolated_ns_(isolated_ns) {}
+
+  std::optional<int> run() {
+    for (;;) {
+      char type = 0;
+      bool eof = false;
+      if (const int signo = read_or_signal(channel_, signals_, &type, 1, &eof)) return interrupted(signo);
+      if (eof || type == kStopped) return ferry_ended();
+      if (refused_) continue;  // whatever it still sends: wait for it to end
+      if (type == kReady) return std::nullopt;
+      if (type == kAddAddresses && isolated_ns_ && !asked_) {
+        asked_ = true;
+        if (const auto status = answer_address_request()) return status;
+        continue;
+      }
+      // Anything else breaks the protocol: a ferry that does is not to be trusted further.
+      std::cerr << program_ << ": the shell's ferry sent an invalid start-up message; ending the shell" << std::endl;
+      ::kill(ferry_, SIGKILL);
+      int status;
+      while (::waitpid(ferry_, &status, 0) < 0 && errno == EINTR) {
+      }
+      return 1;
+    }
+  }
+
+ private:
+  // Reads the rest of an 'A' request and answers it: the addresses are added, or refused with
+  // the reason. Returns the shell's exit status if a signal or the ferry's end came first.
+  std::optional<int> answer_address_request() {
+    bool eof = false;
+    uint32_t count = 0;
+    if (const int signo = read_or_signal(channel_, signals_, reinterpret_cast<char*>(&count), sizeof count, &eof))
+      return interrupted(signo);
+    if (eof) return ferry_ended();
+    std::string reply(1, kAdded);
+    try {
+      check_isolated_address_count(count);  // before reading anything more
+      std::string bytes(size_t{count} * 4, '\0');
+      if (const int signo = read_or_signal(channel_, signals_, bytes.data(), bytes.size(), &eof))
+        return interrupted(signo);
+      if (eof) return ferry_ended();
+      std::vector<Ipv4> addresses(count);
+      for (size_t i = 0; i < count; i++) {
+        uint32_t network;
+        std::memcpy(&network, bytes.data() + 4 * i, 4);
+        addresses[i].value = ntohl(network);
+      }
+      add_isolated_addresses(*isolated_ns_, addresses);
+      added_ = true;
+    } catch (const std::exception& e) {
+      std::string reason = std::string(e.what()).substr(0, kMaxRefusal);
+      const uint16_t length = static_cast<uint16_t>(reason.size());
+      reply = std::string(1, kRefused);
+      reply.append(reinterpret_cast<const char*>(&length), sizeof length);
+      reply += reason;
+      refused_ = true;  // the ferry prints the reason and ends
+    }
+    send_reply(channel_, reply);
+    return std::nullopt;
+  }
+
+  int ferry_ended() {
     int status = 0;
-    while (::waitpid(ferry, &status, 0) < 0) {
+    while (::waitpid(ferry_, &status, 0) < 0) {
       if (errno != EINTR) return 1;
     }
     if (WIFSIGNALED(status)) {
-      std::cerr << program << ": the shell's ferry was killed by signal " << WTERMSIG(status) << " while starting"
+      std::cerr << program_ << ": the shell's ferry was killed by signal " << WTERMSIG(status) << " while starting"
                 << std::endl;
       return 1;
     }
-    if (isolated_ns) return 1;  // it has printed why
+    if (isolated_ns_) return 1;  // it has printed why
     const int code = shell_exit_code(status);
     return code != 0 ? code : 1;
-  };
-  auto interrupted = [&](int signo) -> int {
-    std::cerr << program << ": start interrupted by SIG" << sigabbrev_np(signo) << "; nothing was left running"
+  }
+
+  int interrupted(int signo) {
+    std::cerr << program_ << ": start interrupted by SIG" << sigabbrev_np(signo) << "; nothing was left running"
               << std::endl;
-    if (!added) {
-      ::kill(ferry, SIGKILL);  // it holds nothing that needs cleaning up
+    if (!added_) {
+      ::kill(ferry_, SIGKILL);  // it holds nothing that needs cleaning up
     } else {
       // It may be starting daemons and hold temporary files: it stops them once started, then
       // says 'S' (or dies). A second signal makes it SIGKILL.
-      ::kill(ferry, SIGTERM);
+      ::kill(ferry_, SIGTERM);
       for (;;) {
         char byte;
         bool eof = false;
-        const int again = read_or_signal(channel, signals, &byte, 1, &eof);
+        const int again = read_or_signal(channel_, signals_, &byte, 1, &eof);
         if (again) {
-          ::kill(ferry, SIGKILL);
+          ::kill(ferry_, SIGKILL);
           break;
         }
         if (eof || byte == kStopped) break;
       }
     }
     int status;
-    while (::waitpid(ferry, &status, 0) < 0 && errno == EINTR) {
+    while (::waitpid(ferry_, &status, 0) < 0 && errno == EINTR) {
     }
     return 128 + signo;
-  };
-  for (;;) {
-    char type = 0;
-    bool eof = false;
-    if (const int signo = read_or_signal(channel, signals, &type, 1, &eof)) return interrupted(signo);
-    if (eof || type == kStopped) return ferry_ended();
-    if (refused) continue;  // whatever it still sends: wait for it to end
-    if (type == kReady) return std::nullopt;
-    if (type == kAddAddresses && isolated_ns && !asked) {
-      asked = true;
-      uint32_t count = 0;
-      if (const int signo = read_or_signal(channel, signals, reinterpret_cast<char*>(&count), sizeof count, &eof))
-        return interrupted(signo);
-      if (eof) return ferry_ended();
-      std::string reply(1, kAdded);
-      try {
-        check_isolated_address_count(count);  // before reading anything more
-        std::string bytes(size_t{count} * 4, '\0');
-        if (const int signo = read_or_signal(channel, signals, bytes.data(), bytes.size(), &eof))
-          return interrupted(signo);
-        if (eof) return ferry_ended();
-        std::vector<Ipv4> addresses(count);
-        for (size_t i = 0; i < count; i++) {
-          uint32_t network;
-          std::memcpy(&network, bytes.data() + 4 * i, 4);
-          addresses[i].value = ntohl(network);
-        }
-        add_isolated_addresses(*isolated_ns, addresses);
-        added = true;
-      } catch (const std::exception& e) {
-        std::string reason = std::string(e.what()).substr(0, kMaxRefusal);
-        const uint16_t length = static_cast<uint16_t>(reason.size());
-        reply = std::string(1, kRefused);
-        reply.append(reinterpret_cast<const char*>(&length), sizeof length);
-        reply += reason;
-        refused = true;  // the ferry prints the reason and ends
-      }
-      send_reply(channel, reply);
-      continue;
-    }
-    // Anything else breaks the protocol: a ferry that does is not to be trusted further.
-    std::cerr << program << ": the shell's ferry sent an invalid start-up message; ending the shell" << std::endl;
-    ::kill(ferry, SIGKILL);
-    int status;
-    while (::waitpid(ferry, &status, 0) < 0 && errno == EINTR) {
-    }
-    return 1;
   }
-}
+
+  const std::string& program_;
+  pid_t ferry_;
+  int channel_;
+  const SignalFd& signals_;
+  const FileDescriptor* isolated_ns_;
+  bool asked_ = false;    // one request only
+  bool added_ = false;    // the ferry has its addresses: it may be starting daemons, stop it gently
+  bool refused_ = false;  // the ferry was refused: it prints why and ends
+};
 
 class Supervisor {
  public:
@@ -304,8 +331,18 @@ class Supervisor {
   bool once_finished_ = false;
 };
 
-int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
-              UserEnvironment& env) {
+// What the supervisor decides before any set-up, from the command line, the caller's identity,
+// the administrator's file and the captured environment; every check of them is made here.
+struct ShellPlan {
+  ShellSpec spec;
+  UserIdentity user;
+  Ipv4Net pool;
+  std::optional<Ipv4> base;  // MAHIMAHI_BASE: must stay reachable
+  int nice;                  // the ferry's priority (kNoPriorityChange: inherited)
+};
+
+ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
+                     const UserEnvironment& env) {
   ShellSpec spec = parse(argc, argv);
   const UserIdentity user = check_privileges(info.name);
   const AdministratorConfig config = AdministratorConfig::load();
@@ -318,6 +355,30 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const char* realtime_env = env.get(kRealtimeVariable);
   const int nice =
       (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
+  return ShellPlan{std::move(spec), user, pool, base, nice};
+}
+
+// The command's process, forked by the supervisor: into the shell's namespace (as root), then
+// the drop, the caller's signal mask and environment, and exec.
+int command_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
+                    const sigset_t& original_mask, pid_t supervisor) {
+  enter_namespace(net.inner_namespace);
+  net.slot_claim.close();  // a writable root-owned file: not for the user's process
+  drop_privileges(plan.user);
+  ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+  if (::getppid() != supervisor) return 1;
+  check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
+  env.restore_withheld();
+  env.install();
+  exec_command(info.name, plan.spec.command);
+}
+
+int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
+              UserEnvironment& env) {
+  ShellPlan plan = plan_shell(argc, argv, info, parse, env);
+  const ShellSpec& spec = plan.spec;
+  const UserIdentity user = plan.user;
+  const int nice = plan.nice;
   const sigset_t original_mask = kSupervisorSignals.block();
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
@@ -328,7 +389,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (isolated) {
     net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
   } else {
-    net = create_shell_network(spec.device_kind, pool, base);
+    net = create_shell_network(spec.device_kind, plan.pool, plan.base);
     if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
   }
 
@@ -370,21 +431,12 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   intercepted.close();
   ferry_channel.close();
   if (const auto status =
-          run_startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr))
+          Startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr).run())
     return *status;
 
   prepare_environment(env, spec, net);
-  const pid_t command = fork_child(info.name, [&]() -> int {
-    enter_namespace(net.inner_namespace);
-    net.slot_claim.close();  // a writable root-owned file: not for the user's process
-    drop_privileges(user);
-    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
-    if (::getppid() != supervisor) return 1;
-    check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
-    env.restore_withheld();
-    env.install();
-    exec_command(info.name, spec.command);
-  });
+  const pid_t command =
+      fork_child(info.name, [&]() -> int { return command_process(info, plan, net, env, original_mask, supervisor); });
   net.inner_namespace.close();
 
   Supervisor supervisor_loop(info.name, command, ferry, channel.get());
@@ -397,14 +449,5 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
                      const std::function<ShellSpec(int, char**)>& parse) {
   UserEnvironment env = UserEnvironment::capture_and_clear();
-  try {
-    return run_shell(argc, argv, info, parse, env);
-  } catch (const UsageError& e) {
-    std::cerr << info.name << ": " << e.what() << "\n"
-              << usage_line(info) << "\nTry '" << info.name << " --help' for more information.\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << info.name << ": " << e.what() << std::endl;
-    return 1;
-  }
+  return run_tool(info.name, usage_line(info) + "\n", [&] { return run_shell(argc, argv, info, parse, env); });
 }

@@ -1,3 +1,5 @@
+// The privileged operations of a shell: identity checks, the drop, root helpers, namespaces and
+// their devices (see privileged.hh and README.md).
 #include "shell/privileged.hh"
 
 #include <arpa/inet.h>
@@ -21,6 +23,7 @@
 
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
+#include "shell/resolv_conf.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
 
@@ -85,6 +88,14 @@ sockaddr_in local_address(const FileDescriptor& fd) {
   socklen_t length = sizeof sin;
   check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sin), &length));
   return sin;
+}
+
+// Moves the calling process into a new, empty network namespace.
+void unshare_network_namespace() {
+  if (::unshare(CLONE_NEWNET) < 0) {
+    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
+    throw SystemError("creating a network namespace");
+  }
 }
 
 constexpr int kTxQueueLength = 10000;  // the default 500 drops bursts before the ferry reads them
@@ -322,22 +333,14 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   run_root_helper([&] { open_forwarding(net.outer_device, net.slot_claim.get()); }, true);
   net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get());
 
-  std::vector<Ipv4> resolvers;
-  try {
-    resolvers = loopback_nameservers(read_small_file("/etc/resolv.conf"));
-  } catch (const SystemError&) {
-    // No resolv.conf: nothing to relay.
-  }
+  const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
   if (!resolvers.empty()) {
     net.dns.nameservers = resolvers;
     net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
   }
 
   FileDescriptor caller_namespace = open_current_namespace();
-  if (::unshare(CLONE_NEWNET) < 0) {
-    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
-    throw SystemError("creating a network namespace");
-  }
+  unshare_network_namespace();
   try {
     bring_up("lo");
     net.inner_tun = create_tun(kInnerDevice);
@@ -368,15 +371,6 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   return net;
 }
 
-std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf) {
-  std::vector<Ipv4> found;
-  const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
-  for (Ipv4 ip : resolv_conf_nameservers(resolv_conf)) {
-    if (loopback.contains(ip) && found.size() < 3) found.push_back(ip);
-  }
-  return found;
-}
-
 FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
   // Listening on the outer address (not loopback): a DNAT to a local address on the TUN needs
   // no route_localnet, and only this shell's packets reach it.
@@ -400,10 +394,7 @@ FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
 
 FileDescriptor create_isolated_namespace() {
   FileDescriptor caller_namespace = open_current_namespace();
-  if (::unshare(CLONE_NEWNET) < 0) {
-    if (errno == EINVAL) throw UserError("this kernel has no network namespaces; enable CONFIG_NET_NS");
-    throw SystemError("creating a network namespace");
-  }
+  unshare_network_namespace();
   try {
     bring_up("lo");
     write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");

@@ -5,7 +5,8 @@
 // (the user's real uid, so that the user can signal their own shell) to set up, wait and clean
 // up, and in short root helpers (run_root_helper) that the user cannot signal. Everything that
 // parses what the user wrote (trace and recording files, the recording proxy's traffic) runs in
-// the ferry or the command, after drop_privileges(). docs/security.md lists every process.
+// the ferry or the command, after drop_privileges(). src/shell/README.md maps which code runs as
+// root and when; docs/security.md lists every process.
 #include <sys/types.h>
 
 #include <functional>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "shell/address_pool.hh"
 #include "shell/admin_config.hh"
 #include "shell/nat.hh"
 #include "util/address.hh"
@@ -43,9 +45,6 @@ struct DnsRelaySockets {
 
   bool active() const { return !nameservers.empty(); }
 };
-
-// The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
-std::vector<Ipv4> loopback_nameservers(const std::string& resolv_conf);
 
 // The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
 class SetupInterrupted : public UserError {

@@ -1,5 +1,7 @@
+// Command-line scanning and strict numbers (see args.hh).
 #include "util/args.hh"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -43,6 +45,10 @@ uint64_t parse_unsigned(std::string_view text, std::string_view what) {
 
 std::string usage_line(const ProgramInfo& info) { return "Usage: " + info.name + " " + info.synopsis; }
 
+ArgScanner::Option ArgScanner::seed_option(std::optional<uint64_t>& seed) {
+  return {"seed", true, [&seed](std::string_view v) { seed = parse_unsigned(v, "--seed"); }};
+}
+
 ArgScanner::ArgScanner(const ProgramInfo& info, std::vector<Option> options)
     : info_(info), options_(std::move(options)) {}
 
@@ -51,14 +57,7 @@ std::vector<std::string> ArgScanner::scan(int argc, char** argv,
   for (int i = 1; i < argc; i++) {
     std::string_view word = argv[i];
     if (word == "--") return std::vector<std::string>(argv + i + 1, argv + argc);
-    if (word == "--help" || word == "-h") {
-      std::cout << usage_line(info_) << "\n" << info_.help;
-      std::exit(0);
-    }
-    if (word == "--version") {
-      std::cout << info_.name << " (mahimahi) " << PACKAGE_VERSION << "\n";
-      std::exit(0);
-    }
+    if (answer_help_or_version(word, info_.name, usage_line(info_), info_.help)) std::exit(0);
     if (word.size() > 1 && word[0] == '-' && !looks_negative_number(word)) {
       std::string_view body = word.substr(word.rfind("--", 0) == 0 ? 2 : 1);
       std::string_view name = body.substr(0, body.find('='));
@@ -82,4 +81,58 @@ std::vector<std::string> ArgScanner::scan(int argc, char** argv,
     if (!positional(word)) return std::vector<std::string>(argv + i, argv + argc);
   }
   return {};
+}
+
+bool answer_help_or_version(std::string_view word, const std::string& name, const std::string& usage,
+                            const std::string& help) {
+  if (word == "--help" || word == "-h") {
+    std::cout << usage << "\n" << help;
+    return true;
+  }
+  if (word == "--version") {
+    std::cout << name << " (mahimahi) " << PACKAGE_VERSION << "\n";
+    return true;
+  }
+  return false;
+}
+
+std::optional<ToolArgs> scan_tool_args(int argc, char** argv, const std::string& name, const std::string& usage,
+                                       const std::string& help, const std::vector<std::string_view>& value_options) {
+  ToolArgs args;
+  for (int i = 1; i < argc; i++) {
+    const std::string word = argv[i];
+    if (answer_help_or_version(word, name, usage, help)) return std::nullopt;
+    if (word == "-o" || word == "--output") {
+      if (i + 1 >= argc) throw UsageError(word + " needs a file name");
+      args.output = argv[++i];
+      continue;
+    }
+    if (word.rfind("--output=", 0) == 0) {
+      args.output = word.substr(9);
+      continue;
+    }
+    if (word.size() > 1 && word[0] == '-') {
+      const size_t equals = word.find('=');
+      const std::string_view option = std::string_view(word).substr(0, equals);
+      const bool known = equals != std::string::npos && option.rfind("--", 0) == 0 &&
+                         std::find(value_options.begin(), value_options.end(), option.substr(2)) != value_options.end();
+      if (!known) throw UsageError("unknown option " + quoted(word));
+      args.values[std::string(option.substr(2))] = word.substr(equals + 1);
+      continue;
+    }
+    args.operands.push_back(word);
+  }
+  return args;
+}
+
+int run_tool(const std::string& name, const std::string& usage, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    std::cerr << name << ": " << e.what() << "\n" << usage << "Try '" << name << " --help' for more information.\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return 1;
+  }
 }

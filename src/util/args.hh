@@ -1,8 +1,11 @@
 #pragma once
-// Command-line scanning shared by every program: strict numbers, --help/--version, and the
-// user's command after the program's own arguments ("--" optional before it).
+// Command-line scanning shared by every program: strict numbers, --help/--version, the user's
+// command after a shell's own arguments ("--" optional before it), the operands and -o FILE of
+// the other tools, and their exit status on errors.
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +23,11 @@ struct ProgramInfo {
 
 std::string usage_line(const ProgramInfo& info);
 
+// The last lines of the shells' option lists in their --help text.
+inline constexpr std::string_view kHelpAndVersionLines =
+    "  --help      show this help\n"
+    "  --version   show the version\n";
+
 // Walks argv. Options (--name or --name=value or --name value) may appear anywhere before the
 // command; positional words are handed to `positional` until it returns false ("I am
 // complete"), after which the rest is the command. Returns the command (possibly empty).
@@ -32,6 +40,9 @@ class ArgScanner {
     std::function<void(std::string_view value)> apply;
   };
 
+  // --seed N (a non-negative integer) into `seed`: the option of every shell with random drops.
+  static Option seed_option(std::optional<uint64_t>& seed);
+
   ArgScanner(const ProgramInfo& info, std::vector<Option> options);
   // positional(word) returns true if it consumed the word, false if its arguments are complete
   // (the word then starts the command).
@@ -41,3 +52,25 @@ class ArgScanner {
   const ProgramInfo& info_;
   std::vector<Option> options_;
 };
+
+// --help (-h) prints `usage`, a blank line and `help`; --version prints "NAME (mahimahi) VERSION".
+// True if `word` was one of them (and was answered).
+bool answer_help_or_version(std::string_view word, const std::string& name, const std::string& usage,
+                            const std::string& help);
+
+// The command line of a tool that is not a shell (mm-trace, the graph tools): operands, -o FILE
+// (or --output FILE, --output=FILE), and --NAME=VALUE for each NAME in `value_options`; "-" is
+// an operand (standard input). Any other word starting with '-' is a UsageError.
+struct ToolArgs {
+  std::vector<std::string> operands;
+  std::optional<std::string> output;
+  std::map<std::string, std::string, std::less<>> values;  // NAME -> VALUE
+};
+// nullopt if --help or --version was answered (the tool then exits 0).
+std::optional<ToolArgs> scan_tool_args(int argc, char** argv, const std::string& name, const std::string& usage,
+                                       const std::string& help, const std::vector<std::string_view>& value_options);
+
+// Runs a tool's body and turns its exceptions into its exit status: a UsageError prints
+// "NAME: MESSAGE", `usage` (as given: it ends with its newline) and a pointer to --help, and gives
+// 2; any other exception prints "NAME: MESSAGE" and gives 1.
+int run_tool(const std::string& name, const std::string& usage, const std::function<int()>& body);

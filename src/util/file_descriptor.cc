@@ -1,3 +1,5 @@
+// File descriptors and small file helpers, including bounded reads of files users name (see
+// file_descriptor.hh).
 #include "util/file_descriptor.hh"
 
 #include <fcntl.h>
@@ -74,9 +76,11 @@ std::string format_size(uint64_t bytes) {
   return text;
 }
 
+std::string user_file_name(const std::string& path) { return path == "-" ? std::string("standard input") : path; }
+
 std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes, std::string_view fix) {
   const bool standard_input = path == "-";
-  const std::string name = standard_input ? std::string("standard input") : path;
+  const std::string name = user_file_name(path);
   auto fail = [&](int error) { return UserError("cannot read " + what + " " + name + ": " + std::strerror(error)); };
   auto too_large = [&] {
     return UserError(what + " " + name + " is larger than " + format_size(max_bytes) + " (the limit)" +

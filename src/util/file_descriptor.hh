@@ -38,6 +38,8 @@ std::string read_small_file(const std::string& path);
 // without reading more than the limit (a pipe's text grows by doubling: at most twice the limit
 // in memory).
 std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes, std::string_view fix);
+// How messages name a file operand: "standard input" for "-", the path otherwise.
+std::string user_file_name(const std::string& path);
 // The largest message protobuf parses (INT_MAX bytes): the bound of a recording file.
 inline constexpr uint64_t kMaxProtobufBytes = 2147483647;
 // "128 MiB", "2 GiB", "1.5 KiB", "100 bytes": a size for messages.

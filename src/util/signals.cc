@@ -1,3 +1,4 @@
+// Signal sets and signalfd (see signals.hh).
 #include "util/signals.hh"
 
 #include <pthread.h>

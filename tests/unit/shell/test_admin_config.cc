@@ -1,3 +1,4 @@
+// The administrator's configuration file: settings, comments, bad lines, ownership.
 #include <sys/stat.h>
 #include <unistd.h>
 

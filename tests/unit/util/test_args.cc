@@ -1,3 +1,6 @@
+// Command lines: strict numbers, the shells' scanner, the tools' operands and -o, --help and --version, exit status.
+#include <optional>
+
 #include "expect.hh"
 #include "util/args.hh"
 #include "util/clock.hh"
@@ -80,4 +83,70 @@ TEST(Args, time_conversions) {
   ASSERT_TRUE(ts.tv_sec == 3 && ts.tv_nsec == 7);
   const Nanos a = monotonic_now(), b = monotonic_now();
   ASSERT_TRUE(b >= a);
+}
+
+namespace {
+std::optional<ToolArgs> scan_tool(std::vector<std::string> words) {
+  std::vector<char*> argv;
+  std::string name = "mm-tool";
+  argv.push_back(name.data());
+  for (auto& w : words) argv.push_back(w.data());
+  return scan_tool_args(static_cast<int>(argv.size()), argv.data(), "mm-tool", "Usage: mm-tool X", "Help.\n",
+                        {"format"});
+}
+}  // namespace
+
+TEST(Args, tool_operands_output_and_value_options) {
+  auto args = scan_tool({"convert", "-", "-o", "out.txt", "--format=csv", "in"});
+  ASSERT_TRUE(args);
+  ASSERT_EQ(args->operands, (std::vector<std::string>{"convert", "-", "in"}));
+  ASSERT_EQ(*args->output, "out.txt");
+  ASSERT_EQ(args->values.at("format"), "csv");
+  ASSERT_EQ(*scan_tool({"--output=a.svg"})->output, "a.svg");
+  ASSERT_EQ(*scan_tool({"--output", "b.svg", "x"})->output, "b.svg");
+  ASSERT_TRUE(!scan_tool({"x"})->output);
+  ASSERT_EQ(scan_tool({"--format=a", "--format=b"})->values.at("format"), "b");  // the last one counts
+}
+
+TEST(Args, tool_rejects_unknown_options_and_missing_file_names) {
+  EXPECT_THROW_WITH(UsageError, scan_tool({"-x"}), "unknown option \"-x\"");
+  EXPECT_THROW_WITH(UsageError, scan_tool({"--format"}), "unknown option \"--format\"");  // only --format=VALUE
+  EXPECT_THROW_WITH(UsageError, scan_tool({"--size=3"}), "unknown option \"--size=3\"");
+  EXPECT_THROW_WITH(UsageError, scan_tool({"-o"}), "-o needs a file name");
+  EXPECT_THROW_WITH(UsageError, scan_tool({"x", "--output"}), "--output needs a file name");
+}
+
+TEST(Args, tool_help_and_version_are_answered) {
+  testing::internal::CaptureStdout();
+  ASSERT_TRUE(!scan_tool({"x", "--help"}));
+  ASSERT_EQ(testing::internal::GetCapturedStdout(), "Usage: mm-tool X\nHelp.\n");
+  testing::internal::CaptureStdout();
+  ASSERT_TRUE(!scan_tool({"--version"}));
+  ASSERT_EQ(testing::internal::GetCapturedStdout(), std::string("mm-tool (mahimahi) ") + PACKAGE_VERSION + "\n");
+  ASSERT_TRUE(!answer_help_or_version("--helpful", "mm-tool", "", ""));
+}
+
+TEST(Args, run_tool_turns_errors_into_exit_status) {
+  ASSERT_EQ(run_tool("mm-tool", "Usage: mm-tool X\n", [] { return 3; }), 3);
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(run_tool("mm-tool", "Usage: mm-tool X\n", []() -> int { throw UsageError("missing X"); }), 2);
+  ASSERT_EQ(testing::internal::GetCapturedStderr(),
+            "mm-tool: missing X\nUsage: mm-tool X\nTry 'mm-tool --help' for more information.\n");
+  testing::internal::CaptureStderr();
+  ASSERT_EQ(run_tool("mm-tool", "Usage: mm-tool X\n", []() -> int { throw UserError("cannot read x"); }), 1);
+  ASSERT_EQ(testing::internal::GetCapturedStderr(), "mm-tool: cannot read x\n");
+}
+
+TEST(Args, shells_help_lines) {
+  ASSERT_EQ(std::string(kHelpAndVersionLines), "  --help      show this help\n  --version   show the version\n");
+}
+
+TEST(Args, seed_option) {
+  std::optional<uint64_t> seed;
+  const ArgScanner::Option option = ArgScanner::seed_option(seed);
+  ASSERT_EQ(option.name, "seed");
+  ASSERT_TRUE(option.takes_value);
+  option.apply("42");
+  ASSERT_EQ(*seed, 42u);
+  EXPECT_THROW_WITH(UsageError, option.apply("x"), "--seed must be a non-negative integer");
 }

@@ -1,0 +1,17 @@
+#pragma once
+// Drop-head: an arriving packet is admitted, and the oldest ones are dropped until the
+// queue is within its limits again.
+#include "packet/fifo_discipline.hh"
+
+class DropHeadQueue final : public FifoDiscipline {
+ public:
+  explicit DropHeadQueue(QueueLimits limits) : limits_(limits) {}
+  void enqueue(Nanos now, uint32_t length, DropCount& drops) override {
+    ring_.commit(now, length);
+    while (!ring_.empty() && limits_.exceeded(ring_.bytes(), ring_.packets())) drop_front(drops);
+  }
+  std::string description() const override { return "drophead [" + limits_.describe() + "]"; }
+
+ private:
+  QueueLimits limits_;
+};

@@ -1,0 +1,30 @@
+#pragma once
+// The base of the single-queue disciplines (infinite, droptail, drophead, codel, pie): one
+// packet ring, served in arrival order.
+#include "packet/queue_discipline.hh"
+#include "packet/queue_limits.hh"
+
+class FifoDiscipline : public QueueDiscipline {
+ public:
+  std::span<uint8_t> reserve() override { return ring_.reserve(); }
+  bool next(Nanos, DropCount&) override { return !ring_.empty(); }
+  const PacketRing::Record& front() const override { return ring_.front(); }
+  std::span<const uint8_t> front_data() const override { return ring_.front_data(); }
+  void pop() override { ring_.pop(); }
+  bool empty() const override { return ring_.empty(); }
+
+ protected:
+  // Admits the reserved packet unless that would exceed the limits (drop-tail).
+  void admit_within(const QueueLimits& limits, Nanos now, uint32_t length, DropCount& drops) {
+    if (limits.exceeded(ring_.bytes() + length, ring_.packets() + 1)) {
+      drops.add(length);
+    } else {
+      ring_.commit(now, length);
+    }
+  }
+  void drop_front(DropCount& drops) {
+    drops.add(ring_.front().length);
+    ring_.pop();
+  }
+  PacketRing ring_;
+};

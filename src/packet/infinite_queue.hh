@@ -1,0 +1,9 @@
+#pragma once
+// The infinite queue: every packet is admitted.
+#include "packet/fifo_discipline.hh"
+
+class InfiniteQueue final : public FifoDiscipline {
+ public:
+  void enqueue(Nanos now, uint32_t length, DropCount&) override { ring_.commit(now, length); }
+  std::string description() const override { return "infinite"; }
+};

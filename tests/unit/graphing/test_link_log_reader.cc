@@ -1,0 +1,51 @@
+// Reading mm-link logs for the graphs: bounds (security finding 6), the summary and the signal delay.
+#include <unistd.h>
+
+#include <cmath>
+#include <string>
+
+#include "expect.hh"
+#include "graphing/link_log_reader.hh"
+#include "util/exception.hh"
+
+TEST(LinkLogReader, log_reader_bounds) {
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("0 # 1500\n90000000 # 1500\n", "l"),
+                    "l: its events span 25.0 hours (0 to 90000000 ms), more than the 24 hours the graphs can cover");
+  ASSERT_EQ(LinkLog::parse("0 # 1500\n86400000 # 1500\n", "l").last, 86400000.0);  // 24 hours are fine
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("1 # 1500\n1e300 + 1500\n", "l"), "l:2: expected a time");
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("1 d 1e16 1500\n", "l"), "l:1: malformed 'd' line");
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("1 + " + std::string(1000, '5') + "\n", "l"),
+                    "l:1: line of 1004 characters, longer than any event line (256)");
+  // Header lines (the command line) may be long.
+  ASSERT_EQ(LinkLog::parse("# command line: " + std::string(5000, 'x') + "\n1 # 1500\n", "l").opportunities.size(), 1u);
+  EXPECT_THROW_WITH(UserError, LinkLog::read("/dev/zero"), "cannot read log /dev/zero: it is a character device");
+}
+
+TEST(LinkLogReader, log_reader_summary_and_signal_delay) {
+  char path[] = "/tmp/mm-unit-log.XXXXXX";
+  const int fd = ::mkstemp(path);
+  ASSERT_TRUE(fd >= 0);
+  const std::string text =
+      "# mahimahi mm-link (Downlink) [x] > y\n# base timestamp: 10\n"
+      "11 # 1500\n11 + 1000\n12 # 1500\n12 - 1000 1\n13 # 1500\n13 d 2 3000\n14 # 1500\n14 + 500\n20 # 1500\n"
+      "20 - 500 6\n";
+  ASSERT_TRUE(::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  ::close(fd);
+  const LinkLog log = LinkLog::read(path);
+  ::unlink(path);
+  ASSERT_EQ(log.opportunities.size(), 5u);
+  ASSERT_EQ(log.first, 1.0);  // base timestamp subtracted
+  ASSERT_EQ(log.last, 10.0);
+  const LinkSummary s = summarize(log);
+  ASSERT_TRUE(std::abs(s.capacity_mbps - 5 * 1500 * 8 / 0.009 / 1e6) < 1e-9);
+  ASSERT_TRUE(std::abs(s.throughput_mbps - 1500 * 8 / 0.009 / 1e6) < 1e-9);
+  ASSERT_EQ(s.dropped_packets, 2u);
+  // Signal delay: packet sent at 1 arrived at 2; packet sent at 4 arrived at 10.
+  const auto sd = signal_delays(log);  // ms 1..10
+  ASSERT_EQ(sd.size(), 10u);
+  ASSERT_EQ(sd[0], 1.0);           // at 1: 2 - 1
+  ASSERT_EQ(sd[1], 8.0);           // at 2: nothing sent at 2 or 3 arrives before the one sent at 4 (10 - 2)
+  ASSERT_EQ(sd[3], 6.0);           // at 4: 10 - 4
+  ASSERT_TRUE(std::isnan(sd[9]));  // after the last send nothing arrives
+  EXPECT_THROW_WITH(UserError, LinkLog::read("/nonexistent.log"), "cannot read log /nonexistent.log");
+}
