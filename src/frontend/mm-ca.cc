@@ -24,6 +24,7 @@
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/time_text.hh"
 
 namespace fs = std::filesystem;
 
@@ -64,14 +65,6 @@ std::string home_directory() {
   const struct passwd* entry = ::getpwuid(::getuid());
   if (entry && entry->pw_dir && entry->pw_dir[0] == '/') return entry->pw_dir;
   throw UserError("cannot find your home directory; set HOME or give --nssdb DIR");
-}
-
-std::string format_date(std::time_t time) {
-  char text[64];
-  struct tm parts {};
-  ::gmtime_r(&time, &parts);
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
-  return text;
 }
 
 // ---- certutil ----
@@ -292,7 +285,7 @@ int show(const CertificateAuthority& ca, bool created) {
   std::cout << "directory       " << ca.directory().string() << (created ? "  (CA created now)" : "") << "\n"
             << "certificate     " << ca.certificate_path().string() << "\n"
             << "subject         " << ca.subject() << "\n"
-            << "valid           " << format_date(ca.not_before()) << " to " << format_date(ca.not_after()) << "\n"
+            << "valid           " << utc_text(ca.not_before()) << " to " << utc_text(ca.not_after()) << "\n"
             << "SPKI SHA-256    " << spki << "\n"
             << "trusted by NSS  " << nss_status(ca) << "\n"
             << "\n"

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
+#include "http/start_line.hh"
 #include "util/text.hh"
 
 namespace {
@@ -273,28 +275,25 @@ bool HttpParser::check_start_line_prefix() {
 
 bool HttpParser::parse_start_line(std::string_view line) {
   if (direction_ == Direction::Request) {
-    // method SP request-target SP HTTP-version
-    const size_t method_end = line.find(' ');
-    const size_t target_end = method_end == std::string_view::npos ? method_end : line.find(' ', method_end + 1);
-    if (target_end == std::string_view::npos || method_end == 0 || target_end == method_end + 1) {
-      fail("request line is not METHOD SP target SP HTTP/1.x");
-      return false;
-    }
-    const std::string_view method = line.substr(0, method_end);
-    const std::string_view target = line.substr(method_end + 1, target_end - method_end - 1);
-    if (!std::all_of(method.begin(), method.end(), is_method_char) ||
-        !std::all_of(target.begin(), target.end(), is_target_char) || !is_http1_version(line.substr(target_end + 1))) {
+    // method SP request-target SP HTTP-version: with single spaces only, as the target and the
+    // version cannot hold one.
+    const RequestLine request = split_request_line(line);
+    if (request.method.empty() || request.target.empty() ||
+        !std::all_of(request.method.begin(), request.method.end(), is_method_char) ||
+        !std::all_of(request.target.begin(), request.target.end(), is_target_char) ||
+        !is_http1_version(request.version)) {
       fail("request line is not METHOD SP target SP HTTP/1.x");
       return false;
     }
   } else {
     // HTTP-version SP 3DIGIT [SP reason]: the reason may be empty or missing altogether.
-    if (line.size() < 12 || !is_http1_version(line.substr(0, 8)) || line[8] != ' ' || !is_digit(line[9]) ||
-        !is_digit(line[10]) || !is_digit(line[11]) || (line.size() > 12 && line[12] != ' ')) {
+    const StatusLine status = split_status_line(line);
+    const std::optional<int> code = three_digit_status(status.code);
+    if (!is_http1_version(status.version) || !code) {
       fail("not an HTTP/1.x status line");
       return false;
     }
-    status_code_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    status_code_ = *code;
     if (status_code_ < 100) {
       fail("invalid status code");
       return false;

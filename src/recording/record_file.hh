@@ -125,10 +125,3 @@ LoadedRecording load_recording(const std::filesystem::path& dir);
 // Reads one recording file as scan_recording does (no symbolic link, FIFO, device; < 2 GiB).
 // UserError "cannot read recording file PATH: reason".
 std::string read_recording_file(const std::filesystem::path& path);
-
-// The body as content: de-chunked (extensions and trailers dropped) if the message says
-// Transfer-Encoding: chunked, otherwise as stored. Not decompressed. A malformed or truncated
-// chunked body gives the content up to the point where it goes wrong.
-std::string decoded_body(const HttpMessage& message);
-// True if the message's Transfer-Encoding ends in "chunked".
-bool is_chunked(const HttpMessage& message);

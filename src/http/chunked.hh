@@ -1,0 +1,15 @@
+#pragma once
+// Chunked transfer coding (RFC 9112 section 7.1) of a stored message: recordings keep bodies as
+// they crossed the wire, and whoever shows or serves the content de-chunks them here. (The
+// parser's incremental framing of live bytes is in http_parser.cc.)
+#include <string>
+
+#include "http/http_message.hh"
+
+// True if the message's last Transfer-Encoding field ends in "chunked".
+bool is_chunked(const HttpMessage& message);
+
+// The body as content: de-chunked (extensions and trailers dropped) if the message says
+// Transfer-Encoding: chunked, otherwise as stored. Not decompressed. A malformed or truncated
+// chunked body gives the content up to the point where it goes wrong.
+std::string decoded_body(const HttpMessage& message);
