@@ -98,7 +98,7 @@ TEST(RecordFile, record_round_trip_keeps_binary_bodies_and_our_fields) {
   p.response.body = std::string(100000, '\0') + "tail";
   const std::string bytes = serialize_pair(p);
   std::string why;
-  auto back = parse_pair(bytes, &why);
+  auto back = parse_owned_pair(std::string(bytes), &why);
   ASSERT_TRUE(back.has_value());
   ASSERT_TRUE(*back == p);
   ASSERT_EQ(back->request.body.size(), size_t{9});
@@ -115,7 +115,7 @@ TEST(RecordFile, record_original_files_parse_with_our_fields_zero) {
   const std::string original = field_bytes(1, "192.168.1.5") + field_varint(2, 80) + field_varint(3, 1) +
                                field_bytes(4, original_message(request)) + field_bytes(5, original_message(response));
   std::string why;
-  auto pair = parse_pair(original, &why);
+  auto pair = parse_owned_pair(std::string(original), &why);
   ASSERT_TRUE(pair.has_value());
   ASSERT_EQ(pair->ip, std::string("192.168.1.5"));
   ASSERT_EQ(pair->port, uint16_t{80});
@@ -136,7 +136,7 @@ TEST(RecordFile, record_original_files_parse_with_our_fields_zero) {
   old.set_scheme(MahimahiProtobufs::RequestResponse::HTTPS);
   old.mutable_request()->set_first_line("GET / HTTP/1.1");
   old.mutable_response()->set_first_line("HTTP/1.1 204 No Content");
-  auto parsed = parse_pair(old.SerializeAsString(), &why);
+  auto parsed = parse_owned_pair(old.SerializeAsString(), &why);
   ASSERT_TRUE(parsed.has_value());
   ASSERT_TRUE(parsed->https);
   ASSERT_EQ(parsed->request_start_us, uint64_t{0});
@@ -157,15 +157,15 @@ TEST(RecordFile, record_invalid_bytes_are_rejected_with_a_reason) {
                               field_bytes(5, full.response().SerializeAsString()).size();
   for (size_t cut = 0; cut < messages_end; cut++) {
     std::string why;
-    ASSERT_TRUE(!parse_pair(std::string_view(bytes).substr(0, cut), &why).has_value());
+    ASSERT_TRUE(!parse_owned_pair(std::string(std::string_view(bytes).substr(0, cut)), &why).has_value());
     ASSERT_TRUE(!why.empty());
   }
   std::string why;
-  ASSERT_TRUE(!parse_pair("", &why));
+  ASSERT_TRUE(!parse_owned_pair(std::string(""), &why));
   ASSERT_EQ(why, std::string("empty file"));
-  ASSERT_TRUE(!parse_pair("<html>this is not a record</html>\n", &why));
+  ASSERT_TRUE(!parse_owned_pair(std::string("<html>this is not a record</html>\n"), &why));
   ASSERT_TRUE(!why.empty());
-  ASSERT_TRUE(!parse_pair(bytes_of({0x0a, 0x05, 'a'}), &why));  // a length running past the end
+  ASSERT_TRUE(!parse_owned_pair(std::string(bytes_of({0x0a, 0x05, 'a'})), &why));  // a length running past the end
   ASSERT_TRUE(why.find("truncated") != std::string::npos);
 }
 
@@ -203,7 +203,7 @@ TEST(RecordFile, record_writer_stores_every_pair_atomically) {
     ASSERT_TRUE(::stat((tmp.path / name).c_str(), &st) == 0);
     ASSERT_EQ(st.st_mode & 07777, 0600u);
     std::string why;
-    auto pair = parse_pair(read_file(tmp.path / name), &why);
+    auto pair = parse_owned_pair(read_file(tmp.path / name), &why);
     ASSERT_TRUE(pair.has_value());
     targets.insert(pair->request.first_line);
   }
@@ -273,7 +273,7 @@ TEST(RecordFile, record_load_never_reads_fifos_sockets_or_symbolic_links) {
   ASSERT_TRUE(all.find("save.dangling: a symbolic link") != std::string::npos);
   EXPECT_THROW_WITH(UserError, read_recording_file(tmp.path / "save.fifo"), "FIFO");
   EXPECT_THROW_WITH(UserError, read_recording_file(tmp.path / "save.link"), "symbolic link");
-  ASSERT_TRUE(parse_pair(read_recording_file(tmp.path / "save.a"), nullptr) == sample_pair(1));
+  ASSERT_TRUE(parse_owned_pair(read_recording_file(tmp.path / "save.a"), nullptr) == sample_pair(1));
 
   // The directory itself: a symbolic link to it is refused with the way out.
   fs::create_directory_symlink(tmp.path, tmp.path / "linked");
@@ -373,7 +373,8 @@ TEST(RecordFile, record_writer_full_disk_leaves_no_partial_file) {
   }
   const auto names = names_in(tmp.path);
   bool complete = true;
-  for (const auto& name : names) complete = complete && parse_pair(read_file(tmp.path / name), nullptr).has_value();
+  for (const auto& name : names)
+    complete = complete && parse_owned_pair(read_file(tmp.path / name), nullptr).has_value();
   const bool leftovers = any_temp_file(tmp.path);
   ::umount(tmp.path.c_str());
   ASSERT_TRUE(written >= 1);
