@@ -1,10 +1,8 @@
 // HAR export: the standard fields describe each exchange as other tools expect.
 #include "expect.hh"
-#include "http/chunked.hh"
 #include "recording/har.hh"
 #include "samples.hh"
 #include "util/base64.hh"
-#include "util/exception.hh"
 
 using nlohmann::json;
 
@@ -52,4 +50,25 @@ TEST(HarExport, standard_fields_describe_the_exchange) {
             bytes_of({0, 0xc3, 0x28, 0xff}));
   ASSERT_EQ(find("save.304")["response"]["bodySize"].get<int>(), 0);
   ASSERT_TRUE(!find("save.304")["request"].contains("postData"));
+}
+
+TEST(HarExport, odd_first_lines_are_split_as_recorded) {
+  RecordedPair p = sample_pair(2);
+  p.request.first_line = "GET /a b HTTP/1.0";   // the target runs to the last space
+  p.response.first_line = "HTTP/1.1 2000 Big";  // not a three-digit code: status 0
+  RecordedPair old = sample_pair(4);
+  old.request.first_line = "GET /only";  // HTTP/0.9 form: no version
+  old.response.first_line = "HTTP/1.0 204";
+  const json har = to_har({{"save.p", p}, {"save.old", old}});
+  const json& first = har["log"]["entries"][0];
+  EXPECT_EQ(first["request"]["url"], "http://example.com:8080/a b");
+  EXPECT_EQ(first["request"]["httpVersion"], "HTTP/1.0");
+  EXPECT_EQ(first["response"]["status"], 0);
+  EXPECT_EQ(first["response"]["statusText"], "Big");
+  const json& second = har["log"]["entries"][1];
+  EXPECT_EQ(second["request"]["url"], "http://example.com:8080/only");
+  EXPECT_EQ(second["request"]["httpVersion"], "");
+  EXPECT_EQ(second["response"]["status"], 204);
+  EXPECT_EQ(second["response"]["statusText"], "");
+  EXPECT_EQ(second["startedDateTime"], "2023-11-14T22:13:20.004Z");
 }
