@@ -6,7 +6,9 @@
 
 #include "http/http_message.hh"
 
-// True if the message's last Transfer-Encoding field ends in "chunked".
+// True if the message's last Transfer-Encoding field ends in "chunked". (The parser frames the
+// live stream by the list of all Transfer-Encoding fields; a stored message has always been
+// read by its last field, and recordings made either way agree on every well-formed message.)
 bool is_chunked(const HttpMessage& message);
 
 // The body as content: de-chunked (extensions and trailers dropped) if the message says
