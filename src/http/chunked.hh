@@ -7,8 +7,9 @@
 #include "http/http_message.hh"
 
 // True if the message's last Transfer-Encoding field ends in "chunked". (The parser frames the
-// live stream by the list of all Transfer-Encoding fields; a stored message has always been
-// read by its last field, and recordings made either way agree on every well-formed message.)
+// live stream by all Transfer-Encoding fields together, parameters dropped; stored messages
+// have always been read by this simpler rule, which agrees with it on ordinary messages and
+// is kept so that existing recordings read as before.)
 bool is_chunked(const HttpMessage& message);
 
 // The body as content: de-chunked (extensions and trailers dropped) if the message says
