@@ -7,6 +7,13 @@
 
 #include "util/text.hh"
 
+int hex_digit_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
 bool is_chunked(const HttpMessage& message) {
   // The last coding of the last Transfer-Encoding field decides the framing.
   std::optional<std::string_view> last;
@@ -34,16 +41,8 @@ std::string decoded_body(const HttpMessage& message) {
     uint64_t size = 0;
     size_t digits = 0;
     for (size_t i = pos; i < eol; i++, digits++) {
-      const char c = in[i];
-      int value;
-      if (c >= '0' && c <= '9')
-        value = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        value = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        value = c - 'A' + 10;
-      else
-        break;
+      const int value = hex_digit_value(in[i]);
+      if (value < 0) break;
       if (digits >= 15) return out;  // absurd size: malformed
       size = size * 16 + static_cast<uint64_t>(value);
     }

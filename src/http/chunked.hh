@@ -6,6 +6,10 @@
 
 #include "http/http_message.hh"
 
+// The value of a hexadecimal digit (either case), -1 if `c` is not one: chunk sizes are hex
+// (and so are URLs' percent-escapes).
+int hex_digit_value(char c);
+
 // True if the message's last Transfer-Encoding field ends in "chunked". (The parser frames the
 // live stream by all Transfer-Encoding fields together, parameters dropped; stored messages
 // have always been read by this simpler rule, which agrees with it on ordinary messages and

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "http/chunked.hh"
 #include "http/start_line.hh"
 #include "util/text.hh"
 
@@ -34,13 +35,6 @@ bool is_tchar(char c) {
 bool is_target_char(char c) {
   const auto byte = static_cast<unsigned char>(c);
   return byte > 0x20 && byte != 0x7f;
-}
-
-int hex_value(char c) {
-  if (is_digit(c)) return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // A complete line without its terminator (LF, or CRLF).
@@ -395,7 +389,7 @@ size_t HttpParser::consume_chunk_size(std::string_view data, size_t pos) {
     return pos;
   }
   // The line must start with a hex digit: reject garbage without waiting for a line end.
-  if (line_so_far == 0 && hex_value(data[pos]) < 0) {
+  if (line_so_far == 0 && hex_digit_value(data[pos]) < 0) {
     fail("invalid chunk size");
     return pos;
   }
@@ -407,12 +401,12 @@ size_t HttpParser::consume_chunk_size(std::string_view data, size_t pos) {
   const std::string_view line = without_line_end(std::string_view(current_.body).substr(body_line_start_));
   uint64_t size = 0;
   size_t i = 0;
-  for (; i < line.size() && hex_value(line[i]) >= 0; i++) {
+  for (; i < line.size() && hex_digit_value(line[i]) >= 0; i++) {
     if (size >> 60) {
       fail("invalid chunk size");  // does not fit in 64 bits
       return pos;
     }
-    size = (size << 4) | static_cast<uint64_t>(hex_value(line[i]));
+    size = (size << 4) | static_cast<uint64_t>(hex_digit_value(line[i]));
   }
   while (i < line.size() && is_ows(line[i])) i++;
   if (i < line.size() && line[i] != ';') {

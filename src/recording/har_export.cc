@@ -72,20 +72,14 @@ std::string request_url(const RecordedPair& p, const std::string& target) {
   return scheme + "://" + host + (target.empty() || target[0] != '/' ? "/" : "") + target;
 }
 
-int hex_value(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 std::string percent_decoded(std::string_view text) {
   std::string out;
   for (size_t i = 0; i < text.size(); i++) {
     if (text[i] == '+') {
       out += ' ';
-    } else if (text[i] == '%' && i + 2 < text.size() && hex_value(text[i + 1]) >= 0 && hex_value(text[i + 2]) >= 0) {
-      out += static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2]));
+    } else if (text[i] == '%' && i + 2 < text.size() && hex_digit_value(text[i + 1]) >= 0 &&
+               hex_digit_value(text[i + 2]) >= 0) {
+      out += static_cast<char>(hex_digit_value(text[i + 1]) * 16 + hex_digit_value(text[i + 2]));
       i += 2;
     } else {
       out += text[i];

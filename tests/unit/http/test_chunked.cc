@@ -18,3 +18,14 @@ TEST(Chunked, decoded_body_dechunks_with_extensions_and_trailers) {
   m.headers = {{"Transfer-Encoding", "chunked, gzip"}};  // chunked is not the final coding
   ASSERT_TRUE(!is_chunked(m));
 }
+
+TEST(Chunked, hex_digit_values) {
+  EXPECT_EQ(hex_digit_value('0'), 0);
+  EXPECT_EQ(hex_digit_value('9'), 9);
+  EXPECT_EQ(hex_digit_value('a'), 10);
+  EXPECT_EQ(hex_digit_value('F'), 15);
+  EXPECT_EQ(hex_digit_value('g'), -1);
+  EXPECT_EQ(hex_digit_value('/'), -1);
+  EXPECT_EQ(hex_digit_value(':'), -1);
+  EXPECT_EQ(hex_digit_value('\xff'), -1);
+}
