@@ -23,6 +23,7 @@
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/time_text.hh"
 
 namespace fs = std::filesystem;
 
@@ -54,14 +55,6 @@ const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|un
                         "                    absent); for Firefox, give its profile directory\n"
                         "  --help            show this help\n"
                         "  --version         show the version\n"};
-
-std::string format_date(std::time_t time) {
-  char text[64];
-  struct tm parts {};
-  ::gmtime_r(&time, &parts);
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
-  return text;
-}
 
 // ---- certutil ----
 
@@ -159,7 +152,7 @@ int show(const CertificateAuthority& ca, bool created) {
   std::cout << "directory       " << ca.directory().string() << (created ? "  (CA created now)" : "") << "\n"
             << "certificate     " << ca.certificate_path().string() << "\n"
             << "subject         " << ca.subject() << "\n"
-            << "valid           " << format_date(ca.not_before()) << " to " << format_date(ca.not_after()) << "\n"
+            << "valid           " << utc_text(ca.not_before()) << " to " << utc_text(ca.not_after()) << "\n"
             << "SPKI SHA-256    " << spki << "\n"
             << "trusted by NSS  " << nss_status(ca, find_program("certutil") ? &kCertutil : nullptr) << "\n"
             << "\n"

@@ -4,20 +4,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <cstdio>
-#include <ctime>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "recording/har.hh"
+#include "recording/inspect.hh"
 #include "recording/record_file.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
@@ -50,7 +47,6 @@ const char* kHelp =
     "  --help, --version\n";
 
 constexpr size_t kMaxWarningsShown = 20;
-constexpr size_t kShortPath = 60;
 
 std::string count(size_t n, const char* singular, const char* plural) {
   return std::to_string(n) + " " + (n == 1 ? singular : plural);
@@ -61,47 +57,6 @@ void print_warnings(const std::vector<std::string>& warnings) {
     std::cerr << "mm-recording: warning: " << warnings[i] << "\n";
   if (warnings.size() > kMaxWarningsShown)
     std::cerr << "mm-recording: ... and " << warnings.size() - kMaxWarningsShown << " more warnings like these\n";
-}
-
-// Width on the terminal, counting UTF-8 sequences as one column each.
-size_t columns(std::string_view text) {
-  return static_cast<size_t>(
-      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
-}
-
-std::string shortened(const std::string& text, size_t width) {
-  if (columns(text) <= width) return text;
-  std::string out;
-  size_t used = 0;
-  for (char c : text) {
-    const bool starts_character = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
-    if (starts_character && ++used > width - 3) break;
-    out += c;
-  }
-  return out + "...";
-}
-
-std::string first_word(std::string_view line, size_t index) {
-  size_t start = 0;
-  for (size_t i = 0; i < index; i++) {
-    start = line.find(' ', start);
-    if (start == std::string_view::npos) return "";
-    start++;
-  }
-  return std::string(line.substr(start, line.find(' ', start) - start));
-}
-
-// The request target: between the first and the last space of the request line.
-std::string request_target(std::string_view line) {
-  const size_t first = line.find(' ');
-  if (first == std::string_view::npos) return "";
-  const size_t last = line.rfind(' ');
-  return std::string(last == first ? line.substr(first + 1) : line.substr(first + 1, last - first - 1));
-}
-
-std::string host_of(const RecordedPair& p) {
-  auto host = p.request.header("Host");
-  return host ? std::string(*host) : p.ip + ":" + std::to_string(p.port);
 }
 
 LoadedRecording load_nonempty(const std::string& dir, const char* purpose) {
@@ -118,81 +73,8 @@ LoadedRecording load_nonempty(const std::string& dir, const char* purpose) {
 int list(const std::string& dir, bool wide) {
   LoadedRecording loaded = load_nonempty(dir, nullptr);
   if (loaded.entries.empty()) std::cerr << "mm-recording: " << dir << " is an empty recording\n";
-  std::stable_sort(loaded.entries.begin(), loaded.entries.end(), [](const RecordingEntry& a, const RecordingEntry& b) {
-    return a.pair.request_start_us < b.pair.request_start_us;
-  });
-  std::vector<std::vector<std::string>> rows = {{"METHOD", "SCHEME", "HOST", "PATH", "STATUS", "BYTES", "FILE"}};
-  for (const RecordingEntry& e : loaded.entries) {
-    const RecordedPair& p = e.pair;
-    const std::string path = printable(request_target(p.request.first_line));
-    rows.push_back({printable(first_word(p.request.first_line, 0)), p.https ? "https" : "http", printable(host_of(p)),
-                    wide ? path : shortened(path, kShortPath), printable(first_word(p.response.first_line, 1)),
-                    std::to_string(p.response.body.size()), printable(e.file.filename().string())});
-  }
-  std::vector<size_t> width(rows[0].size(), 0);
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); i++) width[i] = std::max(width[i], columns(row[i]));
-  }
-  std::string out;
-  for (const auto& row : rows) {
-    for (size_t i = 0; i < row.size(); i++) {
-      out += row[i];
-      if (i + 1 < row.size()) out.append(width[i] - columns(row[i]) + 2, ' ');
-    }
-    out += "\n";
-  }
-  write_all(1, out);
+  write_all(1, recording_table(std::move(loaded.entries), wide));
   return 0;
-}
-
-std::string local_time_us(uint64_t us) {
-  const time_t seconds = static_cast<time_t>(us / 1000000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char text[64];
-  std::snprintf(text, sizeof text, "%04d-%02d-%02d %02d:%02d:%02d.%06u UTC", tm.tm_year + 1900, tm.tm_mon + 1,
-                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<unsigned>(us % 1000000));
-  return text;
-}
-
-std::string offset_ms(uint64_t from, uint64_t to) {
-  if (to == 0) return "unknown";
-  if (from == 0 || to < from) return local_time_us(to);
-  char text[64];
-  std::snprintf(text, sizeof text, "+%.3f ms", static_cast<double>(to - from) / 1000.0);
-  return text;
-}
-
-bool looks_like_text(std::string_view body) {
-  if (!is_valid_utf8(body)) return false;
-  return std::none_of(body.begin(), body.end(), [](char c) {
-    const unsigned char u = static_cast<unsigned char>(c);
-    return (u < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || u == 0x7f;
-  });
-}
-
-std::string describe_message(const char* title, const HttpMessage& m) {
-  const std::string content = decoded_body(m);
-  std::string out = "---- " + std::string(title);
-  if (is_chunked(m)) {
-    out += " (body chunked: " + std::to_string(m.body.size()) + " bytes stored, " + std::to_string(content.size()) +
-           " bytes of content)";
-  } else {
-    out += " (body: " + std::to_string(m.body.size()) + " bytes)";
-  }
-  out += " ----\n" + printable(m.first_line) + "\n";
-  for (const HttpHeader& h : m.headers) out += printable(h.key) + ": " + printable(h.value) + "\n";
-  if (content.empty()) return out;
-  out += "\n";
-  auto coding = m.header("Content-Encoding");
-  const bool encoded = coding && !equals_ignoring_case(*coding, "identity");
-  if (encoded || !looks_like_text(content)) {
-    out += "<" + std::to_string(content.size()) + " bytes, binary>\n";
-  } else {
-    out += content;
-    if (content.back() != '\n') out += "\n";
-  }
-  return out;
 }
 
 int show(const std::string& dir, const std::string& file, bool raw) {
@@ -206,30 +88,7 @@ int show(const std::string& dir, const std::string& file, bool raw) {
   std::string why;
   auto pair = parse_owned_pair(std::move(bytes), &why);
   if (!pair) throw UserError(path.string() + " is not a recorded request/response: " + why);
-  const RecordedPair& p = *pair;
-
-  std::string out;
-  out += "file          " + printable(path.string()) + "\n";
-  out +=
-      "server        " + printable(p.ip) + ":" + std::to_string(p.port) + " (" + (p.https ? "https" : "http") + ")\n";
-  out += "server name   " + (p.server_name.empty() ? std::string("unknown") : printable(p.server_name)) + "\n";
-  out += "protocol      " + (p.protocol.empty() ? std::string("unknown") : printable(p.protocol)) + "\n";
-  if (p.request_start_us || p.request_end_us || p.response_first_byte_us || p.response_last_byte_us) {
-    out += "request start " + (p.request_start_us ? local_time_us(p.request_start_us) : std::string("unknown")) + "\n";
-    out += "request end   " + offset_ms(p.request_start_us, p.request_end_us) + "\n";
-    out += "first byte    " + offset_ms(p.request_start_us, p.response_first_byte_us) + " (of the response)\n";
-    out += "last byte     " + offset_ms(p.request_start_us, p.response_last_byte_us) + "\n";
-  } else {
-    out += "timestamps    unknown (a recording by the original Mahimahi, or converted without times)\n";
-  }
-  out += "\n";
-  if (raw) {
-    out += "---- request, as stored ----\n" + p.request.serialize();
-    out += "\n---- response, as stored ----\n" + p.response.serialize();
-  } else {
-    out += describe_message("request", p.request) + "\n" + describe_message("response", p.response);
-  }
-  write_all(1, out);
+  write_all(1, describe_pair(path, *pair, raw));
   return 0;
 }
 

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
+#include "http/chunked.hh"
+#include "http/start_line.hh"
 #include "util/text.hh"
 
 namespace {
@@ -32,13 +35,6 @@ bool is_tchar(char c) {
 bool is_target_char(char c) {
   const auto byte = static_cast<unsigned char>(c);
   return byte > 0x20 && byte != 0x7f;
-}
-
-int hex_value(char c) {
-  if (is_digit(c)) return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
 }
 
 // A complete line without its terminator (LF, or CRLF).
@@ -273,28 +269,25 @@ bool HttpParser::check_start_line_prefix() {
 
 bool HttpParser::parse_start_line(std::string_view line) {
   if (direction_ == Direction::Request) {
-    // method SP request-target SP HTTP-version
-    const size_t method_end = line.find(' ');
-    const size_t target_end = method_end == std::string_view::npos ? method_end : line.find(' ', method_end + 1);
-    if (target_end == std::string_view::npos || method_end == 0 || target_end == method_end + 1) {
-      fail("request line is not METHOD SP target SP HTTP/1.x");
-      return false;
-    }
-    const std::string_view method = line.substr(0, method_end);
-    const std::string_view target = line.substr(method_end + 1, target_end - method_end - 1);
-    if (!std::all_of(method.begin(), method.end(), is_method_char) ||
-        !std::all_of(target.begin(), target.end(), is_target_char) || !is_http1_version(line.substr(target_end + 1))) {
+    // method SP request-target SP HTTP-version: with single spaces only, as the target and the
+    // version cannot hold one.
+    const RequestLine request = split_request_line(line);
+    if (request.method.empty() || request.target.empty() ||
+        !std::all_of(request.method.begin(), request.method.end(), is_method_char) ||
+        !std::all_of(request.target.begin(), request.target.end(), is_target_char) ||
+        !is_http1_version(request.version)) {
       fail("request line is not METHOD SP target SP HTTP/1.x");
       return false;
     }
   } else {
     // HTTP-version SP 3DIGIT [SP reason]: the reason may be empty or missing altogether.
-    if (line.size() < 12 || !is_http1_version(line.substr(0, 8)) || line[8] != ' ' || !is_digit(line[9]) ||
-        !is_digit(line[10]) || !is_digit(line[11]) || (line.size() > 12 && line[12] != ' ')) {
+    const StatusLine status = split_status_line(line);
+    const std::optional<int> code = three_digit_status(status.code);
+    if (!is_http1_version(status.version) || !code) {
       fail("not an HTTP/1.x status line");
       return false;
     }
-    status_code_ = (line[9] - '0') * 100 + (line[10] - '0') * 10 + (line[11] - '0');
+    status_code_ = *code;
     if (status_code_ < 100) {
       fail("invalid status code");
       return false;
@@ -396,7 +389,7 @@ size_t HttpParser::consume_chunk_size(std::string_view data, size_t pos) {
     return pos;
   }
   // The line must start with a hex digit: reject garbage without waiting for a line end.
-  if (line_so_far == 0 && hex_value(data[pos]) < 0) {
+  if (line_so_far == 0 && hex_digit_value(data[pos]) < 0) {
     fail("invalid chunk size");
     return pos;
   }
@@ -408,12 +401,12 @@ size_t HttpParser::consume_chunk_size(std::string_view data, size_t pos) {
   const std::string_view line = without_line_end(std::string_view(current_.body).substr(body_line_start_));
   uint64_t size = 0;
   size_t i = 0;
-  for (; i < line.size() && hex_value(line[i]) >= 0; i++) {
+  for (; i < line.size() && hex_digit_value(line[i]) >= 0; i++) {
     if (size >> 60) {
       fail("invalid chunk size");  // does not fit in 64 bits
       return pos;
     }
-    size = (size << 4) | static_cast<uint64_t>(hex_value(line[i]));
+    size = (size << 4) | static_cast<uint64_t>(hex_digit_value(line[i]));
   }
   while (i < line.size() && is_ows(line[i])) i++;
   if (i < line.size() && line[i] != ';') {

@@ -17,6 +17,7 @@
 #include <iostream>
 
 #include "http/http_parser.hh"
+#include "http/start_line.hh"
 #include "tls/openssl_error.hh"
 #include "tls/tls_stream.hh"
 #include "util/host_name.hh"
@@ -493,8 +494,7 @@ void RecordProxy::take_requests(Connection& c, uint64_t now, bool was_idle) {
     HttpParser::Completed done = c.requests.pop_completed();
     const uint64_t start = (!completed && !was_idle) ? c.request_start_us : now;
     completed = true;
-    const std::string& line = done.message.first_line;
-    c.responses.expect_response_to(std::string_view(line).substr(0, line.find(' ')));
+    c.responses.expect_response_to(split_request_line(done.message.first_line).method);
     c.pending.push_back({std::move(done.message), start, now});
   }
   if (c.requests.in_message() && (was_idle || completed)) c.request_start_us = now;
@@ -525,8 +525,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     if (!c.alpn.empty()) {
       pair.protocol = c.alpn;
     } else {
-      const std::string& line = pair.request.first_line;
-      pair.protocol = ascii_lowercase(line.substr(line.rfind(' ') + 1));
+      pair.protocol = ascii_lowercase(split_request_line(pair.request.first_line).version);
     }
     writer_.write(std::move(pair));
     c.pairs++;

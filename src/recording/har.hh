@@ -1,11 +1,10 @@
 #pragma once
 // HAR 1.2 (HTTP Archive: browsers' devtools, WebPageTest, mitmproxy) to and from recordings.
-// to_har keeps everything a recording holds in a custom "_mahimahi" object per entry, so that
-// from_har(to_har(x)) gives back every pair byte for byte; a HAR made elsewhere is turned into
-// plain HTTP/1.1 exchanges the replay server can serve.
-#include <cstdint>
+// to_har (har_export.cc) keeps everything a recording holds in a custom "_mahimahi" object per
+// entry, so that from_har(to_har(x)) gives back every pair byte for byte; from_har
+// (har_import.cc) turns a HAR made elsewhere into plain HTTP/1.1 exchanges the replay server
+// can serve.
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,13 +30,3 @@ std::vector<RecordedPair> from_har(const nlohmann::json& har, std::vector<std::s
 
 // Parses HAR text; malformed JSON => UserError naming `source` and where the error is.
 nlohmann::json parse_har_text(std::string_view text, const std::string& source);
-
-// Standard base64 (with padding). decode: nullopt if `text` is not base64 (whitespace is
-// ignored, missing padding is tolerated).
-std::string base64_encode(std::string_view bytes);
-std::optional<std::string> base64_decode(std::string_view text);
-bool is_valid_utf8(std::string_view text);
-// ISO 8601 UTC with milliseconds, e.g. "2024-05-01T12:00:00.123Z".
-std::string iso8601_from_us(uint64_t us);
-// Microseconds since the epoch from ISO 8601 (fraction and offset optional); nullopt if malformed.
-std::optional<uint64_t> us_from_iso8601(std::string_view text);

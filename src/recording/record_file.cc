@@ -114,10 +114,9 @@ std::string serialize_pair(const RecordedPair& pair) {
   return bytes;
 }
 
-namespace {
-// Parses; when `owned` is given (it holds the bytes), frees it as soon as the message is parsed,
-// so that a large file is not held three times (bytes, message, pair).
-std::optional<RecordedPair> parse_record(std::string_view bytes, std::string* owned, std::string* why) {
+// The bytes are freed as soon as the message is parsed, so that a large file is not held three
+// times (bytes, message, pair).
+std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why) {
   auto fail = [&](const std::string& reason) -> std::optional<RecordedPair> {
     if (why) *why = reason;
     return std::nullopt;
@@ -126,7 +125,7 @@ std::optional<RecordedPair> parse_record(std::string_view bytes, std::string* ow
   if (bytes.size() > kMaxRecordFileBytes) return fail("too large for a record (over 2 GiB)");
   MahimahiProtobufs::RequestResponse record;
   const bool parsed = record.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()));
-  if (owned) std::string().swap(*owned);
+  std::string().swap(bytes);
   if (!parsed) return fail("not a RequestResponse protobuf: truncated, or another kind of file");
   if (!record.has_request()) return fail("no request in the record");
   if (!record.has_response()) return fail("no response in the record");
@@ -147,15 +146,6 @@ std::optional<RecordedPair> parse_record(std::string_view bytes, std::string* ow
   pair.server_name = record.server_name();
   pair.protocol = record.protocol();
   return pair;
-}
-}  // namespace
-
-std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why) {
-  return parse_record(bytes, nullptr, why);
-}
-
-std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why) {
-  return parse_record(bytes, &bytes, why);
 }
 
 void create_record_directory(const fs::path& dir) {
@@ -372,6 +362,41 @@ std::optional<std::string> read_record_file(int dir_fd, const std::string& name,
   bytes.resize(got);
   return bytes;
 }
+
+// The names of the files of a recording, sorted: not hidden ones (unfinished temporary files
+// and the like), not subdirectories. UserError if the directory cannot be listed or holds more
+// than kMaxRecordingFiles.
+std::vector<std::string> recording_file_names(int dir_fd, const fs::path& dir) {
+  DIR* listing = ::fdopendir(::fcntl(dir_fd, F_DUPFD_CLOEXEC, 0));
+  if (!listing) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(errno));
+  std::vector<std::string> names;
+  int err = 0;
+  for (;;) {
+    errno = 0;
+    const dirent* d = ::readdir(listing);
+    if (!d) {
+      err = errno;
+      break;
+    }
+    const std::string name = d->d_name;
+    if (name.empty() || name[0] == '.') continue;  // hidden: unfinished temporary files and the like
+    if (d->d_type == DT_DIR) continue;             // not files of the recording
+    if (d->d_type == DT_UNKNOWN) {
+      struct stat st;
+      if (::fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) continue;
+    }
+    if (names.size() == kMaxRecordingFiles) {
+      ::closedir(listing);
+      throw UserError(dir.string() + " has more than " + std::to_string(kMaxRecordingFiles) +
+                      " files; a recording holds one file per request, so this is not one (or split it)");
+    }
+    names.push_back(name);
+  }
+  ::closedir(listing);
+  if (err) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(err));
+  std::sort(names.begin(), names.end());
+  return names;
+}
 }  // namespace
 
 std::string read_recording_file(const fs::path& path) {
@@ -399,34 +424,7 @@ void scan_recording(const fs::path& dir, const std::function<void(const fs::path
     throw UserError("cannot read recording directory " + dir.string() + ": " +
                     (err == ENOENT ? std::string("no such directory") : std::string(std::strerror(err))));
   }
-  DIR* listing = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
-  if (!listing) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(errno));
-  std::vector<std::string> names;
-  int err = 0;
-  for (;;) {
-    errno = 0;
-    const dirent* d = ::readdir(listing);
-    if (!d) {
-      err = errno;
-      break;
-    }
-    const std::string name = d->d_name;
-    if (name.empty() || name[0] == '.') continue;  // hidden: unfinished temporary files and the like
-    if (d->d_type == DT_DIR) continue;             // not files of the recording
-    if (d->d_type == DT_UNKNOWN) {
-      struct stat st;
-      if (::fstatat(dir_fd.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode)) continue;
-    }
-    if (names.size() == kMaxRecordingFiles) {
-      ::closedir(listing);
-      throw UserError(dir.string() + " has more than " + std::to_string(kMaxRecordingFiles) +
-                      " files; a recording holds one file per request, so this is not one (or split it)");
-    }
-    names.push_back(name);
-  }
-  ::closedir(listing);
-  if (err) throw UserError("cannot read recording directory " + dir.string() + ": " + std::strerror(err));
-  std::sort(names.begin(), names.end());
+  const std::vector<std::string> names = recording_file_names(dir_fd.get(), dir);
 
   for (const std::string& name : names) {
     const fs::path file = dir / name;
@@ -454,63 +452,4 @@ LoadedRecording load_recording(const fs::path& dir) {
       },
       [&](std::string warning) { loaded.warnings.push_back(std::move(warning)); });
   return loaded;
-}
-
-bool is_chunked(const HttpMessage& message) {
-  // The last coding of the last Transfer-Encoding field decides the framing.
-  std::optional<std::string_view> last;
-  for (const HttpHeader& h : message.headers) {
-    if (equals_ignoring_case(h.key, "Transfer-Encoding")) last = h.value;
-  }
-  if (!last) return false;
-  std::string_view value = *last;
-  const size_t comma = value.rfind(',');
-  if (comma != std::string_view::npos) value.remove_prefix(comma + 1);
-  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-  while (!value.empty() && (value.back() == ' ' || value.back() == '\t')) value.remove_suffix(1);
-  return equals_ignoring_case(value, "chunked");
-}
-
-std::string decoded_body(const HttpMessage& message) {
-  if (!is_chunked(message)) return message.body;
-  const std::string_view in = message.body;
-  std::string out;
-  size_t pos = 0;
-  while (pos < in.size()) {
-    const size_t eol = in.find('\n', pos);
-    if (eol == std::string_view::npos) break;
-    // chunk-size [; extensions] CRLF
-    uint64_t size = 0;
-    size_t digits = 0;
-    for (size_t i = pos; i < eol; i++, digits++) {
-      const char c = in[i];
-      int value;
-      if (c >= '0' && c <= '9')
-        value = c - '0';
-      else if (c >= 'a' && c <= 'f')
-        value = c - 'a' + 10;
-      else if (c >= 'A' && c <= 'F')
-        value = c - 'A' + 10;
-      else
-        break;
-      if (digits >= 15) return out;  // absurd size: malformed
-      size = size * 16 + static_cast<uint64_t>(value);
-    }
-    if (digits == 0) break;
-    pos = eol + 1;
-    if (size == 0) break;          // last chunk; the trailers that follow are not content
-    if (in.size() - pos < size) {  // truncated: keep what arrived
-      out.append(in.substr(pos));
-      break;
-    }
-    out.append(in.substr(pos, size));
-    pos += size;
-    if (in.substr(pos, 2) == "\r\n")
-      pos += 2;
-    else if (in.substr(pos, 1) == "\n")
-      pos += 1;
-    else
-      break;
-  }
-  return out;
 }

@@ -37,10 +37,9 @@ constexpr size_t kMaxRecordingFiles = 1000000;
 
 // The file's bytes: fields 1-5 as the original writes them, ours (>= 100) only when known.
 std::string serialize_pair(const RecordedPair& pair);
-// nullopt, with the reason in *why (if given), when `bytes` is not a valid record: not a
-// protobuf message (garbage, truncated), empty, or missing the request or the response.
-std::optional<RecordedPair> parse_pair(std::string_view bytes, std::string* why);
-// The same, freeing `bytes` as soon as they are parsed (large bodies are then held once, not twice).
+// The pair `bytes` hold; nullopt, with the reason in *why (if given), when they are not a valid
+// record: not a protobuf message (garbage, truncated), empty, or missing the request or the
+// response. `bytes` are freed as soon as they are parsed (large bodies are then held once, not twice).
 std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* why);
 
 // Creates the recording directory (mode 0700). An existing path => UserError "DIR already
@@ -125,10 +124,3 @@ LoadedRecording load_recording(const std::filesystem::path& dir);
 // Reads one recording file as scan_recording does (no symbolic link, FIFO, device; < 2 GiB).
 // UserError "cannot read recording file PATH: reason".
 std::string read_recording_file(const std::filesystem::path& path);
-
-// The body as content: de-chunked (extensions and trailers dropped) if the message says
-// Transfer-Encoding: chunked, otherwise as stored. Not decompressed. A malformed or truncated
-// chunked body gives the content up to the point where it goes wrong.
-std::string decoded_body(const HttpMessage& message);
-// True if the message's Transfer-Encoding ends in "chunked".
-bool is_chunked(const HttpMessage& message);

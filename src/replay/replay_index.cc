@@ -12,6 +12,8 @@
 #include <set>
 #include <tuple>
 
+#include "http/chunked.hh"
+#include "http/start_line.hh"
 #include "recording/record_file.hh"
 #include "util/exception.hh"
 #include "util/host_name.hh"
@@ -96,22 +98,14 @@ std::string index_key(bool https, std::string_view host, std::string_view method
 // "HTTP/1.1 200 OK" -> 200, "OK". nullopt if it is not a status line.
 std::optional<std::pair<int, std::string>> parse_status_line(std::string_view line) {
   if (!starts_with_ignoring_case(line, "HTTP/")) return std::nullopt;
-  const size_t space = line.find(' ');
-  if (space == std::string_view::npos) return std::nullopt;
-  std::string_view rest = line.substr(space + 1);
-  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-  if (rest.size() < 3) return std::nullopt;
-  for (int i = 0; i < 3; i++) {
-    if (rest[static_cast<size_t>(i)] < '0' || rest[static_cast<size_t>(i)] > '9') return std::nullopt;
-  }
-  if (rest.size() > 3 && rest[3] != ' ') return std::nullopt;
-  const int status = (rest[0] - '0') * 100 + (rest[1] - '0') * 10 + (rest[2] - '0');
-  if (status < 100 || status > 599) return std::nullopt;
-  std::string reason(trim_blanks(rest.substr(3)));
+  const StatusLine parts = split_status_line(line, StartLineSpaces::Runs);
+  const std::optional<int> status = three_digit_status(parts.code);
+  if (!status || *status < 100 || *status > 599) return std::nullopt;
+  std::string reason(trim_blanks(parts.reason));
   for (char& c : reason) {
     if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = ' ';  // would break the CGI status line
   }
-  return std::make_pair(status, reason);
+  return std::make_pair(*status, reason);
 }
 
 // A field name as RFC 9110 allows (token characters).
@@ -202,19 +196,17 @@ std::optional<Entry> request_entry(const fs::path& file, const RecordedPair& pai
   }
   // METHOD SP request-target [SP HTTP-version]
   const std::string_view line = pair.request.first_line;
-  const size_t space = line.find(' ');
-  if (space == std::string_view::npos || space == 0) {
+  const RequestLine parts = split_request_line(line, StartLineSpaces::Runs);
+  if (parts.method.empty() || parts.method.size() == line.size()) {  // no method, or no space after it
     *why = "the request line \"" + printable(line, 100) + "\" does not parse";
     return std::nullopt;
   }
-  std::string_view target = line.substr(space + 1);
-  while (!target.empty() && target.front() == ' ') target.remove_prefix(1);
-  target = target.substr(0, target.find(' '));
+  const std::string_view target = parts.target;
   if (target.empty()) {
     *why = "the request line \"" + printable(line, 100) + "\" has no target";
     return std::nullopt;
   }
-  e.method = std::string(line.substr(0, space));
+  e.method = std::string(parts.method);
   e.target = origin_form(target);
   split_target(e.target, &e.path, &e.query);
   if (const auto ua = pair.request.header("User-Agent")) {

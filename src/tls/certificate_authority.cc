@@ -27,6 +27,7 @@
 #include "util/host_name.hh"
 #include "util/private_directory.hh"
 #include "util/text.hh"
+#include "util/time_text.hh"
 
 namespace fs = std::filesystem;
 
@@ -314,14 +315,6 @@ std::time_t to_time(const ASN1_TIME* time) {
   return ::timegm(&parts);
 }
 
-std::string format_date(std::time_t time) {
-  char text[64];
-  struct tm parts {};
-  ::gmtime_r(&time, &parts);
-  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &parts);
-  return text;
-}
-
 }  // namespace
 
 fs::path CertificateAuthority::default_directory() {
@@ -420,7 +413,7 @@ CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {
   }
   if (X509_cmp_current_time(X509_get0_notAfter(certificate.get())) <= 0) {
     throw UserError(certificate_path.string() + " expired on " +
-                    format_date(to_time(X509_get0_notAfter(certificate.get()))) + "; " + recreate_fix(dir));
+                    utc_text(to_time(X509_get0_notAfter(certificate.get()))) + "; " + recreate_fix(dir));
   }
   return CertificateAuthority(dir, std::move(key), std::move(certificate));
 }

@@ -667,3 +667,14 @@ TEST(HttpParser, http_parser_pop_completed_on_empty_throws) {
   HttpParser parser(Direction::Request);
   EXPECT_THROW_WITH(std::logic_error, parser.pop_completed(), "no completed message");
 }
+
+TEST(HttpParser, http_parser_start_line_errors_name_the_rule) {
+  for (const std::string line : {"GET /", "GET  / HTTP/1.1", "GET / HTTP/2.0", "GET / HTTP/1.1 x", "GET /a b HTTP/1.1",
+                                 "GET / http/1.1", "GET / HTTP/1.1 ", "GET /\x7f HTTP/1.1"}) {
+    EXPECT_EQ(run_request(line + "\r\n\r\n").error, "request line is not METHOD SP target SP HTTP/1.x") << line;
+  }
+  for (const std::string line : {"HTTP/1.1 20", "HTTP/1.1", "HTTP/1.1 200OK"}) {
+    EXPECT_EQ(run(Direction::Response, {"GET"}, line + "\r\n\r\n").error, "not an HTTP/1.x status line") << line;
+  }
+  EXPECT_EQ(run(Direction::Response, {"GET"}, "HTTP/1.1 099 Low\r\n\r\n").error, "invalid status code");
+}

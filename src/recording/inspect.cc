@@ -1,0 +1,140 @@
+// mm-recording's views of a recording: the ls table and the show description.
+#include "recording/inspect.hh"
+
+#include <algorithm>
+#include <cstdio>
+#include <string_view>
+
+#include "http/chunked.hh"
+#include "http/start_line.hh"
+#include "util/text.hh"
+#include "util/time_text.hh"
+#include "util/utf8.hh"
+
+namespace {
+constexpr size_t kShortPath = 60;
+
+// Width on the terminal, counting UTF-8 sequences as one column each.
+size_t columns(std::string_view text) {
+  return static_cast<size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+std::string shortened(const std::string& text, size_t width) {
+  if (columns(text) <= width) return text;
+  std::string out;
+  size_t used = 0;
+  for (char c : text) {
+    const bool starts_character = (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+    if (starts_character && ++used > width - 3) break;
+    out += c;
+  }
+  return out + "...";
+}
+
+std::string host_of(const RecordedPair& p) {
+  auto host = p.request.header("Host");
+  return host ? std::string(*host) : p.ip + ":" + std::to_string(p.port);
+}
+
+std::string aligned(const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> width(rows[0].size(), 0);
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); i++) width[i] = std::max(width[i], columns(row[i]));
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    for (size_t i = 0; i < row.size(); i++) {
+      out += row[i];
+      if (i + 1 < row.size()) out.append(width[i] - columns(row[i]) + 2, ' ');
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string offset_ms(uint64_t from, uint64_t to) {
+  if (to == 0) return "unknown";
+  if (from == 0 || to < from) return utc_text_us(to);
+  char text[64];
+  std::snprintf(text, sizeof text, "+%.3f ms", static_cast<double>(to - from) / 1000.0);
+  return text;
+}
+
+bool looks_like_text(std::string_view body) {
+  if (!is_valid_utf8(body)) return false;
+  return std::none_of(body.begin(), body.end(), [](char c) {
+    const unsigned char u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\n' && c != '\r' && c != '\t' && c != '\f') || u == 0x7f;
+  });
+}
+
+std::string describe_message(const char* title, const HttpMessage& m) {
+  const std::string content = decoded_body(m);
+  std::string out = "---- " + std::string(title);
+  if (is_chunked(m)) {
+    out += " (body chunked: " + std::to_string(m.body.size()) + " bytes stored, " + std::to_string(content.size()) +
+           " bytes of content)";
+  } else {
+    out += " (body: " + std::to_string(m.body.size()) + " bytes)";
+  }
+  out += " ----\n" + printable(m.first_line) + "\n";
+  for (const HttpHeader& h : m.headers) out += printable(h.key) + ": " + printable(h.value) + "\n";
+  if (content.empty()) return out;
+  out += "\n";
+  auto coding = m.header("Content-Encoding");
+  const bool encoded = coding && !equals_ignoring_case(*coding, "identity");
+  if (encoded || !looks_like_text(content)) {
+    out += "<" + std::to_string(content.size()) + " bytes, binary>\n";
+  } else {
+    out += content;
+    if (content.back() != '\n') out += "\n";
+  }
+  return out;
+}
+
+std::string describe_timestamps(const RecordedPair& p) {
+  if (!p.request_start_us && !p.request_end_us && !p.response_first_byte_us && !p.response_last_byte_us)
+    return "timestamps    unknown (a recording by the original Mahimahi, or converted without times)\n";
+  std::string out;
+  out += "request start " + (p.request_start_us ? utc_text_us(p.request_start_us) : std::string("unknown")) + "\n";
+  out += "request end   " + offset_ms(p.request_start_us, p.request_end_us) + "\n";
+  out += "first byte    " + offset_ms(p.request_start_us, p.response_first_byte_us) + " (of the response)\n";
+  out += "last byte     " + offset_ms(p.request_start_us, p.response_last_byte_us) + "\n";
+  return out;
+}
+}  // namespace
+
+std::string recording_table(std::vector<RecordingEntry> entries, bool wide) {
+  std::stable_sort(entries.begin(), entries.end(), [](const RecordingEntry& a, const RecordingEntry& b) {
+    return a.pair.request_start_us < b.pair.request_start_us;
+  });
+  std::vector<std::vector<std::string>> rows = {{"METHOD", "SCHEME", "HOST", "PATH", "STATUS", "BYTES", "FILE"}};
+  for (const RecordingEntry& e : entries) {
+    const RecordedPair& p = e.pair;
+    const RequestLine request = split_request_line(p.request.first_line);
+    const std::string path = printable(request.target);
+    rows.push_back({printable(request.method), p.https ? "https" : "http", printable(host_of(p)),
+                    wide ? path : shortened(path, kShortPath), printable(split_status_line(p.response.first_line).code),
+                    std::to_string(p.response.body.size()), printable(e.file.filename().string())});
+  }
+  return aligned(rows);
+}
+
+std::string describe_pair(const std::filesystem::path& path, const RecordedPair& p, bool raw) {
+  std::string out;
+  out += "file          " + printable(path.string()) + "\n";
+  out +=
+      "server        " + printable(p.ip) + ":" + std::to_string(p.port) + " (" + (p.https ? "https" : "http") + ")\n";
+  out += "server name   " + (p.server_name.empty() ? std::string("unknown") : printable(p.server_name)) + "\n";
+  out += "protocol      " + (p.protocol.empty() ? std::string("unknown") : printable(p.protocol)) + "\n";
+  out += describe_timestamps(p);
+  out += "\n";
+  if (raw) {
+    out += "---- request, as stored ----\n" + p.request.serialize();
+    out += "\n---- response, as stored ----\n" + p.response.serialize();
+  } else {
+    out += describe_message("request", p.request) + "\n" + describe_message("response", p.response);
+  }
+  return out;
+}

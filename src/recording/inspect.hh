@@ -1,0 +1,19 @@
+#pragma once
+// What mm-recording ls and show print: a recording as a table, one pair in detail. Text only;
+// the program does the loading and the writing.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "recording/record_file.hh"
+
+// One line per pair, in order of request start (stable: ties keep their order), under a header
+// line: METHOD SCHEME HOST PATH STATUS BYTES FILE, columns padded to line up (UTF-8 sequences
+// count as one column). Paths longer than 60 columns are shortened with "..." unless `wide`.
+// Recorded bytes are made printable.
+std::string recording_table(std::vector<RecordingEntry> entries, bool wide);
+
+// The pair stored in `path`: server, scheme, server name, protocol, timestamps, then both
+// messages: with `raw` exactly as stored, otherwise with de-chunked bodies and binary or
+// encoded content summarised as "<N bytes, binary>".
+std::string describe_pair(const std::filesystem::path& path, const RecordedPair& pair, bool raw);

@@ -1,0 +1,74 @@
+// HAR export: the standard fields describe each exchange as other tools expect.
+#include "expect.hh"
+#include "recording/har.hh"
+#include "samples.hh"
+#include "util/base64.hh"
+
+using nlohmann::json;
+
+TEST(HarExport, standard_fields_describe_the_exchange) {
+  const json har = to_har(varied_entries());
+  ASSERT_EQ(har["log"]["version"].get<std::string>(), std::string("1.2"));
+  ASSERT_EQ(har["log"]["creator"]["name"].get<std::string>(), std::string("mahimahi"));
+  const json& entries = har["log"]["entries"];
+  ASSERT_EQ(entries.size(), size_t{6});
+  auto find = [&](const std::string& file) -> const json& {
+    for (const json& e : entries) {
+      if (e["_mahimahi"]["file"] == file) return e;
+    }
+    throw std::runtime_error("no entry " + file);
+  };
+  const json& old = find("save.old");
+  ASSERT_EQ(old["startedDateTime"].get<std::string>(), std::string("1970-01-01T00:00:00.000Z"));
+  ASSERT_EQ(old["timings"]["send"].get<double>(), -1.0);
+  ASSERT_EQ(old["request"]["url"].get<std::string>(), std::string("http://172.16.0.9/"));
+  ASSERT_EQ(old["response"]["status"].get<int>(), 200);
+
+  const json& chunked = find("save.chunked");
+  ASSERT_EQ(chunked["request"]["url"].get<std::string>(), std::string("https://example.com/item/1?a=1&b=two"));
+  ASSERT_EQ(chunked["response"]["content"]["text"].get<std::string>(), std::string("<h1>héllo"));
+  ASSERT_EQ(chunked["connection"].get<std::string>(), std::string("443"));
+  ASSERT_EQ(chunked["startedDateTime"].get<std::string>(), std::string("2023-11-14T22:13:20.001Z"));
+  ASSERT_EQ(chunked["timings"]["send"].get<double>(), 0.15);
+  ASSERT_EQ(chunked["timings"]["wait"].get<double>(), 19.85);
+  ASSERT_EQ(chunked["timings"]["receive"].get<double>(), 5.0);
+  ASSERT_EQ(chunked["time"].get<double>(), 25.0);
+  ASSERT_EQ(chunked["request"]["queryString"][1]["value"].get<std::string>(), std::string("two"));
+
+  const json& binary = find("save.binary");
+  ASSERT_EQ(binary["response"]["content"]["encoding"].get<std::string>(), std::string("base64"));
+  ASSERT_EQ(*base64_decode(binary["response"]["content"]["text"].get<std::string>()),
+            bytes_of({0x89, 'P', 'N', 'G', 0, 0, 0xff, 0x0a}));
+  ASSERT_TRUE(binary["_mahimahi"].contains("request_headers_raw"));
+
+  const json& post = find("save.post");
+  ASSERT_EQ(post["request"]["url"].get<std::string>(), std::string("http://example.com:8443/form?x=%41+b&y"));
+  ASSERT_EQ(post["request"]["postData"]["text"].get<std::string>(), std::string("a=1&b=2"));
+  ASSERT_EQ(post["request"]["queryString"][0]["value"].get<std::string>(), std::string("A b"));
+  const json& binpost = find("save.binpost");
+  ASSERT_EQ(*base64_decode(binpost["request"]["postData"]["_text_base64"].get<std::string>()),
+            bytes_of({0, 0xc3, 0x28, 0xff}));
+  ASSERT_EQ(find("save.304")["response"]["bodySize"].get<int>(), 0);
+  ASSERT_TRUE(!find("save.304")["request"].contains("postData"));
+}
+
+TEST(HarExport, odd_first_lines_are_split_as_recorded) {
+  RecordedPair p = sample_pair(2);
+  p.request.first_line = "GET /a b HTTP/1.0";   // the target runs to the last space
+  p.response.first_line = "HTTP/1.1 2000 Big";  // not a three-digit code: status 0
+  RecordedPair old = sample_pair(4);
+  old.request.first_line = "GET /only";  // HTTP/0.9 form: no version
+  old.response.first_line = "HTTP/1.0 204";
+  const json har = to_har({{"save.p", p}, {"save.old", old}});
+  const json& first = har["log"]["entries"][0];
+  EXPECT_EQ(first["request"]["url"], "http://example.com:8080/a b");
+  EXPECT_EQ(first["request"]["httpVersion"], "HTTP/1.0");
+  EXPECT_EQ(first["response"]["status"], 0);
+  EXPECT_EQ(first["response"]["statusText"], "Big");
+  const json& second = har["log"]["entries"][1];
+  EXPECT_EQ(second["request"]["url"], "http://example.com:8080/only");
+  EXPECT_EQ(second["request"]["httpVersion"], "");
+  EXPECT_EQ(second["response"]["status"], 204);
+  EXPECT_EQ(second["response"]["statusText"], "");
+  EXPECT_EQ(second["startedDateTime"], "2023-11-14T22:13:20.004Z");
+}
