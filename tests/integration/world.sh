@@ -147,7 +147,7 @@ process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }  # PID
 process_state_is() { [ "$(process_state "$1")" = "$2" ]; }  # PID STATE
 process_state_is_not() { [ "$(process_state "$1")" != "$2" ]; }  # PID STATE
 
-# Whether a process named NAME is listening on PORT (tcp or udp) in namespace NETNS.
+# Whether something listens on PORT (tcp or udp) in namespace NETNS.
 listening() {  # NETNS tcp|udp PORT
   local flag=-ltn; [ "$2" = udp ] && flag=-lun
   ip netns exec "$1" ss $flag "sport = :$3" | grep -q ":$3 "
