@@ -1,5 +1,5 @@
-# Integration tests of mm-record and its tools, against the web origins of web.sh. Sourced by
-# run-all after integration.sh (which defines fail and check_range).
+# Integration tests of mm-record and its tools (mm-recording, mm-ca, mm-webrecord), against the
+# web origins of the test world (world.sh: origins_create).
 
 # mm-record as the test user would run it: the local CA in the world's scratch space, the
 # origins' CA trusted upstream. Usage: record DIR [mm-record options] -- COMMAND...
@@ -212,7 +212,7 @@ test_record_websocket_passes_through_unrecorded() {
   local dir=$WORLD_TMP/rec-ws
   ip netns exec "mmt-oc$$" /usr/bin/python3 "$top/tests/tools/ws_echo.py" serve 10.78.3.2 8080 &
   local server=$!
-  for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8080 ' && break; sleep 0.1; done
+  wait_until 10 listening "mmt-oc$$" tcp 8080 || { kill "$server"; wait "$server" 2>/dev/null; fail "the WebSocket server did not start"; return 1; }
   local out; out=$(recording_shell "$dir" -- sh -c "curl -sf -o /dev/null http://c.test/style.css && /usr/bin/python3 $top/tests/tools/ws_echo.py call c.test 8080 hello" 2>&1)
   kill "$server"; wait "$server" 2>/dev/null
   echo "$out" | grep -q "^echo: hello 2hello 2.* 1413$" || fail "WebSocket echo through mm-record: $out" || return 1
@@ -229,7 +229,7 @@ s = socket.create_server(("10.78.3.2", 8081))
 while True:
     c, _ = s.accept(); c.recv(65536); c.sendall(b"\x00\x01garbage that is not HTTP\r\n\r\n"); c.close()' &
   local server=$!
-  for _ in $(seq 50); do ip netns exec "mmt-oc$$" ss -ltn | grep -q ':8081 ' && break; sleep 0.1; done
+  wait_until 10 listening "mmt-oc$$" tcp 8081 || { kill "$server"; wait "$server" 2>/dev/null; fail "the malformed server did not start"; return 1; }
   local out; out=$(recording_shell "$dir" -- bash -c '
     exec 3<>/dev/tcp/c.test/80; printf "GET / HTTP/1.1\r\nHost: c.test\r\nno colon here\r\n\r\n" >&3; head -c 12 <&3; echo; exec 3>&-
     exec 4<>/dev/tcp/c.test/8081; printf "GET / HTTP/1.1\r\nHost: c.test\r\n\r\n" >&4; head -c 9 <&4 | tail -c 7; echo; exec 4>&-
@@ -249,7 +249,7 @@ s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.bind(("10.78.3.2", 443))
 while True:
     data, peer = s.recvfrom(2048); s.sendto(b"pong", peer)' &
   local server=$!
-  sleep 0.3
+  wait_until 10 listening "mmt-oc$$" udp 443 || { kill "$server"; wait "$server" 2>/dev/null; fail "the UDP server did not start"; return 1; }
   local probe='import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(3); s.connect(("c.test", 443))
 try:

@@ -114,7 +114,7 @@ test_stopped_or_frozen_shell_of_one_user_does_not_delay_another() {
     wait "$victim"
     [ "$rc" = 0 ] || { echo "FAIL: attempt $i ($how): another shell failed or waited ($rc after $ms ms)"; status=1; }
   done
-  [ -z "$freezer" ] || wait_until 5 rmdir "$freezer" 2>/dev/null || echo "  (the test cgroup could not be removed yet: $freezer)"
+  [ -z "$freezer" ] || wait_until 10 rmdir "$freezer" 2>/dev/null || echo "  (the test cgroup could not be removed yet: $freezer)"
   echo "  30 user shells stopped or frozen ($frozen frozen) at varied points of their set-up; the other shell's slowest start: $worst ms"
   [ "$worst" -lt 3000 ] || { echo "FAIL: a stopped shell delayed another by $worst ms"; status=1; }
   return $status
@@ -128,7 +128,7 @@ hold_world_lock() {
   touch "$WORLD_TMP/hold"
   flock "$lock" sh -c 'while [ -e "$0" ]; do sleep 0.05; done' "$WORLD_TMP/hold" &
   lock_holder=$!
-  wait_until 5 sh -c "! flock -n '$lock' true" || { release_world_lock; fail "could not take the lock"; }
+  wait_until 10 sh -c "! flock -n '$lock' true" || { release_world_lock; fail "could not take the lock"; }
 }
 release_world_lock() { rm -f "$WORLD_TMP/hold"; wait "$lock_holder"; }
 
@@ -167,7 +167,7 @@ test_setup_lock_wait_is_bounded_and_interruptible() {
     "$BIN/mm-delay" 0 echo ran > "$WORLD_TMP/interrupted.out" 2>&1 &
   shell=$!  # ip and setpriv exec in place: the shell's supervisor
   # Waiting: its root helper (the only child it has while setting up) exists.
-  wait_until 5 pgrep -P "$shell" >/dev/null || { echo "FAIL: the shell never started its helper"; status=1; }
+  wait_until 10 pgrep -P "$shell" >/dev/null || { echo "FAIL: the shell never started its helper"; status=1; }
   s=$(date +%s%N)
   kill -TERM "$shell"
   wait "$shell"; rc=$?
@@ -197,7 +197,7 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
     [ -n "$helper" ] && [ "$(awk '/^Uid/{print $2,$3,$4}' "/proc/$helper/status" 2>/dev/null)" = "0 0 0" ] &&
       [ "$(ps -o sid= -p "$helper" | tr -d ' ')" = "$helper" ]
   }
-  wait_until 5 helper_ready || { echo "FAIL: no helper became root in its own session"; status=1; }
+  wait_until 10 helper_ready || { echo "FAIL: no helper became root in its own session"; status=1; }
   helper=$(pgrep -P "$shell" | head -1)
   if [ -n "$helper" ]; then
     uids=$(awk '/^Uid/{print $2,$3,$4}' "/proc/$helper/status")
@@ -216,7 +216,7 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
   release_world_lock
   wait "$shell" || { echo "FAIL: the shell did not start once the lock was free: $(cat "$WORLD_TMP/helper.out")"; status=1; }
   grep -qx ran "$WORLD_TMP/helper.out" || { echo "FAIL: the command did not run"; status=1; }
-  [ -z "$freezer" ] || wait_until 5 rmdir "$freezer" 2>/dev/null || echo "  (the test cgroup could not be removed yet: $freezer)"
+  [ -z "$freezer" ] || wait_until 10 rmdir "$freezer" 2>/dev/null || echo "  (the test cgroup could not be removed yet: $freezer)"
   return $status
 }
 

@@ -1,5 +1,6 @@
 # Integration tests of mm-replay, against recordings made by mm-record from the web origins of
-# web.sh (paused during replay, to prove nothing reaches them) and against crafted recordings.
+# the test world (world.sh; paused during replay, to prove nothing reaches them) and against
+# crafted recordings.
 
 origins_pause() { local ns; for ns in $ORIGIN_NAMESPACES; do ip netns pids "$ns" | xargs -r kill -STOP; done; }
 origins_resume() { local ns; for ns in $ORIGIN_NAMESPACES; do ip netns pids "$ns" | xargs -r kill -CONT; done; }

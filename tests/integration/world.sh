@@ -1,0 +1,332 @@
+# The test world: one library shared by the integration tests (tests/integration/*.sh), the
+# benchmarks (bench/) and the demo (scripts/): a throwaway "test world" of network namespaces,
+# web origins in it, and the helpers the tests have in common. Bash.
+#
+#   world (namespace $WORLD)  ---veth---  server host (namespace $SERVER, 10.77.0.2)
+#   10.77.0.1                             answers ping, runs iperf3 and a DNS server (dnsmasq)
+#
+# Shells under test run inside the world (ip netns exec $WORLD ...), so nothing they do touches
+# the machine's own namespace. world_destroy removes all of it.
+
+SERVER_IP=10.77.0.2
+WORLD_IP=10.77.0.1
+
+world_create() {
+  WORLD=mmt-w$$
+  SERVER=mmt-s$$
+  WORLD_TMP=$(mktemp -d /tmp/mm-world.XXXXXX)
+  chmod 755 "$WORLD_TMP"
+  ip netns add "$WORLD"
+  ip netns add "$SERVER"
+  ip -n "$WORLD" link set lo up
+  ip -n "$SERVER" link set lo up
+  ip link add "mmt-a$$" netns "$WORLD" type veth peer name "mmt-b$$" netns "$SERVER"
+  ip -n "$WORLD" addr add "$WORLD_IP/24" dev "mmt-a$$"
+  ip -n "$SERVER" addr add "$SERVER_IP/24" dev "mmt-b$$"
+  ip -n "$WORLD" link set "mmt-a$$" up
+  ip -n "$SERVER" link set "mmt-b$$" up
+  ip -n "$WORLD" route add default via "$SERVER_IP"
+  # DNS of the world: a resolver on the server host that knows server.test.
+  printf '%s server.test\n' "$SERVER_IP" > "$WORLD_TMP/hosts"
+  ip netns exec "$SERVER" /usr/sbin/dnsmasq --keep-in-foreground --no-resolv --no-hosts \
+    --addn-hosts="$WORLD_TMP/hosts" --local=/#/ --listen-address="$SERVER_IP" --bind-interfaces \
+    --user=root --pid-file="$WORLD_TMP/dnsmasq.pid" --log-facility=/dev/null -C /dev/null &
+  WORLD_DNSMASQ=$!
+  mkdir -p "/etc/netns/$WORLD"
+  echo "nameserver $SERVER_IP" > "/etc/netns/$WORLD/resolv.conf"
+  trap world_destroy EXIT
+  trap 'exit 130' INT TERM HUP
+  wait_until 10 world_resolves server.test && return 0
+  echo "test world: the DNS server did not start" >&2
+  return 1
+}
+
+world_resolves() { in_world getent hosts "$1" >/dev/null 2>&1; }  # NAME
+
+world_destroy() {
+  [ -z "${WORLD_BUILD:-}" ] || { rm -rf "$WORLD_BUILD"; WORLD_BUILD=; }
+  [ -n "${WORLD:-}" ] || return 0
+  origins_destroy
+  for pid in $(ip netns pids "$WORLD" 2>/dev/null) $(ip netns pids "$SERVER" 2>/dev/null); do
+    kill -9 "$pid" 2>/dev/null || true
+  done
+  [ -z "${WORLD_DNSMASQ:-}" ] || wait "$WORLD_DNSMASQ" 2>/dev/null || true
+  ip netns del "$WORLD" 2>/dev/null || true
+  ip netns del "$SERVER" 2>/dev/null || true
+  rm -rf "/etc/netns/$WORLD" "$WORLD_TMP"
+  rmdir /etc/netns 2>/dev/null || true
+  WORLD=
+}
+
+# Runs a command inside the world (as root unless AS_USER is set).
+in_world() {
+  if [ -n "${AS_USER:-}" ]; then
+    ip netns exec "$WORLD" setpriv --reuid="$AS_USER" --regid="$AS_USER" --init-groups -- "$@"
+  else
+    ip netns exec "$WORLD" "$@"
+  fi
+}
+
+in_server() { ip netns exec "$SERVER" "$@"; }
+
+# ping summary fields from "rtt min/avg/max/mdev = a/b/c/d ms" and "N received".
+ping_stats() {  # prints: received min avg max
+  awk '/packets transmitted/ { for (i = 1; i <= NF; i++) if ($i ~ /^received/) r = $(i-1) }
+       /^rtt|^round-trip/ { split($4, v, "/"); mn = v[1]; av = v[2]; mx = v[3] }
+       END { printf "%s %s %s %s\n", r + 0, mn + 0, av + 0, mx + 0 }'
+}
+
+# Leftovers of shells in the world: NAT tables, TUN devices, shell processes. A shell returns
+# once its ferry has stopped; the kernel then needs a moment (an RCU grace period per device) to
+# unregister the TUN devices as the ferry exits, so wait (up to 10 s, for a loaded machine) for
+# those to go.
+world_leftovers() {
+  wait_until 10 world_is_clean && return 0
+  world_leftovers_now
+}
+
+world_is_clean() { [ -z "$(world_leftovers_now)" ]; }
+
+world_leftovers_now() {
+  {
+    in_world nft list tables 2>/dev/null | grep mahimahi_ || true
+    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|record)-' || true
+    pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
+    ls -d /tmp/mm-replay.* 2>/dev/null || true
+    for pid in $(ip netns pids "$WORLD" 2>/dev/null); do
+      comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
+      case "$comm" in mm-*) echo "process $pid $comm" ;; esac
+    done
+  } | sed 's/^/leftover: /'
+}
+
+# in_world, with RESOLV_CONF in place of the world's /etc/resolv.conf (a private mount).
+in_world_with_resolv() {
+  resolv=$1; shift
+  if [ -n "${AS_USER:-}" ]; then
+    ip netns exec "$WORLD" unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && u=$1 && shift && exec setpriv --reuid="$u" --regid="$u" --init-groups -- "$@"' \
+      "$resolv" "$AS_USER" "$@"
+  else
+    ip netns exec "$WORLD" unshare -m sh -c 'mount --bind "$0" /etc/resolv.conf && shift && exec "$@"' "$resolv" x "$@"
+  fi
+}
+
+# Waits until COMMAND... succeeds, checking every 20 ms, for at most SECONDS (a deadline, not a
+# delay: it returns as soon as the condition holds). Fails if the deadline passes.
+wait_until() {  # SECONDS COMMAND...
+  local deadline=$(( $(date +%s%N) + ${1%.*} * 1000000000 ))
+  shift
+  until "$@"; do
+    [ "$(date +%s%N)" -lt "$deadline" ] || return 1
+    sleep 0.02
+  done
+}
+
+# ----- Helpers of the tests
+
+fail() { echo "FAIL: $*"; return 1; }
+
+# awk-based float comparison: check_range NAME VALUE LOW HIGH
+check_range() {
+  awk -v v="$2" -v lo="$3" -v hi="$4" 'BEGIN { exit !(v >= lo && v <= hi) }' ||
+    { echo "FAIL: $1 = $2, expected within [$3, $4]"; return 1; }
+  echo "  $1 = $2 (expected [$3, $4])"
+}
+
+# Runs COMMAND, which must exit with EXPECTED_RC and say FRAGMENT in the first line of its errors.
+rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
+  want=$1 frag=$2; shift 2
+  msg=$("$@" 2>&1 >/dev/null); rc=$?
+  [ "$rc" = "$want" ] || { echo "FAIL: '$*' exited $rc, expected $want ($msg)"; return 1; }
+  echo "$msg" | head -1 | grep -qF -- "$frag" || { echo "FAIL: '$*' said: $msg"; return 1; }
+  echo "  $* -> $rc: $(echo "$msg" | head -1)"
+}
+
+# The state letter of a process (R, S, T, ...; empty once it is gone), and whether it is STATE.
+process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }  # PID
+process_state_is() { [ "$(process_state "$1")" = "$2" ]; }  # PID STATE
+process_state_is_not() { [ "$(process_state "$1")" != "$2" ]; }  # PID STATE
+
+# Whether something listens on PORT (tcp or udp) in namespace NETNS.
+listening() {  # NETNS tcp|udp PORT
+  local flag=-ltn; [ "$2" = udp ] && flag=-lun
+  ip netns exec "$1" ss $flag "sport = :$3" | grep -q ":$3 "
+}
+
+# A one-shot iperf3 server in the world (or, with IPERF_NETNS, that namespace) on PORT,
+# listening when this returns.
+iperf_server() {  # PORT
+  local ns=${IPERF_NETNS:-$WORLD}
+  ip netns exec "$ns" iperf3 -s -1 -D -p "$1" >/dev/null || return 1
+  wait_until 10 listening "$ns" tcp "$1" || { echo "iperf3 server on port $1 did not start" >&2; return 1; }
+}
+
+# The receiver's goodput (Mbit/s, 3 decimals) in iperf3 -f k output on standard input.
+iperf_receiver_mbits() { awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Kbits/sec") printf "%.3f\n", $i / 1000 }'; }
+
+# ----- Set-up of the benchmarks and the demo
+
+# Installs the Debian packages PACKAGE... that are missing (what a benchmark needs beyond
+# scripts/install-deps).
+need_packages() {  # PACKAGE...
+  local p missing=
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+  done
+  [ -n "$missing" ] || return 0
+  echo "installing$missing" >&2
+  DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $missing >/dev/null
+}
+
+# Makes a fresh machine ready (as root): every package of scripts/install-deps and PACKAGE...;
+# unless BIN names installed programs, builds into a temporary prefix (BIN then), which
+# world_destroy removes.
+world_programs() {  # [PACKAGE...]
+  local top; top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+  [ "$(id -u)" = 0 ] || { echo "run me as root (the test world is made of network namespaces)" >&2; return 1; }
+  "$top/scripts/install-deps" >/dev/null || return 1
+  need_packages "$@" || return 1
+  [ -z "${BIN:-}" ] || return 0
+  WORLD_BUILD=$(mktemp -d /tmp/mm-build.XXXXXX)
+  chmod 755 "$WORLD_BUILD"
+  trap world_destroy EXIT
+  MAHIMAHI_BUILD_DIR=$WORLD_BUILD/build "$top/scripts/build" "$WORLD_BUILD/prefix" >/dev/null || return 1
+  BIN=$WORLD_BUILD/prefix/bin
+}
+
+# ----- Web origins (for record and replay, the benchmarks and the demo recording): call
+# origins_create after world_create; world_destroy removes them with the world.
+#
+#   world --- server host (10.77.0.2, DNS) ---+--- origin a.test     10.78.1.2  (namespace mmt-oa$$)
+#                                             +--- origin b.test     10.78.2.2  (www.b.test too)
+#                                             `--- origin c.test     10.78.3.2
+#
+# Each origin is a real nginx (Debian's) on ports 80 and 443, HTTPS with SNI-only virtual hosts
+# (a handshake without a known name is refused), certificates from a test CA ($ORIGIN_CA).
+
+ORIGINS="a b c"
+
+origin_ip() { case "$1" in a) echo 10.78.1.2 ;; b) echo 10.78.2.2 ;; c) echo 10.78.3.2 ;; esac; }
+
+origins_create() {
+  [ -n "${ORIGIN_CA:-}" ] && return 0
+  local web=$WORLD_TMP/web
+  mkdir -p "$web"
+  ip netns exec "$SERVER" sysctl -qw net.ipv4.ip_forward=1
+  # The origins' CA and one certificate per host name.
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=Test origins CA" \
+    -keyout "$web/ca.key" -out "$web/ca.pem" -addext "basicConstraints=critical,CA:TRUE" 2>/dev/null || return 1
+  ORIGIN_CA=$web/ca.pem
+  local o i=0 names
+  for o in $ORIGINS; do
+    i=$((i + 1))
+    local ns=mmt-o$o$$ ip; ip=$(origin_ip "$o")
+    ip netns add "$ns"
+    ip link add "mmt-o$o$$" netns "$SERVER" type veth peer name eth0 netns "$ns"
+    ip -n "$SERVER" addr add "10.78.$i.1/30" dev "mmt-o$o$$"
+    ip -n "$SERVER" link set "mmt-o$o$$" up
+    ip -n "$ns" addr add "$ip/30" dev eth0
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route add default via "10.78.$i.1"
+    names="$o.test"; [ "$o" = b ] && names="b.test www.b.test"
+    local d=$web/$o n
+    mkdir -p "$d/tmp"
+    for n in $names; do
+      printf '%s %s\n' "$ip" "$n" >> "$WORLD_TMP/hosts"
+      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$d/$n.key" \
+        -out "$d/$n.csr" 2>/dev/null &&
+        openssl x509 -req -in "$d/$n.csr" -CA "$web/ca.pem" -CAkey "$web/ca.key" -CAcreateserial -days 30 \
+          -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$n") -out "$d/$n.pem" 2>/dev/null ||
+        return 1
+      origin_content "$d/www/$n" "$n"
+    done
+    origin_nginx_conf "$d" "$ip" $names > "$d/nginx.conf"
+    ip netns exec "$ns" nginx -c "$d/nginx.conf" -e "$d/error.log" || { cat "$d/error.log" >&2; return 1; }
+    ORIGIN_NAMESPACES="${ORIGIN_NAMESPACES:-} $ns"
+  done
+  kill -HUP "$WORLD_DNSMASQ"  # reread the hosts file
+  wait_until 10 origins_answer && return 0
+  echo "web origins did not start" >&2
+  return 1
+}
+
+origins_answer() { in_world curl -sf -o /dev/null http://c.test/ && world_resolves www.b.test; }
+
+origins_destroy() {
+  local ns pid
+  for ns in ${ORIGIN_NAMESPACES:-}; do
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+    ip netns del "$ns" 2>/dev/null
+  done
+  ORIGIN_NAMESPACES= ORIGIN_CA=
+}
+
+# The site of one host name: a page whose subresources are spread over every origin.
+origin_content() {  # DIR NAME
+  mkdir -p "$1/upload"
+  cat > "$1/index.html" <<EOF
+<!doctype html>
+<html><head><title>$2</title>
+<link rel="stylesheet" href="https://b.test/style.css">
+<script src="https://c.test/app.js"></script>
+<script src="http://a.test/plain.js"></script>
+</head><body><h1>$2</h1>
+<img src="https://www.b.test/pixel.png" alt="">
+<img src="https://c.test/pixel.png?v=1" alt="">
+<img src="http://c.test/pixel.png?v=2" alt="">
+</body></html>
+EOF
+  local k
+  { echo "/* $2 */"; for k in $(seq 200); do echo ".rule$k { margin: ${k}px; }"; done; } > "$1/style.css"
+  { echo "// $2"; for k in $(seq 200); do echo "var v$k = $k;"; done; echo "document.title += ' (app)';"; } > "$1/app.js"
+  echo "document.title += ' (plain)';" > "$1/plain.js"
+  # A 1x1 PNG.
+  printf '\x89PNG\r\n\x1a\n\0\0\0\rIHDR\0\0\0\1\0\0\0\1\x08\x06\0\0\0\x1f\x15\xc4\x89\0\0\0\rIDATx\x9cc\xf8\xff\xff?\0\x05\xfe\x02\xfe\xa7\x35\x81\x84\0\0\0\0IEND\xaeB`\x82' > "$1/pixel.png"
+  truncate -s 200M "$1/big.bin"
+  chmod -R a+rwX "$1"
+}
+
+origin_nginx_conf() {  # DIR IP NAME...
+  local d=$1 ip=$2; shift 2
+  cat <<EOF
+daemon on;
+user root;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $d/tmp/body;
+  proxy_temp_path $d/tmp/proxy;
+  fastcgi_temp_path $d/tmp/fastcgi;
+  uwsgi_temp_path $d/tmp/uwsgi;
+  scgi_temp_path $d/tmp/scgi;
+  types { text/html html; text/css css; application/javascript js; image/png png; application/octet-stream bin; }
+  default_type application/octet-stream;
+  gzip on;
+  gzip_types text/css application/javascript;
+  gzip_min_length 100;
+  keepalive_requests 10000;
+  client_max_body_size 64m;
+  server { listen $ip:443 ssl default_server; ssl_reject_handshake on; }
+EOF
+  local n
+  for n in "$@"; do
+    cat <<EOF
+  server {
+    listen $ip:80;
+    listen $ip:443 ssl;
+    server_name $n;
+    ssl_certificate $d/$n.pem;
+    ssl_certificate_key $d/$n.key;
+    root $d/www/$n;
+    location = /form { return 200 "form received\n"; }
+    location /upload/ { dav_methods PUT DELETE; create_full_put_path on; }
+  }
+EOF
+  done
+  echo "}"
+}
