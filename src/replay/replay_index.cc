@@ -568,36 +568,3 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
   return explain_miss(in, options, in.has_host ? entries_of(by_host_, in.host) : std::vector<const Entry*>{},
                       entries_of(by_path_, in.path));
 }
-
-ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRequest& request,
-                                             const ReplayOptions& options) {
-  const LoadedRecording loaded = load_recording(dir);
-  const Incoming in = normalize_request(request);
-
-  // Every valid pair's request, in recorded order; the responses are prepared only for the winner.
-  std::vector<std::pair<Entry, const RecordingEntry*>> all;
-  for (const RecordingEntry& recorded : loaded.entries) {
-    std::string why;
-    auto entry = request_entry(recorded.file, recorded.pair, &why);
-    if (!entry || !parse_status_line(recorded.pair.response.first_line)) continue;
-    all.emplace_back(std::move(*entry), &recorded);
-  }
-  std::stable_sort(all.begin(), all.end(),
-                   [](const auto& a, const auto& b) { return recorded_before(a.first, b.first); });
-
-  std::vector<const Entry*> candidates, same_host, same_path;
-  for (const auto& [e, recorded] : all) {
-    if (in.has_host && e.host == in.host) {
-      same_host.push_back(&e);
-      if (e.https == in.https && e.method == in.method && e.path == in.path) candidates.push_back(&e);
-    }
-    if (e.path == in.path) same_path.push_back(&e);
-  }
-  const Entry* chosen = choose(candidates, in, options, [] { return size_t{0}; });
-  if (!chosen) return explain_miss(in, options, same_host, same_path);
-  const auto winner = std::find_if(all.begin(), all.end(), [&](const auto& p) { return &p.first == chosen; });
-  const RecordedPair& pair = winner->second->pair;
-  auto status = parse_status_line(pair.response.first_line);
-  return ReplayMatch{
-      true, prepare_response(HttpMessage(pair.response), status->first, std::move(status->second), chosen->method), {}};
-}

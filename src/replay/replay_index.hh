@@ -78,12 +78,6 @@ class ReplayIndex {
   // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
   ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);
 
-  // What the original did for every request, for comparison: read and parse every file of DIR,
-  // then apply the same rules as match() with no state (the first of identical requests, always).
-  // Invalid files are ignored; a directory with no valid pair gives a miss. Missing DIR: UserError.
-  static ReplayMatch match_by_rescanning(const std::filesystem::path& dir, const ReplayRequest& request,
-                                         const ReplayOptions& options);
-
   ReplayIndex(ReplayIndex&&) noexcept;
   ReplayIndex& operator=(ReplayIndex&&) noexcept;
   ~ReplayIndex();
