@@ -24,6 +24,37 @@ std::string config_quoted(const fs::path& path) {
   return '"' + text + '"';
 }
 
+// "LoadModule NAME "MODULES/FILE"" and a newline.
+std::string load_module(const ApacheFiles& files, const char* name, const char* file) {
+  return std::string("LoadModule ") + name + " " + config_quoted(files.modules / file) + "\n";
+}
+
+// The TLS (and HTTP/2) part of an HTTPS server's configuration.
+std::string tls_section(const ReplayServerSpec& spec, const ApacheFiles& files) {
+  const fs::path& work = files.work;
+  const std::string& stem = files.stem;
+  auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
+  std::ostringstream c;
+  c << module("socache_shmcb_module", "mod_socache_shmcb.so")
+    << module("ssl_module", "mod_ssl.so")
+    // Session resumption, as the recorded servers most likely allowed.
+    << "SSLSessionCache " << config_quoted("shmcb:" + (work / (stem + ".ssl-cache")).string() + "(512000)") << "\n"
+    << "SSLEngine on\n"
+       "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
+    << "SSLCertificateFile " << config_quoted(work / (stem + ".pem")) << "\n"
+    << "SSLCertificateKeyFile " << config_quoted(work / (stem + ".key")) << "\n";
+  if (spec.h2) {
+    c << module("http2_module", "mod_http2.so")
+      << "Protocols h2 http/1.1\n"
+         // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
+         "H2Push off\n"
+         // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
+         // start of 100 instances).
+         "H2MinWorkers 1\n";
+  }
+  return c.str();
+}
+
 }  // namespace
 
 std::string apache_file_stem(const ReplayServerSpec& spec) {
@@ -47,9 +78,7 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
                                  const ApacheFiles& files) {
   const fs::path& work = files.work;
   const std::string& stem = files.stem;
-  auto module = [&](const char* name, const char* file) {
-    return std::string("LoadModule ") + name + " " + config_quoted(files.modules / file) + "\n";
-  };
+  auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
   const std::string endpoint = spec.ip + ":" + std::to_string(spec.port);
   std::ostringstream c;
   c << "# Apache httpd for " << endpoint << (spec.https ? " (HTTPS" : " (HTTP") << (spec.h2 ? ", HTTP/2)" : ")")
@@ -105,25 +134,7 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
     // HTTP/1.0 keep-alive connections), which Apache 2.4.59 and later do with CGI-like back ends
     // unless told to trust them.
     << module("env_module", "mod_env.so") << "SetEnv ap_trust_cgilike_cl 1\n";
-  if (spec.https) {
-    c << module("socache_shmcb_module", "mod_socache_shmcb.so")
-      << module("ssl_module", "mod_ssl.so")
-      // Session resumption, as the recorded servers most likely allowed.
-      << "SSLSessionCache " << config_quoted("shmcb:" + (work / (stem + ".ssl-cache")).string() + "(512000)") << "\n"
-      << "SSLEngine on\n"
-         "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
-      << "SSLCertificateFile " << config_quoted(work / (stem + ".pem")) << "\n"
-      << "SSLCertificateKeyFile " << config_quoted(work / (stem + ".key")) << "\n";
-    if (spec.h2) {
-      c << module("http2_module", "mod_http2.so")
-        << "Protocols h2 http/1.1\n"
-           // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
-           "H2Push off\n"
-           // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
-           // start of 100 instances).
-           "H2MinWorkers 1\n";
-    }
-  }
+  if (spec.https) c << tls_section(spec, files);
   return c.str();
 }
 

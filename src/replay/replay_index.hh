@@ -101,6 +101,7 @@ class ReplayIndex {
 
  private:
   ReplayIndex();
+  void build_lookup_tables();  // by_key_, by_host_, by_path_ from entries_
 
   std::vector<Entry> entries_;  // in recorded order: request_start_us, then file name
   // "s|p" + '\n' + host + '\n' + method + '\n' + path -> entries, in recorded order
