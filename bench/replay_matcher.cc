@@ -1,11 +1,12 @@
-// bench/replay-matcher DIR PORT index|rescan: serves the recording in DIR the way mm-replay's
+// bench/replay-matcher DIR PORT index|rescan WORK: serves the recording in DIR the way mm-replay's
 // servers do (an Apache httpd forwarding every request over FastCGI to the matcher), on
 // 127.0.0.1:PORT only (no shell, no DNS: clients send the recorded Host), with either matcher:
 //   index   the recording indexed once (ReplayIndex::match, as mm-replay answers);
 //   rescan  every file of DIR read and parsed again for each request, as the original Mahimahi
 //           did, with the same matching rules (a fresh index per request, so repeated requests
 //           always get the first recorded response).
-// Prints "ready" once the server answers, stops when standard input closes or on SIGTERM/SIGINT.
+// WORK: an empty directory for the daemons' files and an (unused: HTTP only) CA, which the caller
+// removes. Prints "ready" once the server answers, stops when standard input closes or on SIGTERM/SIGINT.
 // Requests are matched whatever their User-Agent. For bench/replay; not installed.
 #include <poll.h>
 #include <signal.h>
@@ -28,20 +29,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-
-// A directory for the daemons' files and the (unused, HTTP only) CA, removed with everything in it.
-struct WorkDirectory {
-  fs::path path;
-  WorkDirectory() {
-    std::string pattern = (fs::temp_directory_path() / "mm-replay-bench.XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw SystemError("creating a directory in " + fs::temp_directory_path().string());
-    path = pattern;
-  }
-  ~WorkDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-};
 
 ReplayFastCgi::Matcher matcher(const std::string& kind, const fs::path& dir, std::unique_ptr<ReplayIndex>& index) {
   ReplayOptions options;
@@ -79,20 +66,20 @@ void wait_for_the_end() {
 
 int main(int argc, char** argv) {
   try {
-    if (argc != 4) throw UsageError("usage: replay-matcher DIR PORT index|rescan");
+    if (argc != 5) throw UsageError("usage: replay-matcher DIR PORT index|rescan WORK");
     const fs::path dir = argv[1];
     const int port = std::atoi(argv[2]);
     if (port <= 0 || port > 65535) throw UsageError(std::string("bad port ") + argv[2]);
     std::unique_ptr<ReplayIndex> index;
     ReplayFastCgi::Matcher match = matcher(argv[3], dir, index);
 
-    WorkDirectory work;
-    CertificateAuthority ca = CertificateAuthority::load_or_create(work.path / "ca");
-    ReplayFastCgi fastcgi(match, work.path / "matcher.sock", 8,
+    const fs::path work = fs::absolute(argv[4]);
+    CertificateAuthority ca = CertificateAuthority::load_or_create(work / "ca");
+    ReplayFastCgi fastcgi(match, work / "matcher.sock", 8,
                           [](const std::string& line) { std::cerr << "replay-matcher: " << line << std::endl; });
     fastcgi.start();
     ReplayServers servers({{"127.0.0.1", static_cast<uint16_t>(port), false, {}, false}}, ReplayDns{}, ca,
-                          work.path / "matcher.sock", work.path);
+                          work / "matcher.sock", work);
     std::cout << "ready" << std::endl;
     wait_for_the_end();
     servers.stop();

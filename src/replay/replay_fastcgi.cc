@@ -228,11 +228,6 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
     r.has_user_agent = true;
   }
   if (const char* v = param("HTTPS")) r.https = equals_ignoring_case(v, "on") || equals_ignoring_case(v, "1");
-  if (const char* v = param("SERVER_ADDR")) r.server_ip = v;
-  if (const char* v = param("SERVER_PORT")) {
-    const long port = std::strtol(v, nullptr, 10);
-    if (port > 0 && port <= 65535) r.server_port = static_cast<uint16_t>(port);
-  }
 
   // The request body plays no part in matching, but the web server expects it to be read.
   char discard[16384];

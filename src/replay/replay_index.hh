@@ -26,8 +26,6 @@ struct ReplayRequest {
   std::string user_agent;  // empty if absent
   bool has_user_agent = false;
   bool https = false;
-  std::string server_ip;  // where it arrived (SERVER_ADDR), informative
-  uint16_t server_port = 0;
 };
 
 struct ReplayOptions {
