@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +20,7 @@
 #include "tls/certificate_authority.hh"
 #include "tls/nss_database.hh"
 #include "util/args.hh"
+#include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/time_text.hh"
@@ -85,14 +85,10 @@ std::string certutil_path() {
   return *found;
 }
 
-// Runs certutil with `arguments` (fork and exec, no shell), standard input from /dev/null so
-// that it never waits for a password, and collects its output.
+// Runs certutil with `arguments` (no shell), standard input from /dev/null so that it never
+// waits for a password, and collects its output.
 CertutilResult run_certutil(const std::vector<std::string>& arguments) {
   const std::string program = certutil_path();
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>("certutil"));
-  for (const auto& a : arguments) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
 
   int out_pipe[2], error_pipe[2];
   check_syscall("pipe2", ::pipe2(out_pipe, O_CLOEXEC));
@@ -102,15 +98,16 @@ CertutilResult run_certutil(const std::vector<std::string>& arguments) {
   const int null = check_syscall("open /dev/null", ::open("/dev/null", O_RDONLY | O_CLOEXEC));
   FileDescriptor null_fd(null);
 
-  const pid_t pid = check_syscall("fork", ::fork());
-  if (pid == 0) {
-    ::dup2(null_fd.get(), 0);
-    ::dup2(out_write.get(), 1);
-    ::dup2(error_write.get(), 2);
-    ::execv(program.c_str(), argv.data());
-    const std::string message = "cannot run " + program + ": " + std::strerror(errno) + "\n";
-    (void)!::write(2, message.data(), message.size());
-    ::_exit(127);
+  SpawnOptions options;
+  options.argv0 = "certutil";
+  options.stdin_fd = null_fd.get();
+  options.stdout_fd = out_write.get();
+  options.stderr_fd = error_write.get();
+  pid_t pid = -1;
+  try {
+    pid = spawn_program(program, arguments, options);
+  } catch (const SystemError& e) {
+    return CertutilResult{127, "", std::string(e.what()) + "\n"};  // "cannot run PATH: reason", as a shell says
   }
   out_write.close();
   error_write.close();
@@ -137,11 +134,7 @@ CertutilResult run_certutil(const std::vector<std::string>& arguments) {
       }
     }
   }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) throw SystemError("waitpid");
-  }
-  result.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  result.status = wait_for_exit(pid);
   return result;
 }
 

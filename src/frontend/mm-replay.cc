@@ -139,8 +139,8 @@ std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
   return addresses;
 }
 
-int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan& p, const std::string& dir,
-          const std::optional<std::string>& ca_dir, const ReplayOptions& options, bool verbose) {
+int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional<std::string>& ca_dir,
+          const ReplayOptions& options, bool verbose) {
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
   handled.block();  // inherited by the threads; SIGTERM (from the supervisor) is read below
   SignalFd term(SignalSet{SIGTERM});
@@ -149,11 +149,9 @@ int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan&
   CertificateAuthority ca = CertificateAuthority::load_or_create(ca_dir ? std::filesystem::path(*ca_dir)
                                                                         : CertificateAuthority::default_directory());
   WorkDirectory work;
-  const bool rescan = std::getenv("MAHIMAHI_REPLAY_RESCAN") != nullptr;  // the original's way, for bench/replay
   ReplayFastCgi matcher(
-      *p.index, options, work.path() / "matcher.sock", 8,
-      [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; },  // a miss, one line
-      rescan, dir);
+      [&](const ReplayRequest& request) { return p.index->match(request, options); }, work.path() / "matcher.sock", 8,
+      [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; });  // a miss, one line
   matcher.start();
   {
     ReplayServers servers(p.servers, p.dns, ca, work.path() / "matcher.sock", work.path());
@@ -168,44 +166,43 @@ int serve(const FerryEndpoints&, const std::function<void()>& ready, ReplayPlan&
   }
   return 0;
 }
+// The command line: DIR, options, the command; what the ferry does with them.
+ShellSpec parse_command_line(int argc, char** argv) {
+  std::optional<std::string> dir, ca_dir;
+  bool http2 = false, single_server = false, verbose = false;
+  ReplayOptions options;
+  ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
+                             {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
+                             {"single-server", false, [&](std::string_view) { single_server = true; }},
+                             {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                             {"verbose", false, [&](std::string_view) { verbose = true; }}});
+  ShellSpec spec;
+  spec.command = scanner.scan(argc, argv, [&](std::string_view word) {
+    if (dir) return false;
+    dir = std::string(word);
+    return true;
+  });
+  if (!dir || dir->empty()) throw UsageError("missing DIR (a recording made by mm-record)");
+  if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+  spec.device_kind = "replay";
+  spec.tag = "[replay " + *dir + "] ";
+  // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
+  // parsing can regain them), and only the list of addresses goes back to the supervisor.
+  spec.isolated = true;
+  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
+                                                                            const std::function<void()>& ready) {
+    try {
+      (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
+      ReplayPlan p = plan(dir, http2, single_server);
+      endpoints.add_addresses(addresses_of(p));
+      return serve(ready, p, ca_dir, options, verbose);
+    } catch (const std::exception& e) {
+      std::cerr << "mm-replay: " << e.what() << std::endl;
+      return 1;
+    }
+  };
+  return spec;
+}
 }  // namespace
 
-int main(int argc, char** argv) {
-  return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
-    std::optional<std::string> dir, ca_dir;
-    bool http2 = false, single_server = false, verbose = false;
-    ReplayOptions options;
-    ArgScanner scanner(kInfo,
-                       {{"http2", false, [&](std::string_view) { http2 = true; }},
-                        {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
-                        {"single-server", false, [&](std::string_view) { single_server = true; }},
-                        {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
-                        {"verbose", false, [&](std::string_view) { verbose = true; }}});
-    ShellSpec spec;
-    spec.command = scanner.scan(ac, av, [&](std::string_view word) {
-      if (dir) return false;
-      dir = std::string(word);
-      return true;
-    });
-    if (!dir || dir->empty()) throw UsageError("missing DIR (a recording made by mm-record)");
-    if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
-    spec.device_kind = "replay";
-    spec.tag = "[replay " + *dir + "] ";
-    // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
-    // parsing can regain them), and only the list of addresses goes back to the supervisor.
-    spec.isolated = true;
-    spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
-                                                                              const std::function<void()>& ready) {
-      try {
-        (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
-        ReplayPlan p = plan(dir, http2, single_server);
-        endpoints.add_addresses(addresses_of(p));
-        return serve(endpoints, ready, p, dir, ca_dir, options, verbose);
-      } catch (const std::exception& e) {
-        std::cerr << "mm-replay: " << e.what() << std::endl;
-        return 1;
-      }
-    };
-    return spec;
-  });
-}
+int main(int argc, char** argv) { return run_packet_shell(argc, argv, kInfo, parse_command_line); }

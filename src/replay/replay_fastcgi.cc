@@ -23,6 +23,7 @@
 
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
@@ -76,17 +77,10 @@ bool put(FCGX_Stream* stream, std::string_view data) {
 }
 }  // namespace
 
-ReplayFastCgi::ReplayFastCgi(ReplayIndex& index, ReplayOptions options, const fs::path& socket_path, int threads,
-                             std::function<void(const std::string&)> log, bool rescan_dir_per_request, fs::path dir)
-    : index_(index),
-      options_(options),
-      socket_path_(socket_path),
-      threads_wanted_(threads),
-      log_(std::move(log)),
-      rescan_(rescan_dir_per_request),
-      dir_(std::move(dir)) {
+ReplayFastCgi::ReplayFastCgi(Matcher match, const fs::path& socket_path, int threads,
+                             std::function<void(const std::string&)> log)
+    : match_(std::move(match)), socket_path_(socket_path), threads_wanted_(threads), log_(std::move(log)) {
   if (threads < 1) throw std::invalid_argument("ReplayFastCgi needs at least one thread");
-  if (rescan_ && dir_.empty()) throw std::invalid_argument("ReplayFastCgi: rescanning needs the recording directory");
   int init_error = 0;
   std::call_once(fcgx_initialized, [&] { init_error = FCGX_Init(); });
   if (init_error != 0) throw std::runtime_error("libfcgi failed to initialise (" + std::to_string(init_error) + ")");
@@ -234,11 +228,6 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
     r.has_user_agent = true;
   }
   if (const char* v = param("HTTPS")) r.https = equals_ignoring_case(v, "on") || equals_ignoring_case(v, "1");
-  if (const char* v = param("SERVER_ADDR")) r.server_ip = v;
-  if (const char* v = param("SERVER_PORT")) {
-    const long port = std::strtol(v, nullptr, 10);
-    if (port > 0 && port <= 65535) r.server_port = static_cast<uint16_t>(port);
-  }
 
   // The request body plays no part in matching, but the web server expects it to be read.
   char discard[16384];
@@ -247,7 +236,7 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
 
   ReplayMatch match;
   try {
-    match = rescan_ ? ReplayIndex::match_by_rescanning(dir_, r, options_) : index_.match(r, options_);
+    match = match_(r);
   } catch (const std::exception& e) {
     const std::string why = std::string("mm-replay: cannot answer ") + r.method + " " + r.target + ": " + e.what();
     report(why);

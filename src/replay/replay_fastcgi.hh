@@ -25,15 +25,15 @@ struct FCGX_Request;  // libfcgi's, from fcgiapp.h
 
 class ReplayFastCgi {
  public:
+  // Answers a request (from any thread, concurrently); what it throws becomes a 500.
+  using Matcher = std::function<ReplayMatch(const ReplayRequest&)>;
+
   // Listens on a unix socket at socket_path (mode 0600, removed on destruction; an existing
   // socket there is replaced, anything else there is a UserError), answers with `threads`
   // threads once start() is called (connections made before wait in the backlog). log receives
   // one line per miss and per failed request, from any thread, one call at a time.
-  // rescan_dir_per_request: answer with ReplayIndex::match_by_rescanning(dir, ...) instead of
-  // the index, like the original (for benchmarks).
-  ReplayFastCgi(ReplayIndex& index, ReplayOptions options, const std::filesystem::path& socket_path, int threads,
-                std::function<void(const std::string&)> log, bool rescan_dir_per_request = false,
-                std::filesystem::path dir = {});
+  ReplayFastCgi(Matcher match, const std::filesystem::path& socket_path, int threads,
+                std::function<void(const std::string&)> log);
   ~ReplayFastCgi();  // stops and joins
   ReplayFastCgi(const ReplayFastCgi&) = delete;
   ReplayFastCgi& operator=(const ReplayFastCgi&) = delete;
@@ -50,13 +50,10 @@ class ReplayFastCgi {
   void handle(FCGX_Request& request);
   void report(const std::string& line);
 
-  ReplayIndex& index_;
-  ReplayOptions options_;
+  Matcher match_;
   std::filesystem::path socket_path_;
   int threads_wanted_;
   std::function<void(const std::string&)> log_;
-  bool rescan_;
-  std::filesystem::path dir_;
 
   int listen_fd_ = -1;
   int stop_fd_ = -1;  // eventfd, readable once stop() has begun

@@ -15,6 +15,7 @@
 #include "http/chunked.hh"
 #include "http/start_line.hh"
 #include "recording/record_file.hh"
+#include "replay/replay_miss.hh"
 #include "util/exception.hh"
 #include "util/host_name.hh"
 #include "util/text.hh"
@@ -224,18 +225,8 @@ bool recorded_before(const Entry& a, const Entry& b) {
   return std::tie(a.request_start_us, a.file) < std::tie(b.request_start_us, b.file);
 }
 
-// The incoming request, normalised like the recorded ones.
-struct Incoming {
-  bool https = false;
-  bool has_host = false;
-  std::string host;
-  std::string method, target, path, query;
-  bool has_user_agent = false;
-  std::string user_agent;
-};
-
-Incoming normalize_request(const ReplayRequest& r) {
-  Incoming in;
+IncomingRequest normalize_request(const ReplayRequest& r) {
+  IncomingRequest in;
   in.https = r.https;
   in.has_host = r.has_host && !r.host.empty();
   if (in.has_host) in.host = normalize_host(r.host, r.https);
@@ -248,13 +239,7 @@ Incoming normalize_request(const ReplayRequest& r) {
   return in;
 }
 
-bool user_agent_matches(const Entry& e, const Incoming& in, const ReplayOptions& options) {
-  if (options.ignore_user_agent) return true;
-  if (e.has_user_agent != in.has_user_agent) return false;
-  return !e.has_user_agent || e.user_agent == in.user_agent;
-}
-
-std::string counter_key(const Incoming& in, const ReplayOptions& options) {
+std::string counter_key(const IncomingRequest& in, const ReplayOptions& options) {
   std::string key = index_key(in.https, in.host, in.method, in.target);
   if (!options.ignore_user_agent) {
     key += '\0';
@@ -269,8 +254,8 @@ std::string counter_key(const Incoming& in, const ReplayOptions& options) {
 // n-th of them, n = pick_identical() = how often it was served before (the last once exhausted).
 // Otherwise the longest common substring of the queries wins, the earliest on ties.
 template <typename PickIdentical>
-const Entry* choose(const std::vector<const Entry*>& candidates, const Incoming& in, const ReplayOptions& options,
-                    PickIdentical pick_identical) {
+const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingRequest& in,
+                    const ReplayOptions& options, PickIdentical pick_identical) {
   std::vector<const Entry*> eligible, identical;
   for (const Entry* e : candidates) {
     if (!user_agent_matches(*e, in, options)) continue;
@@ -292,98 +277,91 @@ const Entry* choose(const std::vector<const Entry*>& candidates, const Incoming&
   return best;
 }
 
-std::string describe(bool https, std::string_view host, std::string_view method, std::string_view target) {
-  return printable(method, 40) + " " + (https ? "https://" : "http://") + printable(host, 200) + printable(target, 400);
-}
+// Origins (ip:port: TLS or clear, host names, HTTP/2) and DNS names of the valid pairs, collected
+// as they are loaded. Pairs carry what the entries do not keep: SNI and protocol.
+class OriginCollector {
+ public:
+  explicit OriginCollector(std::vector<std::string>& warnings) : warn_(warnings) {}
 
-// The fields in which a recorded request differs from the incoming one.
-std::vector<std::string> differences(const Entry& e, const Incoming& in, const ReplayOptions& options) {
-  std::vector<std::string> fields;
-  if (e.https != in.https) fields.push_back("scheme");
-  if (!in.has_host || e.host != in.host) fields.push_back("host");
-  if (e.method != in.method) fields.push_back("method");
-  if (e.path != in.path) fields.push_back("path");
-  if (std::string_view(e.target).substr(e.path.size()) != std::string_view(in.target).substr(in.path.size()))
-    fields.push_back("query");
-  if (!user_agent_matches(e, in, options)) fields.push_back("user-agent");
-  return fields;
-}
+  void add(const RecordedPair& pair, const Entry& entry, const std::string& file) {
+    Origin& o = origins_[{pair.ip, pair.port}];
+    (pair.https ? o.tls : o.clear)++;
+    if (pair.protocol == "h2") o.h2 = true;
+    add_name(std::string(host_without_port(entry.host)), pair.ip, file, o);
+    std::string sni = ascii_lowercase(pair.server_name);
+    while (!sni.empty() && sni.back() == '.') sni.pop_back();
+    add_name(sni, pair.ip, file, o);
+  }
 
-// The 404 for a request nothing matched: up to three nearest recorded requests (same host
-// first, then the same path on other hosts) and what differs. Lists are in recorded order.
-ReplayMatch explain_miss(const Incoming& in, const ReplayOptions& options, const std::vector<const Entry*>& same_host,
-                         const std::vector<const Entry*>& same_path) {
-  struct Near {
-    const Entry* entry;
-    std::vector<std::string> fields;
-    size_t blocking;       // differing fields that prevent a match (all but query)
-    size_t shared_prefix;  // of the paths
-    size_t group;          // 0: same host, 1: same path elsewhere
-    size_t order;
-  };
-  std::vector<Near> near;
-  auto consider = [&](const std::vector<const Entry*>& list, size_t group) {
-    for (size_t i = 0; i < list.size(); i++) {
-      const Entry* e = list[i];
-      if (group == 1 && in.has_host && e->host == in.host) continue;  // already among the same-host ones
-      Near n{e, differences(*e, in, options), 0, 0, group, i};
-      n.blocking = n.fields.size() - static_cast<size_t>(std::count(n.fields.begin(), n.fields.end(), "query"));
-      const auto mismatch = std::mismatch(e->path.begin(), e->path.end(), in.path.begin(), in.path.end());
-      n.shared_prefix = static_cast<size_t>(mismatch.first - e->path.begin());
-      near.push_back(std::move(n));
+  // By address, then port; warns about an origin recorded both over TLS and in clear.
+  std::vector<ReplayOrigin> origins() {
+    std::vector<ReplayOrigin> list;
+    for (auto& [where, o] : origins_) {
+      ReplayOrigin origin;
+      origin.ip = where.first;
+      origin.port = where.second;
+      origin.https = o.tls > 0;
+      origin.names.assign(o.names.begin(), o.names.end());
+      origin.h2 = o.h2;
+      if (o.tls && o.clear) {
+        warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
+                        std::to_string(o.tls) + " pairs) and in clear (" + std::to_string(o.clear) +
+                        " pairs); it is served over TLS, so the pairs recorded in clear cannot be replayed");
+      }
+      list.push_back(std::move(origin));
     }
-  };
-  consider(same_host, 0);
-  consider(same_path, 1);
-  std::stable_sort(near.begin(), near.end(), [](const Near& a, const Near& b) {
-    if (a.group != b.group) return a.group < b.group;
-    if (a.blocking != b.blocking) return a.blocking < b.blocking;
-    if (a.shared_prefix != b.shared_prefix) return a.shared_prefix > b.shared_prefix;
-    return a.order < b.order;
-  });
-
-  const std::string request = describe(in.https, in.has_host ? in.host : "(no Host)", in.method, in.target);
-  std::vector<std::string> lines;  // "REQUEST (differs in: a, b)", unique
-  for (const Near& n : near) {
-    if (lines.size() == 3) break;
-    std::string fields;
-    for (const std::string& f : n.fields) fields += (fields.empty() ? "" : ", ") + f;
-    const std::string line =
-        describe(n.entry->https, n.entry->host, n.entry->method, n.entry->target) + " (differs in: " + fields + ")";
-    if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
+    std::sort(list.begin(), list.end(), [](const ReplayOrigin& a, const ReplayOrigin& b) {
+      return std::make_tuple(ip_order(a.ip), a.ip, a.port) < std::make_tuple(ip_order(b.ip), b.ip, b.port);
+    });
+    return list;
   }
 
-  ReplayMatch match;
-  match.found = false;
-  std::string body = "mm-replay: nothing recorded matches this request:\n  " + request + "\n";
-  if (in.has_user_agent) body += "  User-Agent: " + printable(in.user_agent, 400) + "\n";
-  if (!in.has_host) body += "The request has no Host header; every recorded request has one.\n";
-  std::string log = "no recorded response for " + request;
-  if (lines.empty()) {
-    const std::string what = "Nothing was recorded for host " + (in.has_host ? printable(in.host, 200) : "(none)") +
-                             " or path " + printable(in.path, 400) + ".";
-    body += what + "\n";
-    log += "; nothing recorded for this host or path";
-  } else {
-    body += "Nearest recorded requests:\n";
-    log += "; nearest:";
-    for (size_t i = 0; i < lines.size(); i++) {
-      body += "  " + lines[i] + "\n";
-      log += (i ? "; " : " ") + lines[i];
+  // Host name -> its addresses, sorted.
+  std::map<std::string, std::vector<std::string>> names() const {
+    std::map<std::string, std::vector<std::string>> sorted_names;
+    for (const auto& [name, ips] : names_) {
+      std::vector<std::string> sorted(ips.begin(), ips.end());
+      std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
+        return std::make_pair(ip_order(a), a) < std::make_pair(ip_order(b), b);
+      });
+      sorted_names[name] = std::move(sorted);
     }
+    return sorted_names;
   }
-  match.log_line = log;
-  match.response.status = 404;
-  match.response.reason = "Not Found";
-  match.response.headers = {{"Content-Type", "text/plain; charset=utf-8"},
-                            {"Content-Length", std::to_string(body.size())},
-                            {"Cache-Control", "no-store"}};
-  if (in.method == "HEAD") {
-    match.response.body.clear();
-  } else {
-    match.response.body = std::move(body);
+
+ private:
+  struct Origin {
+    size_t tls = 0, clear = 0;
+    std::set<std::string> names;
+    bool h2 = false;
+  };
+
+  void add_name(const std::string& name, const std::string& ip, const std::string& file, Origin& o) {
+    if (name.empty() || is_ip_literal(name)) return;
+    if (!is_host_name(name)) {
+      if (bad_names_.insert(name).second)
+        warn_.push_back(file + ": \"" + printable(name, 100) +
+                        "\" is not a valid host name; it is not resolved by DNS");
+      return;
+    }
+    o.names.insert(name);
+    names_[name].insert(ip);
   }
-  return match;
+
+  std::vector<std::string>& warn_;
+  std::map<std::pair<std::string, uint16_t>, Origin> origins_;
+  std::map<std::string, std::set<std::string>> names_;
+  std::set<std::string> bad_names_;
+};
+
+// The error for a directory without a single replayable pair.
+UserError no_valid_pair(const fs::path& dir, size_t corrupt, size_t unreplayable) {
+  const size_t files = corrupt + unreplayable;
+  std::string detail = files == 0 ? "the directory has no files"
+                                  : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
+                                        std::to_string(corrupt) + " not a recorded pair, " +
+                                        std::to_string(unreplayable) + " not replayable; see the warnings";
+  return UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
 }
 }  // namespace
 
@@ -427,29 +405,10 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
   std::vector<std::string> local_warnings;
   std::vector<std::string>& warn = warnings ? *warnings : local_warnings;
 
-  // Origins and names (SNI and protocol are not kept in the entries).
-  struct OriginAccumulator {
-    size_t tls = 0, clear = 0;
-    std::set<std::string> names;
-    bool h2 = false;
-  };
-  std::map<std::pair<std::string, uint16_t>, OriginAccumulator> origins;
-  std::map<std::string, std::set<std::string>> names;
-  std::set<std::string> bad_names;
-  auto add_name = [&](const std::string& name, const std::string& ip, const std::string& file, OriginAccumulator& o) {
-    if (name.empty() || is_ip_literal(name)) return;
-    if (!is_host_name(name)) {
-      if (bad_names.insert(name).second)
-        warn.push_back(file + ": \"" + printable(name, 100) + "\" is not a valid host name; it is not resolved by DNS");
-      return;
-    }
-    o.names.insert(name);
-    names[name].insert(ip);
-  };
-
   // One file at a time: each pair is turned into its entry (the response ready to serve, its
   // body moved, not copied) before the next file is read.
   ReplayIndex index;
+  OriginCollector origins(warn);
   size_t corrupt = 0, unreplayable = 0;
   scan_recording(  // UserError if DIR is missing or unreadable
       dir,
@@ -467,14 +426,7 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
           unreplayable++;
           return;
         }
-        const std::string file = path.string();
-        OriginAccumulator& o = origins[{pair.ip, pair.port}];
-        (pair.https ? o.tls : o.clear)++;
-        if (pair.protocol == "h2") o.h2 = true;
-        add_name(std::string(host_without_port(entry->host)), pair.ip, file, o);
-        std::string sni = ascii_lowercase(pair.server_name);
-        while (!sni.empty() && sni.back() == '.') sni.pop_back();
-        add_name(sni, pair.ip, file, o);
+        origins.add(pair, *entry, path.string());
         entry->response =
             prepare_response(std::move(pair.response), status->first, std::move(status->second), entry->method);
         index.entries_.push_back(std::move(*entry));
@@ -483,48 +435,21 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         warn.push_back(std::move(warning));
         corrupt++;
       });
-  if (index.entries_.empty()) {
-    const size_t files = corrupt + unreplayable;
-    std::string detail = files == 0 ? "the directory has no files"
-                                    : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
-                                          std::to_string(corrupt) + " not a recorded pair, " +
-                                          std::to_string(unreplayable) + " not replayable; see the warnings";
-    throw UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
-  }
+  if (index.entries_.empty()) throw no_valid_pair(dir, corrupt, unreplayable);
   std::stable_sort(index.entries_.begin(), index.entries_.end(), recorded_before);
-
-  for (auto& [where, o] : origins) {
-    ReplayOrigin origin;
-    origin.ip = where.first;
-    origin.port = where.second;
-    origin.https = o.tls > 0;
-    origin.names.assign(o.names.begin(), o.names.end());
-    origin.h2 = o.h2;
-    if (o.tls && o.clear) {
-      warn.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
-                     std::to_string(o.tls) + " pairs) and in clear (" + std::to_string(o.clear) +
-                     " pairs); it is served over TLS, so the pairs recorded in clear cannot be replayed");
-    }
-    index.origins_.push_back(std::move(origin));
-  }
-  std::sort(index.origins_.begin(), index.origins_.end(), [](const ReplayOrigin& a, const ReplayOrigin& b) {
-    return std::make_tuple(ip_order(a.ip), a.ip, a.port) < std::make_tuple(ip_order(b.ip), b.ip, b.port);
-  });
-  for (auto& [name, ips] : names) {
-    std::vector<std::string> sorted(ips.begin(), ips.end());
-    std::sort(sorted.begin(), sorted.end(), [](const std::string& a, const std::string& b) {
-      return std::make_pair(ip_order(a), a) < std::make_pair(ip_order(b), b);
-    });
-    index.names_[name] = std::move(sorted);
-  }
-
-  for (uint32_t i = 0; i < index.entries_.size(); i++) {
-    const Entry& e = index.entries_[i];
-    index.by_key_[index_key(e.https, e.host, e.method, e.path)].push_back(i);
-    index.by_host_[e.host].push_back(i);
-    index.by_path_[e.path].push_back(i);
-  }
+  index.origins_ = origins.origins();
+  index.names_ = origins.names();
+  index.build_lookup_tables();
   return index;
+}
+
+void ReplayIndex::build_lookup_tables() {
+  for (uint32_t i = 0; i < entries_.size(); i++) {
+    const Entry& e = entries_[i];
+    by_key_[index_key(e.https, e.host, e.method, e.path)].push_back(i);
+    by_host_[e.host].push_back(i);
+    by_path_[e.path].push_back(i);
+  }
 }
 
 const std::vector<ReplayOrigin>& ReplayIndex::origins() const { return origins_; }
@@ -534,7 +459,7 @@ const std::map<std::string, std::vector<std::string>>& ReplayIndex::names() cons
 size_t ReplayIndex::pairs() const { return entries_.size(); }
 
 ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions& options) {
-  const Incoming in = normalize_request(request);
+  const IncomingRequest in = normalize_request(request);
   std::vector<const Entry*> candidates;
   if (in.has_host) {
     const auto it = by_key_.find(index_key(in.https, in.host, in.method, in.path));
@@ -559,37 +484,4 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
   };
   return explain_miss(in, options, in.has_host ? entries_of(by_host_, in.host) : std::vector<const Entry*>{},
                       entries_of(by_path_, in.path));
-}
-
-ReplayMatch ReplayIndex::match_by_rescanning(const fs::path& dir, const ReplayRequest& request,
-                                             const ReplayOptions& options) {
-  const LoadedRecording loaded = load_recording(dir);
-  const Incoming in = normalize_request(request);
-
-  // Every valid pair's request, in recorded order; the responses are prepared only for the winner.
-  std::vector<std::pair<Entry, const RecordingEntry*>> all;
-  for (const RecordingEntry& recorded : loaded.entries) {
-    std::string why;
-    auto entry = request_entry(recorded.file, recorded.pair, &why);
-    if (!entry || !parse_status_line(recorded.pair.response.first_line)) continue;
-    all.emplace_back(std::move(*entry), &recorded);
-  }
-  std::stable_sort(all.begin(), all.end(),
-                   [](const auto& a, const auto& b) { return recorded_before(a.first, b.first); });
-
-  std::vector<const Entry*> candidates, same_host, same_path;
-  for (const auto& [e, recorded] : all) {
-    if (in.has_host && e.host == in.host) {
-      same_host.push_back(&e);
-      if (e.https == in.https && e.method == in.method && e.path == in.path) candidates.push_back(&e);
-    }
-    if (e.path == in.path) same_path.push_back(&e);
-  }
-  const Entry* chosen = choose(candidates, in, options, [] { return size_t{0}; });
-  if (!chosen) return explain_miss(in, options, same_host, same_path);
-  const auto winner = std::find_if(all.begin(), all.end(), [&](const auto& p) { return &p.first == chosen; });
-  const RecordedPair& pair = winner->second->pair;
-  auto status = parse_status_line(pair.response.first_line);
-  return ReplayMatch{
-      true, prepare_response(HttpMessage(pair.response), status->first, std::move(status->second), chosen->method), {}};
 }

@@ -26,8 +26,6 @@ struct ReplayRequest {
   std::string user_agent;  // empty if absent
   bool has_user_agent = false;
   bool https = false;
-  std::string server_ip;  // where it arrived (SERVER_ADDR), informative
-  uint16_t server_port = 0;
 };
 
 struct ReplayOptions {
@@ -78,12 +76,6 @@ class ReplayIndex {
   // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
   ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);
 
-  // What the original did for every request, for comparison: read and parse every file of DIR,
-  // then apply the same rules as match() with no state (the first of identical requests, always).
-  // Invalid files are ignored; a directory with no valid pair gives a miss. Missing DIR: UserError.
-  static ReplayMatch match_by_rescanning(const std::filesystem::path& dir, const ReplayRequest& request,
-                                         const ReplayOptions& options);
-
   ReplayIndex(ReplayIndex&&) noexcept;
   ReplayIndex& operator=(ReplayIndex&&) noexcept;
   ~ReplayIndex();
@@ -107,6 +99,7 @@ class ReplayIndex {
 
  private:
   ReplayIndex();
+  void build_lookup_tables();  // by_key_, by_host_, by_path_ from entries_
 
   std::vector<Entry> entries_;  // in recorded order: request_start_us, then file name
   // "s|p" + '\n' + host + '\n' + method + '\n' + path -> entries, in recorded order

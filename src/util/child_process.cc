@@ -1,5 +1,9 @@
+// Child processes: posix_spawn for other programs, fork for functions, waiting. See child_process.hh.
 #include "util/child_process.hh"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -7,6 +11,85 @@
 #include <string>
 
 #include "util/exception.hh"
+#include "util/file_descriptor.hh"
+
+namespace {
+
+// The attributes and file actions of one posix_spawn call, released whatever happens.
+class SpawnSetup {
+ public:
+  SpawnSetup() {
+    ::posix_spawn_file_actions_init(&actions);
+    ::posix_spawnattr_init(&attributes);
+  }
+  ~SpawnSetup() {
+    ::posix_spawn_file_actions_destroy(&actions);
+    ::posix_spawnattr_destroy(&attributes);
+  }
+  SpawnSetup(const SpawnSetup&) = delete;
+  SpawnSetup& operator=(const SpawnSetup&) = delete;
+
+  posix_spawn_file_actions_t actions;
+  posix_spawnattr_t attributes;
+};
+
+// Pointers to the strings, then a null: an argv or envp.
+std::vector<char*> null_terminated(std::vector<std::string>& words) {
+  std::vector<char*> pointers;
+  pointers.reserve(words.size() + 1);
+  for (std::string& word : words) pointers.push_back(word.data());
+  pointers.push_back(nullptr);
+  return pointers;
+}
+
+}  // namespace
+
+pid_t spawn_program(const std::filesystem::path& program, const std::vector<std::string>& arguments,
+                    const SpawnOptions& options) {
+  std::vector<std::string> argv_text{options.argv0.empty() ? program.string() : options.argv0};
+  argv_text.insert(argv_text.end(), arguments.begin(), arguments.end());
+  std::vector<char*> argv = null_terminated(argv_text);
+  std::vector<std::string> environment_text = options.environment.value_or(std::vector<std::string>{});
+  std::vector<char*> envp = null_terminated(environment_text);
+
+  SpawnSetup setup;
+  // A descriptor below 3 that is not already where it goes could be overwritten by an earlier
+  // placement (stdout_fd == 0, say): such ones go through a copy at 3 or above first.
+  std::vector<FileDescriptor> copies;
+  const int wanted[3] = {options.stdin_fd, options.stdout_fd, options.stderr_fd};
+  for (int target = 0; target < 3; target++) {
+    int fd = wanted[target];
+    if (fd < 0) continue;
+    if (fd < 3 && fd != target) {
+      copies.emplace_back(check_syscall("fcntl", ::fcntl(fd, F_DUPFD_CLOEXEC, 3)));
+      fd = copies.back().get();
+    }
+    // Also when fd == target: a dup2 onto itself clears close-on-exec.
+    ::posix_spawn_file_actions_adddup2(&setup.actions, fd, target);
+  }
+  if (options.close_other_fds) ::posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
+
+  short flags = 0;
+  if (options.new_process_group) {
+    ::posix_spawnattr_setpgroup(&setup.attributes, 0);
+    flags |= POSIX_SPAWN_SETPGROUP;
+  }
+  if (options.default_signals) {
+    sigset_t none, all;
+    ::sigemptyset(&none);
+    ::sigfillset(&all);
+    ::posix_spawnattr_setsigmask(&setup.attributes, &none);
+    ::posix_spawnattr_setsigdefault(&setup.attributes, &all);  // also undoes SIG_IGN, which exec keeps
+    flags |= POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF;
+  }
+  ::posix_spawnattr_setflags(&setup.attributes, flags);
+
+  pid_t pid = -1;
+  const int error = ::posix_spawn(&pid, program.c_str(), &setup.actions, &setup.attributes, argv.data(),
+                                  options.environment ? envp.data() : environ);
+  if (error != 0) throw SystemError("cannot run " + program.string(), error);
+  return pid;
+}
 
 pid_t fork_child(const std::string& program, const std::function<int()>& body) {
   pid_t pid = ::fork();
@@ -20,6 +103,14 @@ pid_t fork_child(const std::string& program, const std::function<int()>& body) {
   }
   std::cout.flush();
   ::_exit(code);
+}
+
+int wait_for_exit(pid_t pid) {
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) throw SystemError("waitpid");
+  }
+  return shell_exit_code(status);
 }
 
 int shell_exit_code(int wait_status) {

@@ -1,13 +1,40 @@
 #pragma once
-// Forking children that run a function, and turning wait statuses into shell exit codes.
+// Child processes, one way each: starting another program (posix_spawn, safe from a process with
+// threads), forking a child that runs a function (the shells' privileged helpers), waiting for a
+// child, and turning wait statuses into shell exit codes.
 #include <sys/types.h>
 
+#include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
+#include <vector>
+
+// How spawn_program sets up the new program.
+struct SpawnOptions {
+  std::string argv0;  // its argv[0]; empty: the program's path
+  // Descriptors to place on standard input, output and error; -1: this process's own is inherited.
+  int stdin_fd = -1, stdout_fd = -1, stderr_fd = -1;
+  bool close_other_fds = false;  // close 3 and up, even those without close-on-exec
+  // Its whole environment ("NAME=value" each); nullopt: this process's environment.
+  std::optional<std::vector<std::string>> environment;
+  bool new_process_group = false;  // leads a process group of its own (stopping it stops its children)
+  bool default_signals = false;    // nothing blocked, every signal's action the default (not inherited)
+};
+
+// Starts `program` (a path: no PATH search) with `arguments` after argv[0] and returns its pid.
+// A program that cannot be run (missing, not executable) is a SystemError naming it, with the
+// reason exec gave, before anything has run.
+pid_t spawn_program(const std::filesystem::path& program, const std::vector<std::string>& arguments,
+                    const SpawnOptions& options = {});
 
 // Forks. The child runs body and _exits with its return value; an exception in the child is
 // printed as "program: message" and the child exits 1. Returns the child's pid.
 pid_t fork_child(const std::string& program, const std::function<int()>& body);
+
+// Waits for the child `pid` to end (retrying when a signal interrupts) and returns
+// shell_exit_code() of how it ended.
+int wait_for_exit(pid_t pid);
 
 // What a shell reports for a finished process: its exit code, or 128+N if killed by signal N.
 int shell_exit_code(int wait_status);

@@ -1,0 +1,162 @@
+// Apache httpd's configuration for one replay server, as text. See apache_config.hh.
+#include "replay/apache_config.hh"
+
+#include <algorithm>
+#include <sstream>
+
+#include "util/address.hh"
+#include "util/exception.hh"
+#include "util/host_name.hh"
+#include "util/text.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A quoted argument for Apache's configuration (the paths in it were checked by require_plain_path).
+std::string config_quoted(const fs::path& path) {
+  const std::string text = path.string();
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\' || c < 0x20 || c == 0x7f) {
+      throw UserError("cannot put " + text + " in Apache's configuration: it cannot quote that name");
+    }
+  }
+  return '"' + text + '"';
+}
+
+// "LoadModule NAME "MODULES/FILE"" and a newline.
+std::string load_module(const ApacheFiles& files, const char* name, const char* file) {
+  return std::string("LoadModule ") + name + " " + config_quoted(files.modules / file) + "\n";
+}
+
+// The TLS (and HTTP/2) part of an HTTPS server's configuration.
+std::string tls_section(const ReplayServerSpec& spec, const ApacheFiles& files) {
+  const fs::path& work = files.work;
+  const std::string& stem = files.stem;
+  auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
+  std::ostringstream c;
+  c << module("socache_shmcb_module", "mod_socache_shmcb.so")
+    << module("ssl_module", "mod_ssl.so")
+    // Session resumption, as the recorded servers most likely allowed.
+    << "SSLSessionCache " << config_quoted("shmcb:" + (work / (stem + ".ssl-cache")).string() + "(512000)") << "\n"
+    << "SSLEngine on\n"
+       "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
+    << "SSLCertificateFile " << config_quoted(work / (stem + ".pem")) << "\n"
+    << "SSLCertificateKeyFile " << config_quoted(work / (stem + ".key")) << "\n";
+  if (spec.h2) {
+    c << module("http2_module", "mod_http2.so")
+      << "Protocols h2 http/1.1\n"
+         // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
+         "H2Push off\n"
+         // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
+         // start of 100 instances).
+         "H2MinWorkers 1\n";
+  }
+  return c.str();
+}
+
+}  // namespace
+
+std::string apache_file_stem(const ReplayServerSpec& spec) {
+  return "apache-" + spec.ip + "-" + std::to_string(spec.port);
+}
+
+std::vector<std::string> certificate_names(const ReplayServerSpec& spec) {
+  std::vector<std::string> names;
+  for (const std::string& name : spec.names) {
+    const std::string n =
+        ascii_lowercase(name.size() > 1 && name.back() == '.' ? name.substr(0, name.size() - 1) : name);
+    if (is_host_name(n) && !Ipv4::parse(n) && std::find(names.begin(), names.end(), n) == names.end()) {
+      names.push_back(n);
+    }
+  }
+  names.push_back(spec.ip);
+  return names;
+}
+
+std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name,
+                                 const ApacheFiles& files) {
+  const fs::path& work = files.work;
+  const std::string& stem = files.stem;
+  auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
+  const std::string endpoint = spec.ip + ":" + std::to_string(spec.port);
+  std::ostringstream c;
+  c << "# Apache httpd for " << endpoint << (spec.https ? " (HTTPS" : " (HTTP") << (spec.h2 ? ", HTTP/2)" : ")")
+    << ", written by mm-replay: every request goes to the\n"
+       "# replay matcher over FastCGI.\n"
+    << "ServerRoot " << config_quoted(work) << "\n"
+    << "DefaultRuntimeDir " << config_quoted(work) << "\n"
+    << "PidFile " << config_quoted(work / (stem + ".pid"))
+    << "\n"
+    // In shared memory: lock files would cost a file creation per mutex per instance.
+    << "Mutex pthread default\n"
+    << "ErrorLog " << config_quoted(work / (stem + ".log")) << "\n"
+    << "LogLevel warn\n"
+    // For HTTPS the certificate's first name, or mod_ssl warns (AH01909) that they differ. Apache
+    // uses it only in answers it makes itself: the matcher sees the client's Host.
+    << "ServerName " << server_name << "\n"
+    << "Listen " << endpoint << "\n"
+    << "DocumentRoot " << config_quoted(work) << "\n"
+    << module("mpm_event_module", "mod_mpm_event.so")
+    << module("authz_core_module", "mod_authz_core.so")  // without it every request fails: AH00025
+    << module("proxy_module", "mod_proxy.so")
+    << module("proxy_fcgi_module", "mod_proxy_fcgi.so")
+    // Add as little as possible to what the matcher answers: "Server: Apache" only where the
+    // recorded response has no Server header (and Date likewise), no error-page signature.
+    << "ServerTokens Prod\n"
+       "ServerSignature Off\n"
+       "Timeout 60\n"
+       "KeepAlive On\n"
+       "MaxKeepAliveRequests 0\n"
+       "KeepAliveTimeout 30\n"
+       // Recorded URLs and cookies can be long; Apache's 8 KB limits would answer 414/400 instead.
+       "LimitRequestLine 65536\n"
+       "LimitRequestFieldSize 65536\n"
+       // %2F in a path: forward it (the default answers 404 without asking the matcher).
+       "AllowEncodedSlashes NoDecode\n"
+       // One process of 32 threads at first: more than a browser's parallel connections to one
+       // origin (the event MPM holds idle keep-alive connections without a thread, and HTTP/2
+       // streams run on mod_http2's own workers). Under load (--single-server, or a slow link
+       // keeping threads busy writing) Apache adds processes, up to 8. Each thread costs start-up
+       // time: 64 instead of 32 makes 100 instances start 15% slower.
+       "StartServers 1\n"
+       "ServerLimit 8\n"
+       "ThreadLimit 32\n"
+       "ThreadsPerChild 32\n"
+       "MaxRequestWorkers 256\n"
+       "MinSpareThreads 8\n"
+       "MaxSpareThreads 256\n"
+    // No enablereuse: a fresh unix-socket connection per request costs microseconds, and the
+    // matcher then never has a thread held by an idle kept-open connection.
+    << "ProxyPass \"/\" " << config_quoted("unix:" + files.socket.string() + "|fcgi://localhost/")
+    << "\n"
+    // Keep the matcher's Content-Length instead of re-framing the body as chunked (and closing
+    // HTTP/1.0 keep-alive connections), which Apache 2.4.59 and later do with CGI-like back ends
+    // unless told to trust them.
+    << module("env_module", "mod_env.so") << "SetEnv ap_trust_cgilike_cl 1\n";
+  if (spec.https) c << tls_section(spec, files);
+  return c.str();
+}
+
+std::vector<std::string> required_apache_modules(const std::vector<ReplayServerSpec>& servers) {
+  if (servers.empty()) return {};
+  std::vector<std::string> modules{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so", "mod_proxy_fcgi.so",
+                                   "mod_env.so"};
+  if (std::any_of(servers.begin(), servers.end(), [](const ReplayServerSpec& s) { return s.https; })) {
+    modules.insert(modules.end(), {"mod_ssl.so", "mod_socache_shmcb.so"});
+  }
+  if (std::any_of(servers.begin(), servers.end(), [](const ReplayServerSpec& s) { return s.https && s.h2; })) {
+    modules.push_back("mod_http2.so");
+  }
+  return modules;
+}
+
+void require_plain_path(const fs::path& path) {
+  for (unsigned char c : path.string()) {
+    if (c == '"' || c == '\\' || c == '|' || c < 0x20 || c == 0x7f) {
+      throw UserError(
+          "cannot use " + path.string() +
+          " for replay's servers: Apache cannot quote its name; set TMPDIR to a plain directory such as /tmp");
+    }
+  }
+}

@@ -1,0 +1,88 @@
+// Apache's configuration for a replay server, as text: HTTP, HTTPS and HTTP/2 instances, quoting
+// of paths, the certificate's names, the modules needed, paths Apache cannot hold.
+#include <string>
+
+#include "expect.hh"
+#include "replay/apache_config.hh"
+#include "util/exception.hh"
+
+namespace {
+
+const ApacheFiles kFiles{"/usr/lib/apache2/modules", "/tmp/mm-replay.abc", "apache-10.0.0.1-443",
+                         "/tmp/mm-replay.abc/matcher.sock"};
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+}  // namespace
+
+TEST(ApacheConfig, http_server) {
+  const ReplayServerSpec spec{"10.0.0.1", 80, false, {"a.test"}, false};
+  const ApacheFiles files{"/m", "/w", apache_file_stem(spec), "/w/matcher.sock"};
+  EXPECT_EQ(files.stem, "apache-10.0.0.1-80");
+  const std::string c = apache_configuration(spec, "10.0.0.1", files);
+  EXPECT_EQ(c.rfind("# Apache httpd for 10.0.0.1:80 (HTTP), written by mm-replay", 0), 0u) << c;
+  for (const char* line :
+       {"ServerRoot \"/w\"", "DefaultRuntimeDir \"/w\"", "PidFile \"/w/apache-10.0.0.1-80.pid\"",
+        "ErrorLog \"/w/apache-10.0.0.1-80.log\"", "ServerName 10.0.0.1", "Listen 10.0.0.1:80",
+        "LoadModule mpm_event_module \"/m/mod_mpm_event.so\"", "LoadModule proxy_fcgi_module \"/m/mod_proxy_fcgi.so\"",
+        "ProxyPass \"/\" \"unix:/w/matcher.sock|fcgi://localhost/\"", "SetEnv ap_trust_cgilike_cl 1",
+        "AllowEncodedSlashes NoDecode", "LimitRequestLine 65536", "ServerTokens Prod"}) {
+    EXPECT_TRUE(has_line(c, line)) << line << "\n" << c;
+  }
+  EXPECT_EQ(c.find("SSL"), std::string::npos);
+  EXPECT_EQ(c.find("http2"), std::string::npos);
+}
+
+TEST(ApacheConfig, https_and_http2_server) {
+  const ReplayServerSpec tls{"10.0.0.1", 443, true, {"a.test"}, false};
+  const std::string c = apache_configuration(tls, "a.test", kFiles);
+  EXPECT_TRUE(c.find("(HTTPS), written") != std::string::npos);
+  for (const char* line : {"SSLEngine on", "SSLProtocol -all +TLSv1.2 +TLSv1.3", "ServerName a.test",
+                           "SSLCertificateFile \"/tmp/mm-replay.abc/apache-10.0.0.1-443.pem\"",
+                           "SSLCertificateKeyFile \"/tmp/mm-replay.abc/apache-10.0.0.1-443.key\"",
+                           "SSLSessionCache \"shmcb:/tmp/mm-replay.abc/apache-10.0.0.1-443.ssl-cache(512000)\"",
+                           "LoadModule ssl_module \"/usr/lib/apache2/modules/mod_ssl.so\""}) {
+    EXPECT_TRUE(has_line(c, line)) << line << "\n" << c;
+  }
+  EXPECT_EQ(c.find("Protocols"), std::string::npos);
+
+  ReplayServerSpec h2 = tls;
+  h2.h2 = true;
+  const std::string c2 = apache_configuration(h2, "a.test", kFiles);
+  EXPECT_TRUE(c2.find("(HTTPS, HTTP/2), written") != std::string::npos);
+  EXPECT_TRUE(has_line(c2, "Protocols h2 http/1.1"));
+  EXPECT_TRUE(has_line(c2, "H2Push off"));
+  EXPECT_TRUE(has_line(c2, "LoadModule http2_module \"/usr/lib/apache2/modules/mod_http2.so\""));
+}
+
+TEST(ApacheConfig, unquotable_paths_refused) {
+  const ReplayServerSpec spec{"10.0.0.1", 80, false, {}, false};
+  ApacheFiles files = kFiles;
+  files.work = "/tmp/a\"b";
+  EXPECT_THROW_WITH(UserError, apache_configuration(spec, "x", files), "it cannot quote that name");
+  EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a|b"), "Apache cannot quote its name; set TMPDIR");
+  EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a\nb"), "Apache cannot quote its name");
+  EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a\\b"), "Apache cannot quote its name");
+  require_plain_path("/tmp/mm-replay.Ab9_-x y");
+}
+
+TEST(ApacheConfig, certificate_names) {
+  const ReplayServerSpec spec{
+      "10.0.0.1", 443, true, {"WWW.A.test.", "a.test", "www.a.test", "10.0.0.9", "bad name", "b.test"}, false};
+  EXPECT_EQ(certificate_names(spec), (std::vector<std::string>{"www.a.test", "a.test", "b.test", "10.0.0.1"}));
+  EXPECT_EQ(certificate_names({"10.0.0.2", 443, true, {}, false}), std::vector<std::string>{"10.0.0.2"});
+}
+
+TEST(ApacheConfig, required_modules) {
+  EXPECT_TRUE(required_apache_modules({}).empty());
+  const std::vector<std::string> http = required_apache_modules({{"10.0.0.1", 80, false, {}, true}});
+  EXPECT_EQ(http, (std::vector<std::string>{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so",
+                                            "mod_proxy_fcgi.so", "mod_env.so"}));
+  const auto tls = required_apache_modules({{"10.0.0.1", 80, false, {}, false}, {"10.0.0.1", 443, true, {}, false}});
+  EXPECT_EQ(tls.size(), http.size() + 2);
+  EXPECT_EQ(tls.back(), "mod_socache_shmcb.so");
+  const auto h2 = required_apache_modules({{"10.0.0.1", 443, true, {}, true}});
+  EXPECT_EQ(h2.back(), "mod_http2.so");
+}
