@@ -2,8 +2,11 @@
 // isolated namespace's addresses.
 #include <sys/resource.h>
 
+#include <vector>
+
 #include "expect.hh"
 #include "shell/privileged.hh"
+#include "util/exception.hh"
 
 namespace {
 // Sets this process's RLIMIT_NICE soft limit for one test, and restores it.
@@ -49,4 +52,27 @@ TEST(Privileged, raise_priority_leaves_the_inherited_priority_alone) {
   const int before = ::getpriority(PRIO_PROCESS, 0);
   raise_priority(kNoPriorityChange);
   ASSERT_EQ(::getpriority(PRIO_PROCESS, 0), before);
+}
+
+TEST(Privileged, isolated_addresses_are_checked) {
+  auto ip = [](const char* text) { return *Ipv4::parse(text); };
+  check_isolated_addresses({});
+  check_isolated_addresses({ip("10.0.0.1"), ip("93.184.216.34"), ip("100.64.1.2"), ip("223.255.255.254")});
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("127.0.0.2")}),
+                    "server address 127.0.0.2 is not a unicast address (loopback");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("0.0.0.0")}), "0.0.0.0 is not a unicast address");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("224.0.0.1")}),
+                    "224.0.0.1 is not a unicast address (multicast");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("255.255.255.255")}),
+                    "255.255.255.255 is not a unicast address");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("240.0.0.1")}), "reserved");
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses({ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.1")}),
+                    "server address 10.0.0.1 was requested twice");
+  std::vector<Ipv4> many;
+  for (uint32_t i = 0; i < kMaxIsolatedAddresses; i++) many.push_back(Ipv4{0x0a000001 + i});
+  check_isolated_addresses(many);
+  many.push_back(Ipv4{0x0b000001});
+  EXPECT_THROW_WITH(UserError, check_isolated_addresses(many),
+                    "too many addresses for the replay: 1025 (the recorded servers' and the resolvers'; at most 1024)");
+  EXPECT_THROW_WITH(UserError, check_isolated_address_count(4000000000u), "--single-server");
 }
