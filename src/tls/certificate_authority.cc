@@ -22,6 +22,7 @@
 #include <stdexcept>
 
 #include "tls/openssl_error.hh"
+#include "tls/openssl_ptr.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
@@ -41,19 +42,12 @@ using CertificatePtr = CertificateAuthority::CertificatePtr;
 using ContextPtr = CertificateAuthority::ContextPtr;
 
 // Owners of the short-lived OpenSSL objects used while building certificates.
-template <auto free_function>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const {
-    free_function(p);
-  }
-};
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using BignumPtr = std::unique_ptr<BIGNUM, Deleter<BN_free>>;
-using ExtensionPtr = std::unique_ptr<X509_EXTENSION, Deleter<X509_EXTENSION_free>>;
-using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, Deleter<GENERAL_NAME_free>>;
-using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES_free>>;
-using StringPtr = std::unique_ptr<ASN1_STRING, Deleter<ASN1_STRING_free>>;
+using BioPtr = std::unique_ptr<BIO, OpenSslFree<BIO_free_all>>;
+using BignumPtr = std::unique_ptr<BIGNUM, OpenSslFree<BN_free>>;
+using ExtensionPtr = std::unique_ptr<X509_EXTENSION, OpenSslFree<X509_EXTENSION_free>>;
+using GeneralNamePtr = std::unique_ptr<GENERAL_NAME, OpenSslFree<GENERAL_NAME_free>>;
+using GeneralNamesPtr = std::unique_ptr<GENERAL_NAMES, OpenSslFree<GENERAL_NAMES_free>>;
+using StringPtr = std::unique_ptr<ASN1_STRING, OpenSslFree<ASN1_STRING_free>>;
 
 constexpr long kDay = 24 * 60 * 60;
 constexpr int kCaDays = 20 * 365 + 5;  // 20 years with their leap days

@@ -13,28 +13,12 @@
 
 #include "expect.hh"
 #include "record/record_proxy.hh"
+#include "temp_files.hh"
 #include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char name[] = "/tmp/mm-record-proxy-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path_ = name;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // A listening TCP socket on 127.0.0.1, any port.
 FileDescriptor loopback_listener(sockaddr_in* address) {
   FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
@@ -49,16 +33,16 @@ FileDescriptor loopback_listener(sockaddr_in* address) {
 }
 
 struct Fixture {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path() / "ca");
-  RecordWriter writer{tmp.path(), [](const std::string&) {}};
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path / "ca");
+  RecordWriter writer{tmp.path, [](const std::string&) {}};
 };
 }  // namespace
 
 TEST(RecordProxy, unreadable_upstream_ca_bundle_is_a_user_error) {
   Fixture f;
   sockaddr_in address;
-  const fs::path bundle = f.tmp.path() / "bundle.pem";
+  const fs::path bundle = f.tmp.path / "bundle.pem";
   std::ofstream(bundle) << "not PEM\n";
   RecordProxyOptions options;
   options.upstream_ca_file = bundle.string();

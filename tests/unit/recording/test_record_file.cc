@@ -16,24 +16,12 @@
 #include "recording/http_record.pb.h"
 #include "recording/record_file.hh"
 #include "samples.hh"
+#include "temp_files.hh"
 #include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/mm-record-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // Protobuf wire format by hand, so the "original" file does not depend on our generated code.
 std::string varint(uint64_t v) {
   std::string out;

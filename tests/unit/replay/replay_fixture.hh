@@ -15,23 +15,11 @@
 
 #include "recording/record_file.hh"
 #include "replay/replay_index.hh"
+#include "temp_files.hh"
 #include "util/text.hh"
 
 namespace replay_test {
 namespace fs = std::filesystem;
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char name[] = "/tmp/mm-replay-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path = name;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 struct PairSpec {
   std::string ip = "10.0.0.1";

@@ -18,46 +18,21 @@
 #include <sstream>
 
 #include "expect.hh"
+#include "temp_files.hh"
 #include "tls/certificate_authority.hh"
+#include "tls/openssl_ptr.hh"
 #include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-template <auto free_function>
-struct Deleter {
-  template <typename T>
-  void operator()(T* p) const {
-    free_function(p);
-  }
-};
-using X509Ptr = std::unique_ptr<X509, Deleter<X509_free>>;
-using StorePtr = std::unique_ptr<X509_STORE, Deleter<X509_STORE_free>>;
-using StoreContextPtr = std::unique_ptr<X509_STORE_CTX, Deleter<X509_STORE_CTX_free>>;
-using BioPtr = std::unique_ptr<BIO, Deleter<BIO_free_all>>;
-using KeyPtr = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY_free>>;
-using SslPtr = std::unique_ptr<SSL, Deleter<SSL_free>>;
-using SslContextPtr = std::unique_ptr<SSL_CTX, Deleter<SSL_CTX_free>>;
-
-// A fresh directory under /tmp, removed with everything in it.
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char name[] = "/tmp/mm-ca-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path_ = name;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  TemporaryDirectory(const TemporaryDirectory&) = delete;
-  TemporaryDirectory& operator=(const TemporaryDirectory&) = delete;
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using X509Ptr = std::unique_ptr<X509, OpenSslFree<X509_free>>;
+using StorePtr = std::unique_ptr<X509_STORE, OpenSslFree<X509_STORE_free>>;
+using StoreContextPtr = std::unique_ptr<X509_STORE_CTX, OpenSslFree<X509_STORE_CTX_free>>;
+using BioPtr = std::unique_ptr<BIO, OpenSslFree<BIO_free_all>>;
+using KeyPtr = std::unique_ptr<EVP_PKEY, OpenSslFree<EVP_PKEY_free>>;
+using SslPtr = std::unique_ptr<SSL, OpenSslFree<SSL_free>>;
+using SslContextPtr = std::unique_ptr<SSL_CTX, OpenSslFree<SSL_CTX_free>>;
 
 unsigned mode_of(const fs::path& path) {
   struct stat st {};
@@ -179,8 +154,8 @@ const std::string kOfferH2AndHttp11("\x02h2\x08http/1.1", 12);
 }  // namespace
 
 TEST(CertificateAuthority, ca_create_then_load_gives_same_certificate_and_private_modes) {
-  TemporaryDirectory tmp;
-  const fs::path dir = tmp.path() / "new" / "parents" / "ca";
+  TempDir tmp;
+  const fs::path dir = tmp.path / "new" / "parents" / "ca";
   bool created = false;
   const CertificateAuthority first = CertificateAuthority::load_or_create(dir, &created);
   ASSERT_TRUE(created);
@@ -191,8 +166,8 @@ TEST(CertificateAuthority, ca_create_then_load_gives_same_certificate_and_privat
   ASSERT_EQ(mode_of(dir / "ca.key"), 0600u);
   ASSERT_EQ(mode_of(dir / "ca.pem"), 0644u);
   ASSERT_EQ(mode_of(dir), 0700u);
-  ASSERT_EQ(mode_of(tmp.path() / "new"), 0700u);
-  ASSERT_EQ(mode_of(tmp.path() / "new" / "parents"), 0700u);
+  ASSERT_EQ(mode_of(tmp.path / "new"), 0700u);
+  ASSERT_EQ(mode_of(tmp.path / "new" / "parents"), 0700u);
   std::set<std::string> entries;
   for (const auto& entry : fs::directory_iterator(dir)) entries.insert(entry.path().filename());
   ASSERT_TRUE(entries == (std::set<std::string>{"ca.key", "ca.pem"}));  // no temporary files left
@@ -206,8 +181,8 @@ TEST(CertificateAuthority, ca_create_then_load_gives_same_certificate_and_privat
 }
 
 TEST(CertificateAuthority, ca_certificate_is_a_long_lived_constrained_ca) {
-  TemporaryDirectory tmp;
-  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   X509Ptr certificate = ca_certificate(ca);
   const std::time_t now = std::time(nullptr);
   const std::time_t ten_years = static_cast<std::time_t>(10 * 366) * 24 * 3600;
@@ -225,32 +200,32 @@ TEST(CertificateAuthority, ca_certificate_is_a_long_lived_constrained_ca) {
 }
 
 TEST(CertificateAuthority, ca_corrupt_certificate_names_the_file) {
-  TemporaryDirectory tmp;
-  { CertificateAuthority::load_or_create(tmp.path()); }
-  write_text(tmp.path() / "ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n");
-  const std::string path = (tmp.path() / "ca.pem").string();
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), path);
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), path);
+  TempDir tmp;
+  { CertificateAuthority::load_or_create(tmp.path); }
+  write_text(tmp.path / "ca.pem", "-----BEGIN CERTIFICATE-----\nnot base64 at all\n-----END CERTIFICATE-----\n");
+  const std::string path = (tmp.path / "ca.pem").string();
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path), path);
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path), path);
   ASSERT_EQ(ERR_peek_error(), 0ul);  // the error queue was left clean
 }
 
 TEST(CertificateAuthority, ca_one_file_without_the_other_is_an_error) {
-  TemporaryDirectory tmp;
-  { CertificateAuthority::load_or_create(tmp.path()); }
-  const std::string key = read_text(tmp.path() / "ca.key");
-  fs::remove(tmp.path() / "ca.key");
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), (tmp.path() / "ca.key").string());
-  ASSERT_TRUE(!fs::exists(tmp.path() / "ca.key"));  // not silently replaced by a key that fits no certificate
+  TempDir tmp;
+  { CertificateAuthority::load_or_create(tmp.path); }
+  const std::string key = read_text(tmp.path / "ca.key");
+  fs::remove(tmp.path / "ca.key");
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path), (tmp.path / "ca.key").string());
+  ASSERT_TRUE(!fs::exists(tmp.path / "ca.key"));  // not silently replaced by a key that fits no certificate
 
-  fs::remove(tmp.path() / "ca.pem");
-  write_text(tmp.path() / "ca.key", key);
-  fs::permissions(tmp.path() / "ca.key", fs::perms::owner_read | fs::perms::owner_write);
-  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path()), (tmp.path() / "ca.pem").string());
+  fs::remove(tmp.path / "ca.pem");
+  write_text(tmp.path / "ca.key", key);
+  fs::permissions(tmp.path / "ca.key", fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(tmp.path), (tmp.path / "ca.pem").string());
 }
 
 TEST(CertificateAuthority, ca_key_that_does_not_match_or_is_exposed_is_refused) {
-  TemporaryDirectory tmp;
-  const fs::path a = tmp.path() / "a", b = tmp.path() / "b";
+  TempDir tmp;
+  const fs::path a = tmp.path / "a", b = tmp.path / "b";
   { CertificateAuthority::load_or_create(a); }
   { CertificateAuthority::load_or_create(b); }
   fs::copy_file(b / "ca.key", a / "ca.key", fs::copy_options::overwrite_existing);
@@ -259,15 +234,15 @@ TEST(CertificateAuthority, ca_key_that_does_not_match_or_is_exposed_is_refused) 
   write_text(b / "ca.key", "garbage\n");
   EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(b), (b / "ca.key").string());
 
-  const fs::path c = tmp.path() / "c";
+  const fs::path c = tmp.path / "c";
   { CertificateAuthority::load_or_create(c); }
   ::chmod((c / "ca.key").c_str(), 0644);
   EXPECT_THROW_WITH(UserError, CertificateAuthority::load_or_create(c), "chmod 600");
 }
 
 TEST(CertificateAuthority, ca_spki_hash_matches_an_independent_computation) {
-  TemporaryDirectory tmp;
-  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   X509Ptr certificate = ca_certificate(ca);
   unsigned char* der = nullptr;
   const int length = i2d_PUBKEY(X509_get0_pubkey(certificate.get()), &der);
@@ -282,8 +257,8 @@ TEST(CertificateAuthority, ca_spki_hash_matches_an_independent_computation) {
 }
 
 TEST(CertificateAuthority, ca_minted_leaves_verify_for_dns_names_and_ip_literals) {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   X509Ptr root = ca_certificate(ca);
   struct Case {
     std::string requested, checked;
@@ -322,19 +297,19 @@ TEST(CertificateAuthority, ca_minted_leaves_verify_for_dns_names_and_ip_literals
 }
 
 TEST(CertificateAuthority, ca_rejects_names_that_are_not_hosts) {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   for (const std::string& bad :
        {std::string(""), std::string("two words"), std::string("*.example.com"), std::string("a..b"),
         std::string("x\x01y"), std::string(64, 'a') + ".com", std::string("evil.com/path")}) {
     EXPECT_THROW_WITH(UserError, ca.server_context(bad), "not a host name");
   }
-  EXPECT_THROW_WITH(UserError, ca.write_leaf({}, tmp.path() / "c.pem", tmp.path() / "c.key"), "at least one");
+  EXPECT_THROW_WITH(UserError, ca.write_leaf({}, tmp.path / "c.pem", tmp.path / "c.key"), "at least one");
 }
 
 TEST(CertificateAuthority, ca_tls_handshake_in_memory_negotiates_http11) {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   X509Ptr root = ca_certificate(ca);
   SSL_CTX* context = ca.server_context("www.example.com");
   ASSERT_EQ(SSL_CTX_get_min_proto_version(context), static_cast<long>(TLS1_2_VERSION));
@@ -372,8 +347,8 @@ TEST(CertificateAuthority, ca_tls_handshake_in_memory_negotiates_http11) {
 }
 
 TEST(CertificateAuthority, ca_server_contexts_are_cached_per_name) {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path());
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path);
   X509Ptr root = ca_certificate(ca);
   SSL_CTX* first = ca.server_context("cache.example.com");
   ASSERT_TRUE(first == ca.server_context("cache.example.com"));
@@ -400,10 +375,10 @@ TEST(CertificateAuthority, ca_server_contexts_are_cached_per_name) {
 }
 
 TEST(CertificateAuthority, ca_write_leaf_gives_apache_a_chain_and_private_key) {
-  TemporaryDirectory tmp;
-  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path() / "ca");
+  TempDir tmp;
+  CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path / "ca");
   X509Ptr root = ca_certificate(ca);
-  const fs::path certificate_path = tmp.path() / "site.pem", key_path = tmp.path() / "site.key";
+  const fs::path certificate_path = tmp.path / "site.pem", key_path = tmp.path / "site.key";
   ca.write_leaf({"Example.com", "www.example.com", "10.0.0.1"}, certificate_path, key_path);
   ASSERT_EQ(mode_of(key_path), 0600u);
   ASSERT_EQ(mode_of(certificate_path), 0644u);

@@ -8,29 +8,13 @@
 #include <sstream>
 
 #include "expect.hh"
+#include "temp_files.hh"
 #include "tls/nss_database.hh"
 #include "util/exception.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char name[] = "/tmp/mm-nss-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path_ = name;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 // certutil's -N, -L, -D and -A on a list of PEM texts; every call is logged by its option.
 struct FakeCertutil {
   std::vector<std::string> held;
@@ -95,9 +79,9 @@ TEST(NssDatabase, named_with_or_without_sql_prefix_defaulting_to_pki_nssdb) {
 }
 
 TEST(NssDatabase, trust_creates_the_database_then_imports_and_a_second_time_replaces) {
-  TemporaryDirectory tmp;
-  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path() / "ca");
-  const NssDatabase db{tmp.path() / "profile" / "nssdb"};
+  TempDir tmp;
+  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path / "ca");
+  const NssDatabase db{tmp.path / "profile" / "nssdb"};
   FakeCertutil certutil;
   std::ostringstream out;
   nss_trust(ca, db, true, certutil.runner(), out);
@@ -121,9 +105,9 @@ TEST(NssDatabase, trust_creates_the_database_then_imports_and_a_second_time_repl
 }
 
 TEST(NssDatabase, trust_reports_certutils_first_line) {
-  TemporaryDirectory tmp;
-  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path() / "ca");
-  const NssDatabase db{tmp.path() / "nssdb"};
+  TempDir tmp;
+  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path / "ca");
+  const NssDatabase db{tmp.path / "nssdb"};
   FakeCertutil certutil;
   certutil.refuse_import = true;
   std::ostringstream out;
@@ -134,15 +118,15 @@ TEST(NssDatabase, trust_reports_certutils_first_line) {
 }
 
 TEST(NssDatabase, untrust_removes_every_copy_and_says_what_it_did) {
-  TemporaryDirectory tmp;
-  const NssDatabase db{tmp.path()};
+  TempDir tmp;
+  const NssDatabase db{tmp.path};
   FakeCertutil certutil;
   std::ostringstream absent;
   nss_untrust(db, certutil.runner(), absent);
   EXPECT_EQ(absent.str(), "nothing to remove: there is no NSS database at " + db.argument() + "\n");
   EXPECT_EQ(certutil.calls, "");
 
-  std::ofstream(tmp.path() / "cert9.db") << "db";
+  std::ofstream(tmp.path / "cert9.db") << "db";
   certutil.held = {"one", "two"};
   std::ostringstream removed;
   nss_untrust(db, certutil.runner(), removed);
@@ -154,15 +138,15 @@ TEST(NssDatabase, untrust_removes_every_copy_and_says_what_it_did) {
 }
 
 TEST(NssDatabase, status_tells_ours_from_another_and_absent) {
-  TemporaryDirectory tmp;
-  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path() / "ca");
-  const ScopedHome home(tmp.path());
+  TempDir tmp;
+  const CertificateAuthority ca = CertificateAuthority::load_or_create(tmp.path / "ca");
+  const ScopedHome home(tmp.path);
   FakeCertutil certutil;
   const CertutilRunner runner = certutil.runner();
-  const std::string db = "sql:" + (tmp.path() / ".pki" / "nssdb").string();
+  const std::string db = "sql:" + (tmp.path / ".pki" / "nssdb").string();
   EXPECT_EQ(nss_status(ca, &runner), "no (no NSS database at " + db + "; run mm-ca trust)");
-  fs::create_directories(tmp.path() / ".pki" / "nssdb");
-  std::ofstream(tmp.path() / ".pki" / "nssdb" / "cert9.db") << "db";
+  fs::create_directories(tmp.path / ".pki" / "nssdb");
+  std::ofstream(tmp.path / ".pki" / "nssdb" / "cert9.db") << "db";
   EXPECT_EQ(nss_status(ca, nullptr), "unknown (certutil is not installed: package libnss3-tools)");
   EXPECT_EQ(nss_status(ca, &runner), "no (run mm-ca trust)");
   certutil.held = {"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"};

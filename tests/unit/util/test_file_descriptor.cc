@@ -8,24 +8,11 @@
 #include <string>
 
 #include "expect.hh"
+#include "temp_files.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
-namespace {
-// A file in /tmp holding text, removed when the object goes.
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& text) {
-    char name[] = "/tmp/mm-unit-bounds.XXXXXX";
-    const int fd = ::mkstemp(name);
-    if (fd < 0) throw std::runtime_error("mkstemp failed");
-    path = name;
-    write_all(fd, text);
-    ::close(fd);
-  }
-  ~TempFile() { ::unlink(path.c_str()); }
-};
-}  // namespace
+namespace {}  // namespace
 
 TEST(FileDescriptor, read_user_file_refuses_more_than_its_limit) {
   TempFile file(std::string(1000, 'x'));

@@ -10,28 +10,12 @@
 #include <fstream>
 
 #include "expect.hh"
+#include "temp_files.hh"
 #include "util/private_directory.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-class TemporaryDirectory {
- public:
-  TemporaryDirectory() {
-    char name[] = "/tmp/mm-private-directory-test-XXXXXX";
-    if (!::mkdtemp(name)) throw std::runtime_error("mkdtemp failed");
-    path_ = name;
-  }
-  ~TemporaryDirectory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
 mode_t mode_of(const fs::path& path) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) throw std::runtime_error("lstat " + path.string());
@@ -55,17 +39,17 @@ const PrivateDirectoryOptions kFixOnly{.fix = "choose another directory"};
 }  // namespace
 
 TEST(PrivateDirectory, creates_it_and_missing_parents_0700_whatever_the_umask) {
-  TemporaryDirectory tmp;
-  const fs::path dir = tmp.path() / "a" / "b" / "c";
+  TempDir tmp;
+  const fs::path dir = tmp.path / "a" / "b" / "c";
   with_umask(0777, [&] { make_private_directory(dir, kFixOnly); });
-  EXPECT_EQ(mode_of(tmp.path() / "a"), 0700u);
-  EXPECT_EQ(mode_of(tmp.path() / "a" / "b"), 0700u);
+  EXPECT_EQ(mode_of(tmp.path / "a"), 0700u);
+  EXPECT_EQ(mode_of(tmp.path / "a" / "b"), 0700u);
   EXPECT_EQ(mode_of(dir), 0700u);
 }
 
 TEST(PrivateDirectory, accepts_an_existing_private_directory_as_it_is) {
-  TemporaryDirectory tmp;
-  const fs::path dir = tmp.path() / "ca";
+  TempDir tmp;
+  const fs::path dir = tmp.path / "ca";
   ASSERT_EQ(::mkdir(dir.c_str(), 0755), 0);
   ASSERT_EQ(::chmod(dir.c_str(), 0755), 0);
   make_private_directory(dir, kFixOnly);
@@ -74,8 +58,8 @@ TEST(PrivateDirectory, accepts_an_existing_private_directory_as_it_is) {
 }
 
 TEST(PrivateDirectory, refuses_a_directory_others_may_write) {
-  TemporaryDirectory tmp;
-  const fs::path dir = tmp.path() / "shared";
+  TempDir tmp;
+  const fs::path dir = tmp.path / "shared";
   ASSERT_EQ(::mkdir(dir.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(dir.c_str(), 0775), 0);
   EXPECT_THROW_WITH(PrivateDirectoryError, make_private_directory(dir, kFixOnly),
@@ -84,21 +68,21 @@ TEST(PrivateDirectory, refuses_a_directory_others_may_write) {
 }
 
 TEST(PrivateDirectory, refuses_a_symbolic_link_even_to_a_private_directory) {
-  TemporaryDirectory tmp;
-  const fs::path target = tmp.path() / "target", link = tmp.path() / "link";
+  TempDir tmp;
+  const fs::path target = tmp.path / "target", link = tmp.path / "link";
   ASSERT_EQ(::mkdir(target.c_str(), 0700), 0);
   ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
   EXPECT_THROW_WITH(PrivateDirectoryError, make_private_directory(link, kFixOnly),
                     link.string() + " is a symbolic link, not a directory; choose another directory");
-  const fs::path dangling = tmp.path() / "dangling";
-  ASSERT_EQ(::symlink((tmp.path() / "nowhere").c_str(), dangling.c_str()), 0);
+  const fs::path dangling = tmp.path / "dangling";
+  ASSERT_EQ(::symlink((tmp.path / "nowhere").c_str(), dangling.c_str()), 0);
   EXPECT_THROW_WITH(PrivateDirectoryError, make_private_directory(dangling, kFixOnly), "is a symbolic link");
-  EXPECT_FALSE(fs::exists(tmp.path() / "nowhere"));
+  EXPECT_FALSE(fs::exists(tmp.path / "nowhere"));
 }
 
 TEST(PrivateDirectory, refuses_a_file_in_the_way) {
-  TemporaryDirectory tmp;
-  const fs::path file = tmp.path() / "file";
+  TempDir tmp;
+  const fs::path file = tmp.path / "file";
   std::ofstream(file) << "x";
   EXPECT_THROW_WITH(PrivateDirectoryError, make_private_directory(file, kFixOnly),
                     file.string() + " exists and is not a directory; choose another directory");
@@ -113,9 +97,9 @@ TEST(PrivateDirectory, refuses_a_file_in_the_way) {
 }
 
 TEST(PrivateDirectory, must_be_new_and_parents_must_exist_when_asked) {
-  TemporaryDirectory tmp;
+  TempDir tmp;
   const PrivateDirectoryOptions strict{.create_parents = false, .must_be_new = true, .fix = "choose a new directory"};
-  const fs::path dir = tmp.path() / "recording";
+  const fs::path dir = tmp.path / "recording";
   with_umask(0077, [&] { make_private_directory(dir, strict); });
   EXPECT_EQ(mode_of(dir), 0700u);
   try {
@@ -126,12 +110,12 @@ TEST(PrivateDirectory, must_be_new_and_parents_must_exist_when_asked) {
     EXPECT_NE(std::string(e.what()).find(dir.string()), std::string::npos);
   }
   try {
-    make_private_directory(tmp.path() / "missing" / "recording", strict);
+    make_private_directory(tmp.path / "missing" / "recording", strict);
     ADD_FAILURE() << "a missing parent was created";
   } catch (const PrivateDirectoryError& e) {
     EXPECT_EQ(e.error(), ENOENT);
   }
-  EXPECT_FALSE(fs::exists(tmp.path() / "missing"));
+  EXPECT_FALSE(fs::exists(tmp.path / "missing"));
 }
 
 TEST(PrivateDirectory, refuses_another_users_directory) {
