@@ -115,7 +115,11 @@ test_parallel_shells_each_see_their_own_delay() {
   ok=0
   for d in 5 10 15 20 25 30 35 40; do
     set -- $(ping_stats < "$dir/$d")
-    check_range "delay $d: avg RTT (ms)" "$3" $((2 * d)) $((2 * d)).6 && [ "$1" = 20 ] && ok=$((ok + 1))
+    # Eight shells (16 ferry threads) share 2 cores: the fastest reply shows the shell's own
+    # delay to 0.6 ms; the average may carry scheduling delay, but stays far from a neighbour's
+    # (10 ms of RTT away).
+    check_range "delay $d: min RTT (ms)" "$2" $((2 * d)) $((2 * d)).6 &&
+      check_range "delay $d: avg RTT (ms)" "$3" $((2 * d)) $((2 * d + 2)) && [ "$1" = 20 ] && ok=$((ok + 1))
   done
   rm -rf "$dir"
   [ "$ok" = 8 ] || fail "$((8 - ok)) of 8 parallel shells wrong"
