@@ -42,3 +42,10 @@ std::string printable(std::string_view text, size_t max) {
   if (text.size() > max) out += "...";
   return out;
 }
+
+std::string count_of(size_t count, std::string_view singular, std::string_view plural) {
+  std::string text = std::to_string(count) + " ";
+  if (count == 1) return text.append(singular);
+  if (plural.empty()) return text.append(singular).append("s");
+  return text.append(plural);
+}

@@ -19,3 +19,7 @@ std::string_view trim_blanks(std::string_view text);
 // `text` for a terminal or a log: control bytes (below 0x20, and 0x7f) as \xNN, so that a
 // recorded byte cannot drive the terminal; shortened to `max` bytes followed by "..." if longer.
 std::string printable(std::string_view text, size_t max = std::string_view::npos);
+
+// "1 pair", "3 pairs": a count with its noun, for messages a user reads. `plural` defaults to
+// `singular` + "s".
+std::string count_of(size_t count, std::string_view singular, std::string_view plural = {});

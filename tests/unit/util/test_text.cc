@@ -28,3 +28,11 @@ TEST(Text, printable_escapes_control_bytes_and_shortens) {
   EXPECT_EQ(printable("abc", 3), "abc");
   EXPECT_EQ(printable("caf\xc3\xa9"), "caf\xc3\xa9");
 }
+
+TEST(Text, count_of_agrees_the_noun_with_the_count) {
+  EXPECT_EQ(count_of(0, "pair"), "0 pairs");
+  EXPECT_EQ(count_of(1, "pair"), "1 pair");
+  EXPECT_EQ(count_of(2, "pair"), "2 pairs");
+  EXPECT_EQ(count_of(1, "entry", "entries"), "1 entry");
+  EXPECT_EQ(count_of(5, "entry", "entries"), "5 entries");
+}
