@@ -11,18 +11,24 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
+#include <fstream>
 #include <iostream>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "shell/address_pool.hh"
+#include "shell/command_lookup.hh"
 #include "shell/environment.hh"
 #include "shell/privileged.hh"
 #include "util/child_process.hh"
+#include "util/clock.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
+#include "util/text.hh"
 
 namespace {
 
@@ -50,11 +56,13 @@ void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const Shel
   env.set("PROMPT_COMMAND", "PS1=\"$MAHIMAHI_SHELL_PREFIX$PS1\"; unset PROMPT_COMMAND");
 }
 
-[[noreturn]] void exec_command(const std::string& program, std::vector<std::string> command) {
+// Runs the command found before set-up (resolve_command); exec can still fail if the file changed
+// since, and says why as bash would.
+[[noreturn]] void exec_command(const std::string& program, const std::string& path, std::vector<std::string> command) {
   std::vector<char*> argv;
   for (auto& word : command) argv.push_back(word.data());
   argv.push_back(nullptr);
-  ::execvp(argv[0], argv.data());
+  ::execv(path.c_str(), argv.data());
   const int err = errno;
   std::cerr << program << ": cannot run " << command[0] << ": " << std::strerror(err) << std::endl;
   ::_exit(err == ENOENT ? 127 : 126);
@@ -259,56 +267,142 @@ class Startup {
   bool refused_ = false;  // the ferry was refused: it prints why and ends
 };
 
+// How long the processes of a shell that is ending get after the polite signal (SIGHUP for the
+// command, SIGTERM for the others) before SIGKILL. A shell inside another gets a little less than
+// the one around it, so that the outer shell's SIGKILL does not cut short the inner one's own
+// clean-up (its stragglers, its ferry, its daemons).
+Nanos ending_grace(const std::string& outer_prefix) {
+  const auto depth = std::count(outer_prefix.begin(), outer_prefix.end(), '[');
+  return std::max<Nanos>(300, 2000 - 150 * depth) * kNanosPerMs;
+}
+
+// The supervisor is the subreaper of everything the command starts: a process whose parent ends
+// (a pipeline's members when bash is killed, a background job, a daemon) becomes its child. When
+// the shell ends, for whatever reason, it ends them all, so that nothing keeps running in a
+// namespace whose link is gone. It signals only its own children, whose pids stay theirs until
+// it reaps them.
 class Supervisor {
  public:
-  Supervisor(const std::string& program, pid_t command, pid_t ferry, int ferry_status_fd)
-      : program_(program), command_(command), ferry_(ferry), ferry_status_fd_(ferry_status_fd) {}
+  Supervisor(const std::string& program, const std::string& command_name, pid_t command, pid_t ferry,
+             int ferry_status_fd, Nanos grace)
+      : program_(program),
+        command_name_(command_name),
+        command_(command),
+        ferry_(ferry),
+        ferry_status_fd_(ferry_status_fd),
+        grace_(grace) {}
 
-  // Runs until the command has ended; returns the shell's exit status.
+  // Runs until the command and everything it started have ended; returns the shell's exit status.
   int run(const SignalFd& signals) {
-    while (!command_status_) {
-      const signalfd_siginfo info = signals.read_signal();
-      const int signo = static_cast<int>(info.ssi_signo);
-      if (signo == SIGCHLD) {
-        reap();
-      } else if (signo == SIGCONT) {
-        ::kill(command_, SIGCONT);
-      } else if (info.ssi_code != SI_KERNEL) {
-        // Sent by a process (kill), not by the terminal: the command has not seen it yet.
-        ::kill(command_, signo);
-      }
+    for (;;) {
+      if (ending_since_ && sweep() == 0 && command_status_) break;
+      pollfd event{signals.fd(), POLLIN, 0};
+      // While ending, look again now and then: a process whose parent (not this one) ends
+      // becomes a child without a SIGCHLD here.
+      if (::poll(&event, 1, ending_since_ ? kSweepIntervalMs : -1) <= 0) continue;
+      handle(signals.read_signal());
     }
+    report_stragglers();
     stop_ferry();
     if (ferry_failed_) return 1;
-    return once_finished_ ? 0 : *command_status_;
+    if (ended_by_once_) {
+      std::cerr << program_ << ": the traces ran out (--once): the shell ended " << command_name_ << "; exit status "
+                << kOnceEndedStatus << std::endl;
+      return kOnceEndedStatus;
+    }
+    return *command_status_;
   }
 
  private:
+  static constexpr int kSweepIntervalMs = 20;
+
+  void handle(const signalfd_siginfo& info) {
+    const int signo = static_cast<int>(info.ssi_signo);
+    if (signo == SIGCHLD) {
+      reap();
+    } else if (ending_since_) {
+      if (interrupting(signo)) deadline_ = monotonic_now();  // asked again: end everything now
+    } else if (signo == SIGCONT) {
+      ::kill(command_, SIGCONT);
+    } else if (info.ssi_code != SI_KERNEL) {
+      // Sent by a process (kill), not by the terminal: the command has not seen it yet.
+      ::kill(command_, signo);
+    }
+  }
+
+  void begin_ending() {
+    if (ending_since_) return;
+    ending_since_ = monotonic_now();
+    deadline_ = *ending_since_ + grace_;
+  }
+
+  // Signals every child but the ferry that has not been signalled yet (SIGHUP for the command,
+  // SIGTERM for the others, each with SIGCONT in case it is stopped), or, past the deadline,
+  // SIGKILLs them. Returns how many there were.
+  size_t sweep() {
+    const bool for_good = monotonic_now() >= deadline_;
+    size_t count = 0;
+    for (const pid_t pid : list_children()) {
+      if (pid == ferry_) continue;
+      count++;
+      if (for_good) {
+        ::kill(pid, SIGKILL);
+      } else if (signalled_.insert(pid).second) {
+        if (pid != command_) stragglers_.push_back(process_name(pid));
+        ::kill(pid, pid == command_ ? SIGHUP : SIGTERM);
+        ::kill(pid, SIGCONT);
+      }
+    }
+    return count;
+  }
+
   void reap() {
     int status;
     pid_t pid;
     while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
+      const bool ended = WIFEXITED(status) || WIFSIGNALED(status);
+      if (ended) signalled_.erase(pid);
       if (pid == command_) {
-        if (WIFSTOPPED(status)) {
+        if (WIFSTOPPED(status) && !ending_since_) {
           // Job control: stop with the command so that the caller's shell sees us stopped;
           // when continued (fg), continue it too.
           ::raise(SIGSTOP);
           ::kill(command_, SIGCONT);
-        } else if (WIFEXITED(status) || WIFSIGNALED(status)) {
+        } else if (ended) {
           command_status_ = shell_exit_code(status);
+          command_ = -1;  // never signal a reaped pid: it may be reused
+          begin_ending();
         }
-      } else if (pid == ferry_ && (WIFEXITED(status) || WIFSIGNALED(status))) {
+      } else if (pid == ferry_ && ended) {
         ferry_ = -1;
         if (WIFEXITED(status) && WEXITSTATUS(status) == kFerryFinished) {
-          once_finished_ = true;
+          ended_by_once_ = !command_status_;
         } else {
           ferry_failed_ = true;
           std::cerr << program_ << ": the packet ferry ended unexpectedly (status " << shell_exit_code(status)
                     << "); ending the shell" << std::endl;
         }
-        if (!command_status_) ::kill(command_, SIGHUP);  // never signal a reaped pid: it may be reused
+        begin_ending();
       }
     }
+  }
+
+  // One line naming what the command left running and the shell ended (not the command itself).
+  void report_stragglers() const {
+    if (stragglers_.empty()) return;
+    std::string names;
+    for (size_t i = 0; i < stragglers_.size() && i < 4; i++) names += (i ? ", " : "") + stragglers_[i];
+    if (stragglers_.size() > 4) names += ", ...";
+    std::cerr << program_ << ": ended " << count_of(stragglers_.size(), "process", "processes")
+              << " that the command left running (" << names << ")" << std::endl;
+  }
+
+  // A child's name as the kernel reports it, safe to print.
+  static std::string process_name(pid_t pid) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    return name.empty() ? "pid " + std::to_string(pid) : printable(name, 16);
   }
 
   // Waits until the ferry has stopped carrying packets and flushed what it writes, not until
@@ -323,12 +417,18 @@ class Supervisor {
   }
 
   std::string program_;
-  pid_t command_;
-  pid_t ferry_;
+  std::string command_name_;
+  pid_t command_;        // -1 once reaped
+  pid_t ferry_;          // -1 once reaped
   int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
+  Nanos grace_;
   std::optional<int> command_status_;
+  std::optional<Nanos> ending_since_;  // set when the command or the ferry ended
+  Nanos deadline_ = kNever;            // from then on, SIGKILL
+  std::set<pid_t> signalled_;          // children already asked politely (not yet reaped)
+  std::vector<std::string> stragglers_;
   bool ferry_failed_ = false;
-  bool once_finished_ = false;
+  bool ended_by_once_ = false;  // the ferry's traces ran out while the command was running
 };
 
 // What the supervisor decides before any set-up, from the command line, the caller's identity,
@@ -338,6 +438,7 @@ struct ShellPlan {
   UserIdentity user;
   Ipv4Net pool;
   std::optional<Ipv4> base;  // MAHIMAHI_BASE: must stay reachable
+  std::string program_path;  // the command's file, found with the caller's rights
   int nice;                  // the ferry's priority (kNoPriorityChange: inherited)
 };
 
@@ -351,11 +452,13 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   std::optional<Ipv4> base;
   if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
   if (spec.command.empty()) spec.command = login_shell(user.uid);
+  // Before any set-up: a mistyped command builds no network, and is reported as bash would.
+  std::string program_path = resolve_command(spec.command[0], env.get("PATH"));
 
   const char* realtime_env = env.get(kRealtimeVariable);
   const int nice =
       (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
-  return ShellPlan{std::move(spec), user, pool, base, nice};
+  return ShellPlan{std::move(spec), user, pool, base, std::move(program_path), nice};
 }
 
 // The command's process, forked by the supervisor: into the shell's namespace (as root), then
@@ -370,7 +473,7 @@ int command_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork
   check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
   env.restore_withheld();
   env.install();
-  exec_command(info.name, plan.spec.command);
+  exec_command(info.name, plan.program_path, plan.spec.command);
 }
 
 int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -382,6 +485,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const sigset_t original_mask = kSupervisorSignals.block();
   SignalFd signals(kSupervisorSignals);
   const pid_t supervisor = ::getpid();
+  // Orphans of the command's processes come to the supervisor, which ends them with the shell.
+  check_syscall("prctl(PR_SET_CHILD_SUBREAPER)", ::prctl(PR_SET_CHILD_SUBREAPER, 1));
 
   const bool isolated = spec.isolated;
   ShellNetwork net;
@@ -439,7 +544,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
       fork_child(info.name, [&]() -> int { return command_process(info, plan, net, env, original_mask, supervisor); });
   net.inner_namespace.close();
 
-  Supervisor supervisor_loop(info.name, command, ferry, channel.get());
+  Supervisor supervisor_loop(info.name, printable(spec.command[0], 200), command, ferry, channel.get(),
+                             ending_grace(outer_prefix));
   return supervisor_loop.run(signals);
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }

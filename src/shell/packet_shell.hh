@@ -25,9 +25,12 @@ struct FerryEndpoints {
   std::function<void(const std::vector<Ipv4>&)> add_addresses;
 };
 
-// Exit status of a ferry whose queues are finished (mm-link --once): the shell ends with
-// status 0, ending the command.
+// Exit status of a ferry whose queues are finished (mm-link --once): the shell ends the command
+// (and everything it started) and exits with kOnceEndedStatus, unless the command had ended first.
 constexpr int kFerryFinished = 77;
+// The status of a shell whose traces ran out before the command ended (as timeout(1)'s 124 for a
+// command it had to end): a script can tell that the command did not finish on its own.
+constexpr int kOnceEndedStatus = 124;
 
 struct ShellSpec {
   std::string device_kind;           // short word for the outer device name: delay, loss, onoff, inter, link

@@ -131,6 +131,9 @@ int run_tool(const std::string& name, const std::string& usage, const std::funct
   } catch (const UsageError& e) {
     std::cerr << name << ": " << e.what() << "\n" << usage << "Try '" << name << " --help' for more information.\n";
     return 2;
+  } catch (const StatusError& e) {
+    std::cerr << name << ": " << e.what() << "\n";
+    return e.status();
   } catch (const std::exception& e) {
     std::cerr << name << ": " << e.what() << "\n";
     return 1;

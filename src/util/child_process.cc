@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <iostream>
 #include <string>
 
@@ -117,4 +118,16 @@ int shell_exit_code(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 1;
+}
+
+std::vector<pid_t> list_children() {
+  std::vector<pid_t> children;
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream list(task.path() / "children");
+    pid_t pid;
+    while (list >> pid) children.push_back(pid);
+  }
+  if (error) throw SystemError("/proc/self/task", error.value());
+  return children;
 }

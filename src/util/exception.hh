@@ -26,6 +26,17 @@ class UserError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A failure that calls for an exit status of its own, e.g. 127 for a command that cannot be
+// found, as shells report it.
+class StatusError : public std::runtime_error {
+ public:
+  StatusError(const std::string& what, int status) : std::runtime_error(what), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
 template <typename T>
 inline T check_syscall(const std::string& what, T ret) {
   if (ret < 0) throw SystemError(what);

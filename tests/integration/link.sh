@@ -64,10 +64,36 @@ test_link_droptail_drops_and_bounds_delay() {
 test_link_once_ends_the_shell_on_time() {
   printf '100\n200\n500\n' > "$WORLD_TMP/half.trace"
   s=$(date +%s%N)
-  in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- sleep 10; rc=$?
+  in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- sleep 10 2> "$WORLD_TMP/once.err"; rc=$?
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
-  [ "$rc" = 0 ] || fail "--once exit status $rc, expected 0" || return 1
+  sed 's/^/  stderr: /' "$WORLD_TMP/once.err"
+  [ "$rc" = 124 ] || fail "--once exit status $rc, expected 124 (the command did not finish on its own)" || return 1
+  grep -q 'the traces ran out (--once): the shell ended sleep; exit status 124' "$WORLD_TMP/once.err" ||
+    fail "no line saying why the shell ended" || return 1
   check_range "time until --once ended a 500 ms trace (ms)" "$ms" 500 900
+  # A command that ends first keeps its own status.
+  in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- sh -c 'exit 3'; rc=$?
+  [ "$rc" = 3 ] || fail "a command ending before the traces: status $rc, expected 3"
+}
+
+# Whether a process whose command line is exactly "sleep SECONDS" exists (the tests use unusual
+# durations as markers).
+sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
+
+test_link_once_ends_what_the_command_started() {
+  printf '100\n200\n500\n' > "$WORLD_TMP/half.trace"
+  # A pipeline's members and a background job: before, they outlived the shell (reparented to
+  # init, in a namespace whose link was gone).
+  AS_USER=$TEST_USER in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- \
+    bash -c 'sleep 33.11 & sleep 31.11 | cat; echo never' > "$WORLD_TMP/once.out" 2> "$WORLD_TMP/once.err"; rc=$?
+  sed 's/^/  stderr: /' "$WORLD_TMP/once.err"
+  for marker in 31.11 33.11; do
+    if sleeping $marker; then pkill -x -f "sleep $marker"; fail "'sleep $marker' outlived the shell"; return 1; fi
+  done
+  [ "$rc" = 124 ] || fail "exit status $rc, expected 124" || return 1
+  ! grep -q never "$WORLD_TMP/once.out" || fail "the command went on after the shell ended it" || return 1
+  grep -q -E 'ended [0-9]+ process(es)? that the command left running' "$WORLD_TMP/once.err" ||
+    fail "no line naming the processes that were ended"
 }
 
 test_link_log_format() {

@@ -206,6 +206,66 @@ test_job_control_stop_and_continue() {
   echo "  command stopped -> shell stopped (T); shell continued -> command continued ($s1)"
 }
 
+# Whether a process whose command line is exactly "sleep SECONDS" exists (unusual durations
+# mark a test's processes).
+sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
+
+# Fails (and ends them) if any of the marked sleeps is still running.
+none_sleeping() {  # SECONDS...
+  for marker in "$@"; do
+    if sleeping "$marker"; then pkill -x -f "sleep $marker"; fail "'sleep $marker' outlived its shell"; return 1; fi
+  done
+}
+
+test_background_jobs_end_with_the_shell() {
+  # Before, a background job outlived every shell (as in the original).
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 bash -c 'sleep 33.21 & setsid sleep 33.22 & exit 5' 2>&1); rc=$?
+  echo "$out" | sed 's/^/  /'
+  none_sleeping 33.21 33.22 || return 1
+  [ "$rc" = 5 ] || fail "exit status $rc, expected the command's 5" || return 1
+  echo "$out" | grep -q 'ended 2 processes that the command left running (sleep, sleep)' ||
+    fail "no line naming what was ended" || return 1
+  # Nested shells: the inner one ends its own, the outer one what is left of the inner.
+  in_world "$BIN/mm-delay" 0 "$BIN/mm-loss" uplink 0 bash -c 'sleep 33.23 &' 2>/dev/null; rc=$?
+  none_sleeping 33.23 || return 1
+  [ "$rc" = 0 ] || fail "nested: exit status $rc"
+}
+
+test_stragglers_that_ignore_sigterm_are_killed() {
+  # Ignores the polite signal: SIGKILL after the grace period (2 s for an outermost shell).
+  s=$(date +%s%N)
+  in_world "$BIN/mm-delay" 0 sh -c '(trap "" TERM HUP; exec sleep 34.31) & echo' >/dev/null 2>&1; rc=$?
+  ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  none_sleeping 34.31 || return 1
+  [ "$rc" = 0 ] || fail "exit status $rc" || return 1
+  check_range "time to end a straggler that ignores SIGTERM (ms)" "$ms" 1900 4000
+}
+
+test_shell_signal_ends_the_whole_pipeline() {
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sh -c 'sleep 35.41 | sleep 35.42' &
+  shell=$!
+  wait_until 10 sleeping 35.42 || { kill "$shell"; wait "$shell"; fail "the pipeline never started"; return 1; }
+  kill -TERM "$shell"
+  wait "$shell"; rc=$?
+  none_sleeping 35.41 35.42 || return 1
+  [ "$rc" = 143 ] || fail "exit status $rc, expected 143"
+}
+
+test_command_is_found_before_set_up_as_bash_would() {
+  mkdir -p "$WORLD_TMP/locked"; chmod 700 "$WORLD_TMP/locked"
+  before=$(in_world nft list tables | grep -c mahimahi_)
+  rc_msg 127 "mm-delay: no-such-command-x: command not found" in_world "$BIN/mm-delay" 0 no-such-command-x || return 1
+  # A PATH directory the caller cannot search is passed over: "not found" (127), as bash says,
+  # not execvp's "Permission denied" (126).
+  AS_USER=$TEST_USER rc_msg 127 "mm-delay: true: command not found" \
+    in_world env PATH="$WORLD_TMP/locked:/nonexistent" "$BIN/mm-delay" 0 true || return 1
+  printf 'echo hi\n' > "$WORLD_TMP/plain"; chmod 644 "$WORLD_TMP/plain"
+  rc_msg 126 "plain: Permission denied" in_world "$BIN/mm-delay" 0 "$WORLD_TMP/plain" || return 1
+  rc_msg 126 "Is a directory" in_world "$BIN/mm-delay" 0 "$WORLD_TMP" || return 1
+  after=$(in_world nft list tables | grep -c mahimahi_)
+  [ "$before" = "$after" ] || fail "NAT tables changed ($before -> $after)"
+}
+
 # Whether no process of a shell (mm-*) is left in the world.
 no_shell_process_left() { ! world_leftovers_now | grep -q '^leftover: process '; }
 
