@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -143,4 +144,29 @@ TEST(ChildProcess, shell_exit_code_of_wait_statuses) {
   EXPECT_EQ(shell_exit_code(0), 0);
   EXPECT_EQ(shell_exit_code(5 << 8), 5);
   EXPECT_EQ(shell_exit_code(SIGKILL), 128 + SIGKILL);
+}
+
+TEST(ChildProcess, list_children_names_living_and_unreaped_children_only) {
+  std::fflush(nullptr);
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  const pid_t waiting = fork_child("test", [&] {
+    ::close(gate[1]);
+    char byte;
+    return static_cast<int>(::read(gate[0], &byte, 1));  // 0 when the test closes the pipe
+  });
+  const pid_t finished = fork_child("test", [] { return 0; });
+  // Not yet reaped: still a child (a zombie), its pid still its own.
+  auto listed = [](pid_t pid) {
+    const auto children = list_children();
+    return std::find(children.begin(), children.end(), pid) != children.end();
+  };
+  EXPECT_TRUE(listed(waiting));
+  EXPECT_TRUE(listed(finished));
+  EXPECT_EQ(wait_for_exit(finished), 0);
+  EXPECT_FALSE(listed(finished));
+  ::close(gate[1]);
+  EXPECT_EQ(wait_for_exit(waiting), 0);
+  ::close(gate[0]);
+  EXPECT_FALSE(listed(waiting));
 }
