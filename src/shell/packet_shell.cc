@@ -320,7 +320,7 @@ class Supervisor {
     const int signo = static_cast<int>(info.ssi_signo);
     if (signo == SIGCHLD) {
       reap();
-    } else if (ending_since_) {
+    } else if (ending_since_ || command_ <= 0) {  // never kill(-1): that would signal every process
       if (interrupting(signo)) deadline_ = monotonic_now();  // asked again: end everything now
     } else if (signo == SIGCONT) {
       ::kill(command_, SIGCONT);
@@ -343,7 +343,7 @@ class Supervisor {
     const bool for_good = monotonic_now() >= deadline_;
     size_t count = 0;
     for (const pid_t pid : list_children()) {
-      if (pid == ferry_) continue;
+      if (pid <= 0 || pid == ferry_) continue;
       count++;
       if (for_good) {
         ::kill(pid, SIGKILL);
