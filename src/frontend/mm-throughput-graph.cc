@@ -12,11 +12,12 @@ const ProgramInfo kInfo{
     "mm-throughput-graph", "[OPTIONS] MS-PER-BIN [LOG...]",
     "Plots mm-link logs (--uplink-log / --downlink-log; standard input if no LOG is given, or for -):\n"
     "the link's capacity, the traffic arriving (ingress) and leaving (egress), in bins of\n"
-    "MS-PER-BIN milliseconds (the first argument, as in the original: mm-throughput-graph 500 LOG\n"
-    "> plot.svg). Up to 10 logs share one chart, one colour each. The legend sits below the plot.\n"
-    "Prints to standard error, for each log: the average capacity, the average throughput and\n"
-    "utilisation, the 95th percentile per-packet queueing delay and signal delay, and drops\n"
-    "(\"-\" and the reason where there is no value, e.g. when no packet was delivered).\n"
+    "MS-PER-BIN milliseconds, the first argument (as in the original's\n"
+    "'mm-throughput-graph 500 LOG > plot.svg'). Up to 10 logs share one chart, one colour each;\n"
+    "the legend sits below the plot. Prints to standard error, for each log: the average\n"
+    "capacity, the average throughput and utilisation, the 95th percentile per-packet queueing\n"
+    "delay and signal delay, and drops (\"-\" and the reason where there is no value, e.g. when\n"
+    "no packet was delivered).\n"
     "\n"
     "Options:\n" +
         std::string(kGraphOptionsHelp) +
@@ -28,7 +29,12 @@ const ProgramInfo kInfo{
 
 void plot_throughput(const GraphCommand& command) {
   if (command.operands.empty()) throw UsageError("missing MS-PER-BIN (the bin width in ms, e.g. 500)");
-  const double bin_ms = parse_nonnegative(command.operands[0], "MS-PER-BIN (the first argument, in ms)");
+  const std::string& first = command.operands[0];
+  if (first.empty() || (first.find_first_not_of("0123456789.eE+-") != std::string::npos)) {
+    throw UsageError("the first argument is MS-PER-BIN, the bin width in ms, not \"" + first +
+                     "\"; e.g. mm-throughput-graph 500 " + first);
+  }
+  const double bin_ms = parse_nonnegative(first, "MS-PER-BIN");
   if (bin_ms <= 0) throw UsageError("MS-PER-BIN must be greater than 0");
   const std::vector<std::string> paths(command.operands.begin() + 1, command.operands.end());
   const std::vector<LabeledLog> logs = read_graph_logs(paths, command);
