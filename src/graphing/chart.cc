@@ -19,6 +19,11 @@
 
 namespace {
 
+// The legend's geometry (see layout_legend).
+constexpr double kEntryHeight = 18, kRowGap = 4, kSampleWidth = 18, kSampleGap = 6, kEntryGap = 24, kLegendGap = 6;
+constexpr int kLegendFontSize = 10;
+constexpr double kSampleDash[] = {4, 3};
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -65,13 +70,17 @@ std::string format_tick(double v) {
 class Painter {
  public:
   explicit Painter(cairo_t* cr) : cr_(cr) {}
+  // The width in pixels of s as text() draws it.
+  double width(const std::string& s, int size = 11, bool bold = false) {
+    PangoLayout* layout = make_layout(s, size, bold);
+    int w, h;
+    pango_layout_get_pixel_size(layout, &w, &h);
+    g_object_unref(layout);
+    return w;
+  }
   void text(const std::string& s, double x, double y, double align_x, double align_y, int size = 11, bool bold = false,
             bool vertical = false) {
-    PangoLayout* layout = pango_cairo_create_layout(cr_);
-    std::string font = std::string("DejaVu Sans") + (bold ? " Bold " : " ") + std::to_string(size);
-    PangoFontDescription* description = pango_font_description_from_string(font.c_str());
-    pango_layout_set_font_description(layout, description);
-    pango_layout_set_text(layout, s.c_str(), -1);
+    PangoLayout* layout = make_layout(s, size, bold);
     int w, h;
     pango_layout_get_pixel_size(layout, &w, &h);
     cairo_save(cr_);
@@ -80,11 +89,20 @@ class Painter {
     cairo_move_to(cr_, -align_x * w, -align_y * h);
     pango_cairo_show_layout(cr_, layout);
     cairo_restore(cr_);
-    pango_font_description_free(description);
     g_object_unref(layout);
   }
 
  private:
+  PangoLayout* make_layout(const std::string& s, int size, bool bold) {
+    PangoLayout* layout = pango_cairo_create_layout(cr_);
+    const std::string font = std::string("DejaVu Sans") + (bold ? " Bold " : " ") + std::to_string(size);
+    PangoFontDescription* description = pango_font_description_from_string(font.c_str());
+    pango_layout_set_font_description(layout, description);
+    pango_font_description_free(description);
+    pango_layout_set_text(layout, s.c_str(), -1);
+    return layout;
+  }
+
   cairo_t* cr_;
 };
 
@@ -177,6 +195,8 @@ void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
   }
 }
 
+constexpr double kDash[] = {6, 4};
+
 // A line through the points (NaN values skipped); for an area, filled down to the x axis too.
 void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
   bool started = false;
@@ -205,26 +225,33 @@ void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
     cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
   }
   cairo_set_line_width(cr, s.style == Series::Style::Area ? 1 : 1.6);
+  if (s.style == Series::Style::DashedLine) cairo_set_dash(cr, kDash, 2, 0);
   cairo_stroke(cr);
+  cairo_set_dash(cr, nullptr, 0, 0);
 }
 
-// Every series, clipped to the plot area.
+// Every series, clipped to the plot area: areas first, then dots, then lines, so that no line
+// disappears under another series' dots or fill.
 void draw_series(cairo_t* cr, const Plot& plot, const Chart& chart) {
   cairo_save(cr);
   cairo_rectangle(cr, Plot::left, Plot::top, plot.pw, plot.ph);
   cairo_clip(cr);
-  for (const auto& s : chart.series) {
-    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 1);
-    if (s.style == Series::Style::Dots) {
-      draw_dots(cr, plot, s);
-    } else {
-      draw_line_or_area(cr, plot, s);
+  for (int layer = 0; layer < 3; layer++) {
+    for (const auto& s : chart.series) {
+      const int own_layer = s.style == Series::Style::Area ? 0 : s.style == Series::Style::Dots ? 1 : 2;
+      if (own_layer != layer) continue;
+      cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 1);
+      if (s.style == Series::Style::Dots) {
+        draw_dots(cr, plot, s);
+      } else {
+        draw_line_or_area(cr, plot, s);
+      }
     }
   }
   cairo_restore(cr);
 }
 
-void draw_frame_labels_and_legend(cairo_t* cr, Painter& painter, const Plot& plot, const Chart& chart, int height) {
+void draw_frame_and_labels(cairo_t* cr, Painter& painter, const Plot& plot, const Chart& chart, int height) {
   const double left = Plot::left, top = Plot::top, pw = plot.pw, ph = plot.ph;
   cairo_set_source_rgb(cr, 0.2, 0.2, 0.2);
   cairo_rectangle(cr, left, top, pw, ph);
@@ -232,28 +259,100 @@ void draw_frame_labels_and_legend(cairo_t* cr, Painter& painter, const Plot& plo
   painter.text(chart.title, left + pw / 2, 14, 0.5, 0, 13, true);
   painter.text(chart.x_label, left + pw / 2, height - 8, 0.5, 1);
   painter.text(chart.y_label, 18, top + ph / 2, 0.5, 0.5, 11, false, true);
-  double ly = top + 10;
-  for (const auto& s : chart.series) {
-    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, s.style == Series::Style::Area ? 0.5 : 1);
-    cairo_rectangle(cr, left + pw - 330, ly + 4, 18, 8);
-    cairo_fill(cr);
-    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
-    painter.text(s.label, left + pw - 306, ly, 0, 0, 10);
-    ly += 18;
+  if (!chart.note.empty()) {
+    cairo_set_source_rgb(cr, 0.35, 0.35, 0.35);
+    painter.text(chart.note, left + pw / 2, top + ph / 2, 0.5, 0.5, 14);
   }
 }
 
-void draw(cairo_t* cr, const Chart& chart, int width, int height) {
+// A sample of the series' style, in a box of kSampleWidth x kEntryHeight at (x, y).
+void draw_legend_sample(cairo_t* cr, const Series& s, double x, double y) {
+  const double mid = y + kEntryHeight / 2;
+  if (s.style == Series::Style::Area) {
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.5);
+    cairo_rectangle(cr, x, mid - 4, kSampleWidth, 8);
+    cairo_fill(cr);
+    return;
+  }
+  cairo_set_source_rgb(cr, s.color.r, s.color.g, s.color.b);
+  if (s.style == Series::Style::Dots) {
+    for (double dx : {3.0, 9.0, 15.0}) {
+      cairo_arc(cr, x + dx, mid, 1.8, 0, 2 * M_PI);
+      cairo_fill(cr);
+    }
+    return;
+  }
+  cairo_set_line_width(cr, 2);
+  if (s.style == Series::Style::DashedLine) cairo_set_dash(cr, kSampleDash, 2, 0);
+  cairo_move_to(cr, x, mid);
+  cairo_line_to(cr, x + kSampleWidth, mid);
+  cairo_stroke(cr);
+  cairo_set_dash(cr, nullptr, 0, 0);
+}
+
+void draw_legend(cairo_t* cr, Painter& painter, const Chart& chart, const LegendLayout& legend) {
+  for (size_t i = 0; i < chart.series.size(); i++) {
+    const Rect& entry = legend.entries[i];
+    draw_legend_sample(cr, chart.series[i], entry.x, entry.y);
+    cairo_set_source_rgb(cr, 0.1, 0.1, 0.1);
+    painter.text(chart.series[i].label, entry.x + kSampleWidth + kSampleGap, entry.y + kEntryHeight / 2, 0, 0.5,
+                 kLegendFontSize);
+  }
+}
+
+// The legend's place: measured with a scratch surface, since the image's height depends on it.
+LegendLayout measure_legend(const Chart& chart, int width, int height) {
+  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+  cairo_t* cr = cairo_create(scratch);
+  Painter painter(cr);
+  std::vector<double> widths;
+  for (const auto& s : chart.series) widths.push_back(painter.width(s.label, kLegendFontSize));
+  cairo_destroy(cr);
+  cairo_surface_destroy(scratch);
+  const Rect frame = plot_frame(width, height);
+  return layout_legend(widths, frame.x, height + kLegendGap, frame.width);
+}
+
+void draw(cairo_t* cr, const Chart& chart, int width, int height, const LegendLayout& legend) {
   cairo_set_source_rgb(cr, 1, 1, 1);
   cairo_paint(cr);
   const Plot plot = fit_plot(chart, width, height);
   Painter painter(cr);
   draw_grid(cr, painter, plot);
   draw_series(cr, plot, chart);
-  draw_frame_labels_and_legend(cr, painter, plot, chart, height);
+  draw_frame_and_labels(cr, painter, plot, chart, height);
+  draw_legend(cr, painter, chart, legend);
 }
 
 }  // namespace
+
+Color palette_color(size_t index) {
+  static constexpr Color kPalette[] = {{0.12, 0.47, 0.71}, {1.0, 0.5, 0.05},   {0.17, 0.63, 0.17}, {0.84, 0.15, 0.16},
+                                       {0.58, 0.4, 0.74},  {0.55, 0.34, 0.29}, {0.89, 0.47, 0.76}, {0.5, 0.5, 0.5},
+                                       {0.74, 0.74, 0.13}, {0.09, 0.75, 0.81}};
+  return kPalette[index % std::size(kPalette)];
+}
+
+Rect plot_frame(int width, int height) {
+  return {Plot::left, Plot::top, width - Plot::left - Plot::right, height - Plot::top - Plot::bottom};
+}
+
+LegendLayout layout_legend(const std::vector<double>& label_widths, double left, double top, double width) {
+  LegendLayout legend{{}, 0};
+  double x = left, y = top;
+  for (double label_width : label_widths) {
+    const double entry_width = kSampleWidth + kSampleGap + label_width;
+    // A new row when this entry would pass the right edge (unless it starts the row).
+    if (x > left && x + entry_width > left + width) {
+      x = left;
+      y += kEntryHeight + kRowGap;
+    }
+    legend.entries.push_back({x, y, entry_width, kEntryHeight});
+    x += entry_width + kEntryGap;
+  }
+  if (!legend.entries.empty()) legend.height = y + kEntryHeight - top;
+  return legend;
+}
 
 void check_chart_output(const std::string& output) {
   if (!output.empty() && !ends_with(output, ".svg") && !ends_with(output, ".png")) {
@@ -270,10 +369,13 @@ void render_chart(const Chart& chart, const std::string& output, int width, int 
   }
   Sink sink{output.empty() ? 1 : file.get()};
   const bool png = ends_with(output, ".png");
-  cairo_surface_t* surface = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, height)
-                                 : cairo_svg_surface_create_for_stream(write_to_sink, &sink, width, height);
+  const LegendLayout legend = measure_legend(chart, width, height);
+  const int image_height =
+      height + (legend.height > 0 ? static_cast<int>(std::ceil(legend.height + 2 * kLegendGap)) : 0);
+  cairo_surface_t* surface = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, image_height)
+                                 : cairo_svg_surface_create_for_stream(write_to_sink, &sink, width, image_height);
   cairo_t* cr = cairo_create(surface);
-  draw(cr, chart, width, height);
+  draw(cr, chart, width, height, legend);
   cairo_destroy(cr);
   cairo_status_t status = png ? cairo_surface_write_to_png_stream(surface, write_to_sink, &sink) : CAIRO_STATUS_SUCCESS;
   cairo_surface_finish(surface);

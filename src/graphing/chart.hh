@@ -1,6 +1,6 @@
 #pragma once
-// A static chart (lines, filled areas, dots; linear or logarithmic y) drawn with cairo and
-// pango, written as SVG or PNG.
+// A static chart (lines, dashed lines, filled areas, dots; linear or logarithmic y) drawn with
+// cairo and pango, written as SVG or PNG. The legend goes below the plot area, never on it.
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,7 +10,7 @@ struct Color {
 };
 
 struct Series {
-  enum class Style { Line, Area, Dots };
+  enum class Style { Line, DashedLine, Area, Dots };
   std::string label;
   Style style;
   Color color;
@@ -23,10 +23,31 @@ struct Chart {
   std::string y_label;
   bool log_y = false;
   std::vector<Series> series;
+  std::string note;  // drawn in the middle of the plot area when not empty ("no packets delivered")
 };
 
-// output: a path ending in .svg or .png, or "" for SVG on standard output. Throws UsageError
-// for another extension and UserError if the file cannot be written.
+// The plot area (the frame the series are drawn in) of a chart of width x height pixels.
+struct Rect {
+  double x, y, width, height;
+};
+Rect plot_frame(int width, int height);
+
+// The legend: one entry (a sample of the series' style, then its label) per series, flowing
+// left to right in rows that wrap at `width`, starting at (left, top): below the plot area
+// and its axis label, so that it never covers data. label_widths are the labels' widths in
+// pixels; entries are 18 pixels high.
+struct LegendLayout {
+  std::vector<Rect> entries;  // one per label, each holding its sample and its label
+  double height;              // of all the rows, 0 for no entry
+};
+LegendLayout layout_legend(const std::vector<double>& label_widths, double left, double top, double width);
+
+// output: a path ending in .svg or .png, or "" for SVG on standard output. The image is width
+// pixels wide and height pixels high plus the legend's rows. Throws UsageError for another
+// extension and UserError if the file cannot be written.
 void render_chart(const Chart& chart, const std::string& output, int width = 1024, int height = 560);
 // Throws UsageError unless output is "" or ends in .svg or .png.
 void check_chart_output(const std::string& output);
+
+// Ten well-distinguished colours, one per log when several share a chart (index modulo ten).
+Color palette_color(size_t index);

@@ -35,7 +35,7 @@ LinkLog LinkLog::read(const std::string& path) {
 LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
   LinkLog log;
   double base = 0;
-  bool any = false;
+  bool any = false, header = false;
   size_t position = 0;
   uint64_t line_number = 0;
   while (position < text.size()) {
@@ -47,6 +47,7 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) continue;
     if (line.front() == '#') {
+      header = true;
       constexpr std::string_view kBase = "# base timestamp:";
       if (line.rfind(kBase, 0) == 0) {
         std::string_view rest = line.substr(kBase.size());
@@ -94,7 +95,10 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
     if (!any || t > log.last) log.last = t;
     any = true;
   }
-  if (!any) throw UserError(path + ": no events in this log (is it an mm-link log?)");
+  // A log of a link that carried nothing still has mm-link's header lines; a file with neither
+  // header nor events is something else.
+  if (!any && !header)
+    throw UserError(path + ": empty, not an mm-link log (mm-link's logs begin with \"# mahimahi mm-link\" lines)");
   if (log.last - log.first > kMaxSpanMs) {
     char span[64];
     std::snprintf(span, sizeof span, "%.1f hours (%.0f to %.0f ms)", (log.last - log.first) / 3.6e6, log.first,
@@ -152,4 +156,13 @@ LinkSummary summarize(const LinkLog& log) {
   s.signal_delay_p95_ms = percentile(signal_delays(log), 95);
   for (const auto& d : log.drops) s.dropped_packets += static_cast<uint64_t>(d.packets);
   return s;
+}
+
+std::string delay_text(double ms, const LinkLog& log) {
+  if (std::isnan(ms)) {
+    return log.departures.empty() ? "- (no packets delivered)" : "- (no packet sent within the log was delivered)";
+  }
+  char text[64];
+  std::snprintf(text, sizeof text, "%.0f ms", ms);
+  return text;
 }

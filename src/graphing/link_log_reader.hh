@@ -30,7 +30,10 @@ struct LinkLog {
   std::vector<Arrival> arrivals;
   std::vector<Departure> departures;
   std::vector<Drop> drops;
-  double first = 0, last = 0;  // time span of all events (ms)
+  double first = 0, last = 0;  // time span of all events (ms); 0 and 0 for a log without events
+
+  // True for a log with header lines only (a link that neither offered nor carried anything).
+  bool empty() const { return opportunities.empty() && arrivals.empty() && departures.empty() && drops.empty(); }
 
   // Bounds, so that reading a log and what is computed from it (a value per ms of its span for
   // the signal delay) stay within memory: a file of at most kMaxFileBytes, event lines of at
@@ -41,12 +44,20 @@ struct LinkLog {
   static constexpr double kMaxValue = 1e15;
   static constexpr double kMaxSpanMs = 24.0 * 3600 * 1000;
 
-  // Throws UserError naming the file and line of anything it cannot read ("-": standard input).
+  // Throws UserError naming the file and line of anything it cannot read ("-": standard input),
+  // and for a file with neither header lines nor events.
   static LinkLog read(const std::string& path);
   static LinkLog parse(std::string_view text, const std::string& name);
 };
 
-// Summary figures, as the original's mm-throughput-graph prints them.
+// A log and the name the graphs give it (its file name or the user's --label).
+struct LabeledLog {
+  std::string label;
+  LinkLog log;
+};
+
+// Summary figures, as the original's mm-throughput-graph prints them; the percentiles are NaN
+// when no packet was delivered.
 struct LinkSummary {
   double duration_s;
   double capacity_mbps;
@@ -60,4 +71,9 @@ LinkSummary summarize(const LinkLog& log);
 
 // Signal delay for every ms from log.first to log.last (NaN before the first delivery).
 std::vector<double> signal_delays(const LinkLog& log);
+// The p-th percentile of the values that are not NaN; NaN if there is none.
 double percentile(std::vector<double> values, double p);
+
+// A summary's delay for people: "12 ms", or "- (no packets delivered)" for NaN, the reason
+// being that the log has no departures or that none of its departures was sent within it.
+std::string delay_text(double ms, const LinkLog& log);

@@ -186,6 +186,92 @@ test_plot_tools_draw_logs_and_their_figures_match() {
   [ "$rc" = 2 ] && echo "$msg" | grep -q "must end in .svg or .png" || fail "bad output type accepted ($rc: $msg)"
 }
 
+# PNG_FILE's height in pixels (from its IHDR chunk).
+png_height() { od -An -tu1 -j20 -N4 "$1" | awk '{ print $1 * 16777216 + $2 * 65536 + $3 * 256 + $4 }'; }
+
+test_plot_tools_say_no_packets_for_a_link_that_carried_nothing() {
+  # A real log of a link that carried nothing, and a log of header lines only: figures read
+  # "-" and the reason (not "nan ms"), the charts are drawn, exit status 0.
+  log=$WORLD_TMP/idle.log
+  rm -f "$log"
+  in_world "$BIN/mm-link" rate:12Mbit/s rate:12Mbit/s --downlink-log="$log" -- true || fail "mm-link -- true" || return 1
+  grep -q '^# mahimahi mm-link' "$log" || fail "no log header" || return 1
+  ! grep -q ' [-+] ' "$log" || fail "packets crossed an idle link" || return 1
+  printf '# mahimahi mm-link (Downlink) [rate:12Mbit/s] > h.log\n# base timestamp: 0\n' > "$WORLD_TMP/header-only.log"
+  for l in "$log" "$WORLD_TMP/header-only.log"; do
+    out=$("$BIN/mm-throughput-graph" 500 "$l" -o "$WORLD_TMP/idle-t.png" 2>&1) || fail "throughput graph of $l: $out" || return 1
+    echo "$out" | sed 's/^/  /'
+    ! echo "$out" | grep -qi nan || fail "nan in: $out" || return 1
+    echo "$out" | grep -q '^95th percentile signal delay: - (no packets delivered)$' || fail "no reason given: $out" || return 1
+    out=$("$BIN/mm-delay-graph" "$l" 2>&1 >"$WORLD_TMP/idle-d.svg") || fail "delay graph of $l: $out" || return 1
+    ! echo "$out" | grep -qi nan || fail "nan in: $out" || return 1
+    grep -q '</svg>' "$WORLD_TMP/idle-d.svg" || fail "no SVG for $l" || return 1
+    [ "$(head -c 8 "$WORLD_TMP/idle-t.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "no PNG for $l" || return 1
+  done
+  : > "$WORLD_TMP/nothing.log"
+  rc_msg 1 "nothing.log: empty, not an mm-link log" "$BIN/mm-delay-graph" "$WORLD_TMP/nothing.log" -o "$WORLD_TMP/x.svg"
+}
+
+test_plot_tools_title_csv_and_several_logs_on_one_chart() {
+  up=$WORLD_TMP/several-up.log down=$WORLD_TMP/several-down.log
+  port=$((5400 + RANDOM % 500))
+  iperf_server "$port" || return 1
+  in_world "$BIN/mm-link" rate:24Mbit/s rate:12Mbit/s --uplink-log="$up" --downlink-log="$down" \
+    -- sh -c "iperf3 -R -c \$MAHIMAHI_BASE -p $port -t 3 >/dev/null"
+  grep -q ' - ' "$down" || fail "the downlink log has no departures" || return 1
+  csv=$WORLD_TMP/several.csv png=$WORLD_TMP/several.png
+  rm -f "$csv" "$png"
+  out=$("$BIN/mm-throughput-graph" --title "ACKs and data" 500 "$up" "$down" --label up --label down \
+        --csv "$csv" -o "$png" 2>&1) || fail "two logs: $out" || return 1
+  echo "$out" | sed 's/^/  /'
+  echo "$out" | grep -q '^up:$' && echo "$out" | grep -q '^down:$' || fail "summaries not named: $out" || return 1
+  [ "$(head -1 "$csv")" = "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets" ] ||
+    fail "CSV header: $(head -1 "$csv")" || return 1
+  [ "$(grep -c '^up,' "$csv")" -ge 6 ] && [ "$(grep -c '^down,' "$csv")" -ge 6 ] || fail "CSV rows: $(cut -d, -f1 "$csv" | uniq -c)" || return 1
+  # The binned capacity is the link's: 12 and 24 Mbit/s in every bin.
+  for pair in down:12 up:24; do
+    awk -F, -v l="${pair%:*}" -v r="${pair#*:}" '$1 == l && ($4 < r * 0.99 || $4 > r * 1.01) { bad = 1; print "  " $0 }
+      END { exit bad }' "$csv" || fail "${pair%:*} capacity per bin is not ${pair#*:} Mbit/s" || return 1
+  done
+  # The egress of the data direction in the CSV adds up to the throughput printed.
+  throughput=$(echo "$out" | awk '/^down:$/ { d = 1 } d && /^Average throughput/ { print $3; exit }')
+  [ -n "$throughput" ] || fail "no downlink throughput in: $out" || return 1
+  binned=$(awk -F, '$1 == "down" { s += $6 * ($3 - $2); if (!n++) a = $2; b = $3 } END { printf "%.2f", s / (b - a) }' "$csv")
+  check_range "downlink throughput from the CSV's bins (Mbit/s; printed $throughput)" "$binned" \
+    "$(awk -v t="$throughput" 'BEGIN { print t * 0.98 }')" "$(awk -v t="$throughput" 'BEGIN { print t * 1.02 }')" || return 1
+  [ "$(head -c 8 "$png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] || fail "not a PNG" || return 1
+  [ "$(png_height "$png")" -gt 560 ] || fail "no room for the legend below the plot ($(png_height "$png") pixels high)" || return 1
+  out=$("$BIN/mm-delay-graph" "$up" "$down" --csv - -o "$WORLD_TMP/several-d.svg" 2>/dev/null) || fail "delay CSV" || return 1
+  [ "$(echo "$out" | head -1)" = "log,start_s,end_s,signal_delay_ms,packets,mean_delay_ms,max_delay_ms" ] ||
+    fail "delay CSV header: $(echo "$out" | head -1)" || return 1
+  echo "$out" | grep -q "^$down,[0-9.]*,[0-9.]*,[0-9.]*,1," || fail "delay CSV has no packet rows for $down" || return 1
+  grep -q '</svg>' "$WORLD_TMP/several-d.svg" || fail "delay chart of two logs" || return 1
+  # The original's syntax still works: MS-PER-BIN first, SVG on standard output.
+  "$BIN/mm-throughput-graph" 500 "$down" 2>/dev/null | grep -q '</svg>' || fail "mm-throughput-graph 500 LOG > out.svg" || return 1
+  rc_msg 2 "2 logs but 1 --label; give one --label per LOG, in order, or none" \
+    "$BIN/mm-throughput-graph" 500 "$up" "$down" --label up -o "$WORLD_TMP/x.svg" || return 1
+  rc_msg 2 "the first argument is MS-PER-BIN, the bin width in ms, not \"$down\"" "$BIN/mm-throughput-graph" "$down"
+}
+
+# The pages of mm-webrecord and mm-webreplay (the original's names, installed as links to
+# mm-record and mm-replay): man finds them in the installed prefix; make uninstall removes them.
+test_man_pages_of_the_web_aliases_install_and_uninstall() {
+  manpath=$(dirname "$BIN")/share/man
+  for alias in webrecord:record webreplay:replay; do
+    page=$(MANPATH=$manpath MANWIDTH=100 man "mm-${alias%:*}" 2>&1) || fail "man mm-${alias%:*}: $page" || return 1
+    echo "$page" | grep -q "mm-${alias#*:}, mm-${alias%:*} " || fail "man mm-${alias%:*} shows: $(echo "$page" | head -5)" || return 1
+  done
+  echo "  man mm-webrecord, man mm-webreplay: the pages of mm-record and mm-replay"
+  dest=$WORLD_TMP/destdir
+  rm -rf "$dest"
+  make -s -C "$MAHIMAHI_BUILD_DIR" install DESTDIR="$dest" >/dev/null 2>&1 || fail "make install DESTDIR" || return 1
+  [ -n "$(find "$dest" -name mm-webrecord.1)" ] && [ -n "$(find "$dest" -name mm-webreplay.1)" ] || fail "alias pages not installed" || return 1
+  make -s -C "$MAHIMAHI_BUILD_DIR" uninstall DESTDIR="$dest" >/dev/null 2>&1 || fail "make uninstall DESTDIR" || return 1
+  left=$(find "$dest" ! -type d)
+  rm -rf "$dest"
+  [ -z "$left" ] || fail "left after make uninstall: $left"
+}
+
 test_mm_trace_makes_converts_and_checks() {
   t=$BIN/mm-trace
   [ "$("$t" constant 12Mbit/s)" = 1 ] || fail "12 Mbit/s is not the trace \"1\"" || return 1

@@ -49,3 +49,20 @@ TEST(LinkLogReader, log_reader_summary_and_signal_delay) {
   ASSERT_TRUE(std::isnan(sd[9]));  // after the last send nothing arrives
   EXPECT_THROW_WITH(UserError, LinkLog::read("/nonexistent.log"), "cannot read log /nonexistent.log");
 }
+
+TEST(LinkLogReader, a_log_with_header_lines_only_is_an_empty_log_and_an_empty_file_is_refused) {
+  const LinkLog log = LinkLog::parse("# mahimahi mm-link (Uplink) [x] > u.log\n# base timestamp: 0\n", "u.log");
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(log.first, 0.0);
+  EXPECT_EQ(log.last, 0.0);
+  EXPECT_FALSE(LinkLog::parse("0 # 1500\n", "l").empty());
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("", "e.log"), "e.log: empty, not an mm-link log");
+  EXPECT_THROW_WITH(UserError, LinkLog::parse("\n\n", "e.log"), "e.log: empty, not an mm-link log");
+}
+
+TEST(LinkLogReader, delay_text_says_why_there_is_no_value) {
+  const LinkLog delivered = LinkLog::parse("0 # 1500\n0 + 1500\n3 - 1500 3\n", "l");
+  EXPECT_EQ(delay_text(3, delivered), "3 ms");
+  EXPECT_EQ(delay_text(NAN, LinkLog::parse("0 # 1500\n", "l")), "- (no packets delivered)");
+  EXPECT_EQ(delay_text(NAN, delivered), "- (no packet sent within the log was delivered)");
+}

@@ -1,0 +1,44 @@
+#pragma once
+// What mm-delay-graph computes from its logs: the signal delay and the packets' delays per
+// millisecond, the chart, the CSV file (--csv) and the summary it prints.
+#include <string>
+#include <vector>
+
+#include "graphing/chart.hh"
+#include "graphing/link_log_reader.hh"
+
+// One log's rows: one per millisecond of its span, or, for a log over kMaxDelayRows ms, one per
+// group of group_ms milliseconds (so that a chart holds at most kMaxDelayRows points).
+struct DelayRows {
+  double first_ms = 0;  // the millisecond of the log's first event
+  size_t span_ms = 0;   // milliseconds covered: the first event's to the last event's, both included
+  size_t group_ms = 1;
+  std::vector<double> signal_delay_ms;              // the highest in the row's milliseconds; NaN: none
+  std::vector<double> packets;                      // departures in the row's milliseconds
+  std::vector<double> mean_delay_ms, max_delay_ms;  // theirs; NaN when there is none
+
+  size_t size() const { return signal_delay_ms.size(); }
+  double start_s(size_t row) const { return (first_ms + static_cast<double>(row * group_ms)) / 1000; }
+  double end_s(size_t row) const {
+    return (first_ms + static_cast<double>(std::min(span_ms, (row + 1) * group_ms))) / 1000;
+  }
+};
+
+inline constexpr size_t kMaxDelayRows = 1'000'000;
+
+DelayRows delay_rows(const LinkLog& log);
+
+// One chart of every log, on a logarithmic scale: each packet's delay as a dot at its
+// departure, and the signal delay (filled for one log, a line in the log's colour for several).
+// Legend entries start with the log's label when name_logs is set.
+Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows, const std::string& title,
+                  bool name_logs);
+
+// The CSV of the rows: the header line
+//   log,start_s,end_s,signal_delay_ms,packets,mean_delay_ms,max_delay_ms
+// then a row per millisecond (or group) of each log, in order; empty fields where no value.
+std::string delay_csv(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows);
+
+// The lines printed to standard error: the 95th percentile per-packet queueing delay and
+// signal delay, "-" with the reason where there is no value.
+std::string delay_summary(const LinkLog& log);
