@@ -160,7 +160,9 @@ void create_record_directory(const fs::path& dir) {
   const std::string name = dir.string(), parent = parent_directory(dir).string();
   switch (err) {
     case EEXIST:
-      throw UserError(name + " already exists: choose a new directory (a recording is never added to or overwritten)");
+      throw UserError(name +
+                      " already exists: choose a new directory (a recording is never overwritten; mm-record --append "
+                      "adds to one)");
     case ENOENT:
       throw UserError("cannot create " + name + ": the directory " + parent +
                       " does not exist (create it first, or choose another place)");
@@ -424,7 +426,7 @@ void check_recording_to_append(const fs::path& dir) {
   // project) was named by mistake.
   DIR* listing = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
   if (!listing) throw UserError("cannot read recording directory " + name + ": " + std::strerror(errno));
-  std::string odd;
+  std::string odd, first_name;  // the first entry that is not a regular file; the first file by name
   while (const dirent* d = ::readdir(listing)) {
     if (d->d_name[0] == '.') continue;
     struct stat st;
@@ -432,14 +434,14 @@ void check_recording_to_append(const fs::path& dir) {
       odd = std::string(d->d_name) + " is " + file_kind(st.st_mode);
       break;
     }
+    if (first_name.empty() || d->d_name < first_name) first_name = d->d_name;
   }
   ::closedir(listing);
   if (!odd.empty()) throw UserError(not_one + odd + ", and a recording holds only record files" + fix);
-  const std::vector<std::string> names = recording_file_names(dir_fd.get(), dir);
-  if (names.empty()) return;
-  const std::string first = (dir / names.front()).string();
+  if (first_name.empty()) return;
+  const std::string first = (dir / first_name).string();
   std::string why;
-  auto bytes = read_record_file(dir_fd.get(), names.front(), first, &why);
+  auto bytes = read_record_file(dir_fd.get(), first_name, first, &why);
   if (bytes && parse_owned_pair(std::move(*bytes), &why)) return;
   throw UserError(not_one + (bytes ? first + " is not a recorded request/response (" + why + ")" : why) + fix);
 }
