@@ -31,18 +31,22 @@ namespace {
 const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|untrust|leaf] ...",
                         "Manages the local certificate authority whose certificates mm-record presents for HTTPS\n"
                         "sites while recording and replay's servers present while replaying. It is made on first use\n"
-                        "(EC P-256, valid 20 years); its private key stays in the CA directory, readable by you only.\n"
+                        "by mm-record, mm-replay and every command here but path and untrust (EC P-256, valid 20\n"
+                        "years); its private key stays in the CA directory, readable by you only.\n"
                         "\n"
                         "Commands:\n"
                         "  show              the CA's files, subject, validity and SPKI hash, with the Chromium flag\n"
                         "                    that accepts its certificates (the default command)\n"
-                        "  path              print the CA certificate's path\n"
+                        "  path              print the CA certificate's path, for curl --cacert \"$(mm-ca path)\";\n"
+                        "                    it creates nothing: with no CA there yet, it prints the path all the\n"
+                        "                    same, says so on standard error and exits with status 1\n"
                         "  spki              print base64(SHA-256(SubjectPublicKeyInfo)) for Chromium's\n"
                         "                    --ignore-certificate-errors-spki-list\n"
                         "  create            make the CA if there is none; say whether it was made or existed\n"
-                        "  trust             add the CA to your NSS database (Chromium, curl built with NSS...), as\n"
+                        "  trust             add the CA to your NSS database (Chromium and Firefox read it), as\n"
                         "                    \"Mahimahi local CA\" trusted to identify web sites; needs certutil\n"
                         "                    (Debian/Ubuntu package libnss3-tools). Running it again replaces it.\n"
+                        "                    curl uses OpenSSL's store, not NSS: give it --cacert \"$(mm-ca path)\".\n"
                         "  untrust           remove it from the NSS database (no error if absent)\n"
                         "  leaf NAME... --cert FILE --key FILE\n"
                         "                    write a certificate for the host names or IP addresses NAME... (chain:\n"
@@ -156,6 +160,24 @@ int show(const CertificateAuthority& ca, bool created) {
   return 0;
 }
 
+// mm-ca path: the path, and nothing created. A script's curl --cacert "$(mm-ca path)" then fails
+// naming the missing file, after the line here that says how to make it.
+int print_path(const fs::path& directory) {
+  const fs::path certificate = CertificateAuthority::certificate_file(directory);
+  std::cout << certificate.string() << "\n";
+  struct stat st {};
+  if (::stat(certificate.c_str(), &st) == 0) return 0;
+  const int err = errno;
+  std::cout.flush();
+  if (err == ENOENT) {
+    std::cerr << "mm-ca: there is no CA in " << directory.string()
+              << " yet: mm-ca create makes one (mm-record also does, on first use)\n";
+  } else {
+    std::cerr << "mm-ca: cannot use " << certificate.string() << ": " << std::strerror(err) << "\n";
+  }
+  return 1;
+}
+
 int run(int argc, char** argv) {
   std::optional<std::string> ca_dir, nssdb, certificate, key;
   const auto set = [](std::optional<std::string>& target, const char* name) {
@@ -199,12 +221,12 @@ int run(int argc, char** argv) {
     return 0;
   }
 
+  if (command == "path") return print_path(directory);
+
   bool created = false;
   const auto trust_db = command == "trust" ? std::optional<NssDatabase>(nss_database(nssdb)) : std::nullopt;
   CertificateAuthority ca = CertificateAuthority::load_or_create(directory, &created);
-  if (command == "path") {
-    std::cout << ca.certificate_path().string() << "\n";
-  } else if (command == "spki") {
+  if (command == "spki") {
     std::cout << ca.spki_sha256_base64() << "\n";
   } else if (command == "create") {
     std::cout << (created ? "created a new CA in " : "a CA already exists in ") << directory.string() << "\n";

@@ -1,5 +1,7 @@
 // mm-record DIR [OPTION]... [--] [COMMAND...]: records every HTTP/HTTPS request and response
 // of COMMAND into DIR.
+#include <unistd.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <optional>
@@ -12,21 +14,27 @@
 #include "shell/packet_shell.hh"
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 const ProgramInfo kInfo{
     "mm-record", "DIR [OPTION]... [--] [COMMAND...]",
     "Runs COMMAND (default: your login shell) in a new network namespace and records every HTTP\n"
     "request/response pair it exchanges with any server, over HTTP or HTTPS on any port, into\n"
-    "DIR (which must not exist): one protobuf file per pair, readable by mm-replay, by\n"
-    "mm-recording and by the original Mahimahi. Every TCP connection goes through a recording\n"
-    "proxy that relays bytes as they arrive; what is not HTTP/1.x (WebSocket after an upgrade,\n"
-    "other protocols) is relayed unrecorded. TLS is ended on both sides: the program is shown\n"
-    "certificates signed by your local CA (see mm-ca; it is created on first use), and the\n"
-    "servers' certificates are checked against the system's CAs. UDP to port 443 (QUIC) is\n"
-    "refused so that browsers use TCP.\n"
+    "DIR (which must not exist, unless --append): one protobuf file per pair, readable by\n"
+    "mm-replay, by mm-recording and by the original Mahimahi. Every TCP connection goes through\n"
+    "a recording proxy that relays bytes as they arrive; what is not HTTP/1.x (WebSocket after\n"
+    "an upgrade, other protocols) is relayed unrecorded. TLS is ended on both sides: the program\n"
+    "is shown certificates signed by your local CA (see mm-ca; it is created on first use), and\n"
+    "the servers' certificates are checked against the system's CAs. UDP to port 443 (QUIC) is\n"
+    "refused so that browsers use TCP. If nothing at all was recorded, the directory made for it\n"
+    "is removed again, so that the same command can be run again once it works.\n"
+    "\n"
+    "curl does not read the NSS database that mm-ca trust fills: give it --cacert \"$(mm-ca path)\".\n"
     "\n"
     "Options:\n"
+    "  --append              add to the existing recording DIR (made by mm-record), e.g. to record\n"
+    "                        several pages into one: new files only, the recorded ones untouched\n"
     "  --ca-dir=DIR          the CA to use (default: $MAHIMAHI_CA_DIR, else\n"
     "                        ~/.local/share/mahimahi/ca)\n"
     "  --allow-quic          let UDP to port 443 through (unrecorded)\n"
@@ -36,17 +44,39 @@ const ProgramInfo kInfo{
     "  --verbose             a line per connection on standard error\n"
     "  --help, --version\n"
     "\n"
-    "Also installed as mm-webrecord. Example: mm-record /tmp/site -- curl https://example.com/\n"};
+    "Also installed as mm-webrecord. Example:\n"
+    "  mm-record /tmp/site -- curl --cacert \"$(mm-ca path)\" https://example.com/\n"
+    "  mm-record --append /tmp/site -- curl --cacert \"$(mm-ca path)\" https://example.org/\n"};
+
+// The line that ends a recording, and the removal of a directory this run made and left empty.
+void report_recording(const std::string& dir, bool created, const RecordWriter& writer, uint64_t failed_connections) {
+  std::cerr << "mm-record: " << count_of(writer.written(), "pair") << " recorded";
+  if (writer.written() > 0) std::cerr << (created ? " in " : " and added to ") << dir;
+  if (writer.failed()) std::cerr << ", " << writer.failed() << " could not be written";
+  if (failed_connections) std::cerr << "; " << count_of(failed_connections, "connection") << " failed";
+  if (writer.written() == 0) {
+    // An empty directory would only make the retry fail with "already exists".
+    if (!created) {
+      std::cerr << "; " << dir << " is unchanged";
+    } else if (::rmdir(dir.c_str()) == 0) {
+      std::cerr << "; removed the empty directory " << dir << ", so the same command can be run again";
+    } else {
+      std::cerr << "; " << dir << " is left as it is";
+    }
+  }
+  std::cerr << std::endl;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
     std::optional<std::string> dir;
     std::optional<std::string> ca_dir;
-    bool allow_quic = false;
+    bool allow_quic = false, append = false;
     RecordProxyOptions options;
     ArgScanner scanner(kInfo,
                        {{"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                        {"append", false, [&](std::string_view) { append = true; }},
                         {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
@@ -57,20 +87,29 @@ int main(int argc, char** argv) {
       dir = std::string(word);
       return true;
     });
-    if (!dir || dir->empty()) throw UsageError("missing DIR (the directory to record into; it must not exist)");
+    if (!dir || dir->empty())
+      throw UsageError(append ? "missing DIR (the recording to add to)"
+                              : "missing DIR (the directory to record into; it must not exist)");
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
     spec.device_kind = "record";
     spec.tag = "[record " + *dir + "] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = !allow_quic;
-    spec.ferry = [dir = *dir, ca_dir, options](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+    spec.ferry = [dir = *dir, ca_dir, options, append](const FerryEndpoints& endpoints,
+                                                       const std::function<void()>& ready) {
       // The user's rights from here on: DIR and the CA are created and read as the user.
+      bool created = false;
       try {
         // OpenSSL ignores SSL_CERT_FILE in a setuid program, even after it dropped its rights.
         RecordProxyOptions proxy_options = options;
         const char* bundle = std::getenv("SSL_CERT_FILE");
         if (proxy_options.upstream_ca_file.empty() && bundle && *bundle) proxy_options.upstream_ca_file = bundle;
-        create_record_directory(dir);
+        if (append) {
+          check_recording_to_append(dir);
+        } else {
+          create_record_directory(dir);
+          created = true;
+        }
         CertificateAuthority ca = CertificateAuthority::load_or_create(
             ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
         ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
@@ -89,13 +128,11 @@ int main(int argc, char** argv) {
         proxy.stop();
         proxy_thread.join();
         writer.finish();
-        std::cerr << "mm-record: " << writer.written() << " pairs recorded in " << dir;
-        if (writer.failed()) std::cerr << ", " << writer.failed() << " could not be written";
-        if (const uint64_t failed = proxy.failed_connections()) std::cerr << "; " << failed << " connections failed";
-        std::cerr << std::endl;
+        report_recording(dir, created, writer, proxy.failed_connections());
         return writer.failed() ? 1 : status;
       } catch (const std::exception& e) {
         std::cerr << "mm-record: " << e.what() << std::endl;
+        if (created) ::rmdir(dir.c_str());  // only if empty: a failed start leaves nothing in the way of a retry
         return 1;
       }
     };

@@ -22,34 +22,44 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/signals.hh"
+#include "util/text.hh"
 
 namespace {
-const ProgramInfo kInfo{"mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
-                        "Runs COMMAND (default: your login shell) in a new network namespace with no way out, where\n"
-                        "every server of the recording in DIR (made by mm-record, or by the original Mahimahi)\n"
-                        "exists at its recorded IP address and port and answers from the recording: one Apache\n"
-                        "httpd per recorded IP:port (HTTPS where recorded, with certificates from your local CA,\n"
-                        "see mm-ca), one matcher behind them all, and a DNS server that knows every recorded name\n"
-                        "(any other name fails at once).\n"
-                        "\n"
-                        "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
-                        "and path match; among those, the one whose query string has the longest common substring\n"
-                        "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
-                        "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
-                        "names the nearest recorded requests (and a line on standard error says the same).\n"
-                        "\n"
-                        "Options:\n"
-                        "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
-                        "                        says the origin spoke h2)\n"
-                        "  --ignore-user-agent   match requests whatever their User-Agent\n"
-                        "  --single-server       one server (one IP) answers everything and every name resolves to\n"
-                        "                        it: a control for what multi-origin emulation changes\n"
-                        "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
-                        "  --verbose             a summary of requests answered and missed at the end\n"
-                        "  --help, --version\n"
-                        "\n"
-                        "Also installed as mm-webreplay. Nests with the other shells:\n"
-                        "  mm-replay /tmp/site mm-delay 50 mm-link up.trace down.trace -- chromium ...\n"};
+const ProgramInfo kInfo{
+    "mm-replay", "DIR [OPTION]... [--] [COMMAND...]",
+    "Runs COMMAND (default: your login shell) in a new network namespace with no way out, where\n"
+    "every server of the recording in DIR (made by mm-record, or by the original Mahimahi)\n"
+    "exists at its recorded IP address and port and answers from the recording: one Apache\n"
+    "httpd per recorded IP:port (HTTPS where recorded, with certificates from your local CA,\n"
+    "see mm-ca), one matcher behind them all, and a DNS server that knows every recorded name\n"
+    "(any other name fails at once).\n"
+    "\n"
+    "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
+    "and path match; among those, the one whose query string has the longest common substring\n"
+    "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
+    "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
+    "names the nearest recorded requests (and a line on standard error says the same).\n"
+    "\n"
+    "Options:\n"
+    "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
+    "                        says the origin spoke h2)\n"
+    "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
+    "                        another client: curl's replayed to a browser, or the reverse)\n"
+    "  --single-server       one server (one IP) answers everything and every name resolves to\n"
+    "                        it: a control for what multi-origin emulation changes\n"
+    "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
+    "  --verbose             a summary of requests answered and missed at the end\n"
+    "  --help, --version\n"
+    "\n"
+    "A request that asks for a range (Range: bytes=...) gets a 206 with that part of the recorded\n"
+    "response (416 if it lies beyond it; the whole response for several disjoint ranges);\n"
+    "recorded 206 responses answer the ranges they hold.\n"
+    "\n"
+    "Also installed as mm-webreplay. mm-replay goes outermost, the other shells inside it, so that\n"
+    "they sit between your program and the replayed servers:\n"
+    "  mm-replay /tmp/site mm-delay 50 mm-link up.trace down.trace -- chromium ...\n"
+    "(mm-delay 50 mm-replay ... would delay nothing: the servers would be inside the delay\n"
+    "shell too; mm-replay warns when it starts inside another shell.)\n"};
 
 // The IPv4 resolvers the command will ask (glibc reads the first three nameserver lines;
 // without any it asks 127.0.0.1): they must exist in the namespace, answered by dnsmasq.
@@ -166,6 +176,14 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
   }
   return 0;
 }
+// mm-replay inside another shell (its MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "): the servers
+// start inside that shell, next to the command, so nothing the shell emulates lies between them.
+std::string nesting_warning(const std::string& outer_prefix) {
+  return "mm-replay: warning: started inside another shell (" + printable(trim_blanks(outer_prefix), 200) +
+         "), so the replayed servers sit inside it with your program and it emulates nothing between them; "
+         "put mm-replay outermost, e.g. mm-replay DIR mm-delay 50 -- COMMAND";
+}
+
 // The command line: DIR, options, the command; what the ferry does with them.
 ShellSpec parse_command_line(int argc, char** argv) {
   std::optional<std::string> dir, ca_dir;
@@ -192,6 +210,7 @@ ShellSpec parse_command_line(int argc, char** argv) {
   spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
                                                                             const std::function<void()>& ready) {
     try {
+      if (!endpoints.outer_prefix.empty()) std::cerr << nesting_warning(endpoints.outer_prefix) << std::endl;
       (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
       ReplayPlan p = plan(dir, http2, single_server);
       endpoints.add_addresses(addresses_of(p));

@@ -363,8 +363,8 @@ bool RecordProxy::client_handshake(Connection& c) {
   const std::string why = c.client.peer_closed() ? "the client closed the connection" : c.client.error();
   if (c.phase == Phase::ClientTls) {
     fail(c, "TLS with the client for " + c.where() + " failed: " + why +
-                " (does the program trust the local CA? see mm-ca trust, or mm-ca spki for Chromium's "
-                "--ignore-certificate-errors-spki-list)");
+                " (does the program trust the local CA? curl: --cacert \"$(mm-ca path)\"; Chromium: mm-ca "
+                "trust, or --ignore-certificate-errors-spki-list=\"$(mm-ca spki)\")");
   } else {
     fail(c, "TLS with the client for " + c.where() + " failed: " + why);
   }
@@ -583,7 +583,8 @@ void RecordProxy::close(Connection& c, bool reset) {
   epoll_.remove(c.client.fd());
   epoll_.remove(c.server.fd());
   if (options_.verbose)
-    std::cerr << "mm-record: " << c.where() << (c.https ? " https" : "") << ": " << c.pairs << " pairs" << std::endl;
+    std::cerr << "mm-record: " << c.where() << (c.https ? " https" : "") << ": " << count_of(c.pairs, "pair")
+              << std::endl;
 }
 
 void RecordProxy::fail(Connection& c, const std::string& why) {

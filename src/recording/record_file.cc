@@ -160,7 +160,9 @@ void create_record_directory(const fs::path& dir) {
   const std::string name = dir.string(), parent = parent_directory(dir).string();
   switch (err) {
     case EEXIST:
-      throw UserError(name + " already exists: choose a new directory (a recording is never added to or overwritten)");
+      throw UserError(name +
+                      " already exists: choose a new directory (a recording is never overwritten; mm-record --append "
+                      "adds to one)");
     case ENOENT:
       throw UserError("cannot create " + name + ": the directory " + parent +
                       " does not exist (create it first, or choose another place)");
@@ -398,6 +400,51 @@ std::vector<std::string> recording_file_names(int dir_fd, const fs::path& dir) {
   return names;
 }
 }  // namespace
+
+void check_recording_to_append(const fs::path& dir) {
+  const std::string name = dir.string();
+  const std::string not_one = name + " is not a recording: ";
+  const std::string fix =
+      "; --append adds to a directory made by mm-record (without --append, mm-record makes a new one)";
+  FileDescriptor dir_fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!dir_fd.valid()) {
+    const int err = errno;
+    struct stat st;
+    if (::lstat(dir.c_str(), &st) != 0) {
+      if (err == ENOENT) throw UserError(name + " does not exist: nothing to append to" + fix);
+      throw UserError("cannot open " + name + ": " + std::strerror(err));
+    }
+    if (S_ISLNK(st.st_mode))
+      throw UserError(name + " is a symbolic link: name the recording directory itself (" + name +
+                      "/ or its real path)");
+    if (!S_ISDIR(st.st_mode)) throw UserError(not_one + "it is " + file_kind(st.st_mode) + fix);
+    throw UserError("cannot open recording directory " + name + ": " + std::strerror(err));
+  }
+  if (::faccessat(dir_fd.get(), ".", W_OK | X_OK, AT_EACCESS) != 0)
+    throw UserError("cannot add to " + name + ": " + std::strerror(errno) + " (the recording must be writable by you)");
+  // Subdirectories are no part of a recording: a directory that has any (a home directory, a
+  // project) was named by mistake.
+  DIR* listing = ::fdopendir(::fcntl(dir_fd.get(), F_DUPFD_CLOEXEC, 0));
+  if (!listing) throw UserError("cannot read recording directory " + name + ": " + std::strerror(errno));
+  std::string odd, first_name;  // the first entry that is not a regular file; the first file by name
+  while (const dirent* d = ::readdir(listing)) {
+    if (d->d_name[0] == '.') continue;
+    struct stat st;
+    if (::fstatat(dir_fd.get(), d->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && !S_ISREG(st.st_mode)) {
+      odd = std::string(d->d_name) + " is " + file_kind(st.st_mode);
+      break;
+    }
+    if (first_name.empty() || d->d_name < first_name) first_name = d->d_name;
+  }
+  ::closedir(listing);
+  if (!odd.empty()) throw UserError(not_one + odd + ", and a recording holds only record files" + fix);
+  if (first_name.empty()) return;
+  const std::string first = (dir / first_name).string();
+  std::string why;
+  auto bytes = read_record_file(dir_fd.get(), first_name, first, &why);
+  if (bytes && parse_owned_pair(std::move(*bytes), &why)) return;
+  throw UserError(not_one + (bytes ? first + " is not a recorded request/response (" + why + ")" : why) + fix);
+}
 
 std::string read_recording_file(const fs::path& path) {
   std::string why;

@@ -46,6 +46,13 @@ std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* w
 // exists: choose a new directory ..."; a missing or unwritable parent => UserError naming it.
 void create_record_directory(const std::filesystem::path& dir);
 
+// Checks that an existing DIR can be added to (mm-record --append): a directory, not a symbolic
+// link, writable, holding nothing but record files (hidden files aside: unfinished temporary
+// files), the first of which, by name, reads as a recorded pair; an empty directory qualifies.
+// UserError naming DIR and what is wrong otherwise. New files get names no existing file has
+// (RecordWriter never replaces a file), so the recorded files stay untouched.
+void check_recording_to_append(const std::filesystem::path& dir);
+
 // Writes pairs into an existing directory from a background thread. Each file is written to a
 // hidden temporary file in the directory (".tmp-XXXXXXXX", mode 0600), fsync'ed, then renamed
 // without replacing anything to "save.XXXXXX" (like the original's mkstemp names; unique);

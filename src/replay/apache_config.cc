@@ -112,6 +112,9 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
        // Recorded URLs and cookies can be long; Apache's 8 KB limits would answer 414/400 instead.
        "LimitRequestLine 65536\n"
        "LimitRequestFieldSize 65536\n"
+       // Range requests are the matcher's (replay_range.hh): Apache must not cut a whole 200 it
+       // answers (several ranges, or a failed If-Range) into ranges of its own.
+       "MaxRanges none\n"
        // %2F in a path: forward it (the default answers 404 without asking the matcher).
        "AllowEncodedSlashes NoDecode\n"
        // One process of 32 threads at first: more than a browser's parallel connections to one

@@ -227,6 +227,8 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
     r.user_agent = v;
     r.has_user_agent = true;
   }
+  if (const char* v = param("HTTP_RANGE")) r.range = v;
+  if (const char* v = param("HTTP_IF_RANGE")) r.if_range = v;
   if (const char* v = param("HTTPS")) r.https = equals_ignoring_case(v, "on") || equals_ignoring_case(v, "1");
 
   // The request body plays no part in matching, but the web server expects it to be read.

@@ -16,6 +16,7 @@
 #include "http/start_line.hh"
 #include "recording/record_file.hh"
 #include "replay/replay_miss.hh"
+#include "replay/replay_range.hh"
 #include "util/exception.hh"
 #include "util/host_name.hh"
 #include "util/text.hh"
@@ -214,6 +215,7 @@ std::optional<Entry> request_entry(const fs::path& file, const RecordedPair& pai
     e.has_user_agent = true;
     e.user_agent = std::string(*ua);
   }
+  if (const auto range = pair.request.header("Range")) e.range = std::string(*range);
   e.ip = pair.ip;
   e.port = pair.port;
   e.request_start_us = pair.request_start_us;
@@ -236,6 +238,7 @@ IncomingRequest normalize_request(const ReplayRequest& r) {
   split_target(in.target, &in.path, &in.query);
   in.has_user_agent = r.has_user_agent;
   in.user_agent = r.user_agent;
+  in.range = r.range;
   return in;
 }
 
@@ -246,22 +249,28 @@ std::string counter_key(const IncomingRequest& in, const ReplayOptions& options)
     key += in.has_user_agent ? '+' : '-';
     key += in.user_agent;
   }
+  key += '\0';
+  key += in.range ? "+" + *in.range : "-";
   return key;
 }
 
 // Among candidates (same scheme, host, method, path; recorded order), the ones that pass the
-// User-Agent rule. Recorded requests identical to this one (same target, so same query): the
-// n-th of them, n = pick_identical() = how often it was served before (the last once exhausted).
-// Otherwise the longest common substring of the queries wins, the earliest on ties.
+// User-Agent rule. Recorded requests identical to this one (same target, so same query, and the
+// same Range or none; failing that, the same target whatever the Range): the n-th of them,
+// n = pick_identical() = how often it was served before (the last once exhausted). Otherwise the
+// longest common substring of the queries wins, the earliest on ties.
 template <typename PickIdentical>
 const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingRequest& in,
                     const ReplayOptions& options, PickIdentical pick_identical) {
-  std::vector<const Entry*> eligible, identical;
+  std::vector<const Entry*> eligible, identical, same_target;
   for (const Entry* e : candidates) {
     if (!user_agent_matches(*e, in, options)) continue;
     eligible.push_back(e);
-    if (e->target == in.target) identical.push_back(e);
+    if (e->target != in.target) continue;
+    same_target.push_back(e);
+    if (e->range == in.range) identical.push_back(e);
   }
+  if (identical.empty()) identical = std::move(same_target);
   if (!identical.empty()) return identical[std::min(pick_identical(), identical.size() - 1)];
   const Entry* best = nullptr;
   size_t best_length = 0;
@@ -305,8 +314,8 @@ class OriginCollector {
       origin.h2 = o.h2;
       if (o.tls && o.clear) {
         warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
-                        std::to_string(o.tls) + " pairs) and in clear (" + std::to_string(o.clear) +
-                        " pairs); it is served over TLS, so the pairs recorded in clear cannot be replayed");
+                        count_of(o.tls, "pair") + ") and in clear (" + count_of(o.clear, "pair") +
+                        "); it is served over TLS, so the pairs recorded in clear cannot be replayed");
       }
       list.push_back(std::move(origin));
     }
@@ -357,10 +366,10 @@ class OriginCollector {
 // The error for a directory without a single replayable pair.
 UserError no_valid_pair(const fs::path& dir, size_t corrupt, size_t unreplayable) {
   const size_t files = corrupt + unreplayable;
-  std::string detail = files == 0 ? "the directory has no files"
-                                  : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
-                                        std::to_string(corrupt) + " not a recorded pair, " +
-                                        std::to_string(unreplayable) + " not replayable; see the warnings";
+  std::string detail = files == 0
+                           ? "the directory has no files"
+                           : count_of(files, "file") + ": " + std::to_string(corrupt) + " not a recorded pair, " +
+                                 std::to_string(unreplayable) + " not replayable; see the warnings";
   return UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
 }
 }  // namespace
@@ -472,6 +481,16 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
     std::lock_guard lock(counters_->mutex);
     return counters_->served[counter_key(in, options)]++;
   });
+  if (chosen && request.range) {
+    std::vector<RangeCandidate> recorded;  // the responses recorded for the same request
+    for (const Entry* e : candidates) {
+      if (e->target == chosen->target && user_agent_matches(*e, in, options))
+        recorded.push_back({&e->response, e->range});
+    }
+    const RangeRequest range{in.method, *request.range, request.if_range,
+                             describe_request(in.https, in.host, in.method, in.target)};
+    if (auto answer = answer_range(range, chosen->response, recorded)) return std::move(*answer);
+  }
   if (chosen) return ReplayMatch{true, chosen->response, {}};
 
   auto entries_of = [&](const auto& map, const std::string& key) {

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -26,6 +27,8 @@ struct ReplayRequest {
   std::string user_agent;  // empty if absent
   bool has_user_agent = false;
   bool https = false;
+  std::optional<std::string> range;     // the Range header, if any (see replay_range.hh)
+  std::optional<std::string> if_range;  // the If-Range header, if any
 };
 
 struct ReplayOptions {
@@ -74,6 +77,7 @@ class ReplayIndex {
   const std::map<std::string, std::vector<std::string>>& names() const;
   size_t pairs() const;
   // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
+  // A GET with a Range gets the part it asks for (replay_range.hh).
   ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);
 
   ReplayIndex(ReplayIndex&&) noexcept;
@@ -90,6 +94,7 @@ class ReplayIndex {
     std::string query;   // after the first '?', empty if none
     bool has_user_agent = false;
     std::string user_agent;
+    std::optional<std::string> range;  // the recorded request's Range header, if any
     std::string ip;
     uint16_t port = 0;
     uint64_t request_start_us = 0;

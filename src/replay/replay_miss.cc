@@ -11,16 +11,13 @@ using Entry = ReplayIndex::Entry;
 
 namespace {
 
-std::string describe(bool https, std::string_view host, std::string_view method, std::string_view target) {
-  return printable(method, 40) + " " + (https ? "https://" : "http://") + printable(host, 200) + printable(target, 400);
-}
-
 // Up to three nearest recorded requests, each as "REQUEST (differs in: a, b)", once each: the
 // same host first, then the same path on other hosts; fewest differences that prevent a match,
 // then the longest shared path prefix, then recorded order.
+// *user_agent_differs: one of them differs in its User-Agent.
 std::vector<std::string> nearest_requests(const IncomingRequest& in, const ReplayOptions& options,
                                           const std::vector<const Entry*>& same_host,
-                                          const std::vector<const Entry*>& same_path) {
+                                          const std::vector<const Entry*>& same_path, bool* user_agent_differs) {
   struct Near {
     const Entry* entry;
     std::vector<std::string> fields;
@@ -54,9 +51,12 @@ std::vector<std::string> nearest_requests(const IncomingRequest& in, const Repla
   for (const Near& n : near) {
     if (lines.size() == 3) break;
     std::string fields;
-    for (const std::string& f : n.fields) fields += (fields.empty() ? "" : ", ") + f;
-    const std::string line =
-        describe(n.entry->https, n.entry->host, n.entry->method, n.entry->target) + " (differs in: " + fields + ")";
+    for (const std::string& f : n.fields) {
+      fields += (fields.empty() ? "" : ", ") + f;
+      if (f == "user-agent") *user_agent_differs = true;
+    }
+    const std::string line = describe_request(n.entry->https, n.entry->host, n.entry->method, n.entry->target) +
+                             " (differs in: " + fields + ")";
     if (std::find(lines.begin(), lines.end(), line) == lines.end()) lines.push_back(line);
   }
 
@@ -64,8 +64,8 @@ std::vector<std::string> nearest_requests(const IncomingRequest& in, const Repla
 }
 
 // The 404 naming the request and the nearest recorded ones (HEAD: no body), with its log line.
-ReplayMatch miss_response(const IncomingRequest& in, const std::vector<std::string>& lines) {
-  const std::string request = describe(in.https, in.has_host ? in.host : "(no Host)", in.method, in.target);
+ReplayMatch miss_response(const IncomingRequest& in, const std::vector<std::string>& lines, bool user_agent_differs) {
+  const std::string request = describe_request(in.https, in.has_host ? in.host : "(no Host)", in.method, in.target);
   ReplayMatch match;
   match.found = false;
   std::string body = "mm-replay: nothing recorded matches this request:\n  " + request + "\n";
@@ -85,6 +85,13 @@ ReplayMatch miss_response(const IncomingRequest& in, const std::vector<std::stri
       log += (i ? "; " : " ") + lines[i];
     }
   }
+  if (user_agent_differs) {
+    // Recorded with one client, replayed with another (curl and a browser): the usual cause.
+    body +=
+        "The User-Agent differs from the recorded one: run mm-replay with --ignore-user-agent to answer "
+        "whatever the User-Agent.\n";
+    log += " (--ignore-user-agent matches whatever the User-Agent)";
+  }
   match.log_line = log;
   match.response.status = 404;
   match.response.reason = "Not Found";
@@ -100,6 +107,10 @@ ReplayMatch miss_response(const IncomingRequest& in, const std::vector<std::stri
 }
 
 }  // namespace
+
+std::string describe_request(bool https, std::string_view host, std::string_view method, std::string_view target) {
+  return printable(method, 40) + " " + (https ? "https://" : "http://") + printable(host, 200) + printable(target, 400);
+}
 
 bool user_agent_matches(const Entry& e, const IncomingRequest& in, const ReplayOptions& options) {
   if (options.ignore_user_agent) return true;
@@ -121,5 +132,7 @@ std::vector<std::string> differences(const Entry& e, const IncomingRequest& in, 
 
 ReplayMatch explain_miss(const IncomingRequest& in, const ReplayOptions& options,
                          const std::vector<const Entry*>& same_host, const std::vector<const Entry*>& same_path) {
-  return miss_response(in, nearest_requests(in, options, same_host, same_path));
+  bool user_agent_differs = false;
+  const std::vector<std::string> lines = nearest_requests(in, options, same_host, same_path, &user_agent_differs);
+  return miss_response(in, lines, user_agent_differs);
 }

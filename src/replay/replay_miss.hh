@@ -3,7 +3,9 @@
 // matches, the nearest recorded requests (same host first, then the same path on other hosts) and
 // the fields in which each differs, in the body and in one log line. Also the request as the
 // matcher compares it and the User-Agent rule, which matching and explaining share.
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "replay/replay_index.hh"
@@ -16,7 +18,11 @@ struct IncomingRequest {
   std::string method, target, path, query;
   bool has_user_agent = false;
   std::string user_agent;
+  std::optional<std::string> range;  // the Range header: part of what makes requests identical
 };
+
+// "GET http://host/target", printable, for messages.
+std::string describe_request(bool https, std::string_view host, std::string_view method, std::string_view target);
 
 // Does the recorded request's User-Agent allow it to answer this one (the same, or both absent,
 // unless ignored)?

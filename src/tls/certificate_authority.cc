@@ -337,7 +337,7 @@ fs::path CertificateAuthority::default_directory(const std::function<const char*
 
 CertificateAuthority::CertificateAuthority(fs::path dir, KeyPtr key, CertificatePtr certificate)
     : directory_(std::move(dir)),
-      certificate_path_(directory_ / "ca.pem"),
+      certificate_path_(certificate_file(directory_)),
       key_(std::move(key)),
       certificate_(std::move(certificate)),
       mutex_(std::make_unique<std::mutex>()) {}
@@ -346,10 +346,12 @@ CertificateAuthority::CertificateAuthority(CertificateAuthority&&) noexcept = de
 CertificateAuthority& CertificateAuthority::operator=(CertificateAuthority&&) noexcept = default;
 CertificateAuthority::~CertificateAuthority() = default;
 
+fs::path CertificateAuthority::certificate_file(const fs::path& dir) { return dir / "ca.pem"; }
+
 CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, bool* created) {
   make_private_directory(dir, {.fix = "choose another CA directory with --ca-dir or MAHIMAHI_CA_DIR"});
   const FileDescriptor lock = lock_directory(dir);
-  const fs::path certificate_path = dir / "ca.pem", key_path = dir / "ca.key";
+  const fs::path certificate_path = certificate_file(dir), key_path = dir / "ca.key";
   const bool exists = file_exists(certificate_path) || file_exists(key_path);
   if (created) *created = !exists;
   if (exists) return load_existing(dir);
@@ -363,7 +365,7 @@ CertificateAuthority CertificateAuthority::load_or_create(const fs::path& dir, b
 }
 
 CertificateAuthority CertificateAuthority::load_existing(const fs::path& dir) {
-  const fs::path certificate_path = dir / "ca.pem", key_path = dir / "ca.key";
+  const fs::path certificate_path = certificate_file(dir), key_path = dir / "ca.key";
   const bool has_certificate = file_exists(certificate_path), has_key = file_exists(key_path);
   if (has_certificate != has_key) {
     const fs::path& present = has_certificate ? certificate_path : key_path;

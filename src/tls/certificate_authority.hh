@@ -29,6 +29,9 @@ class CertificateAuthority {
   // The same, reading variables through `lookup` (e.g. a setuid program's saved environment).
   static std::filesystem::path default_directory(const std::function<const char*(const char*)>& lookup);
 
+  // Where the CA certificate of the CA directory `dir` is (dir/ca.pem), whether it exists or not.
+  static std::filesystem::path certificate_file(const std::filesystem::path& dir);
+
   // Loads ca.pem and ca.key from dir, creating both (and the directory, 0700) if both are
   // absent; `created`, if given, tells which. Throws UserError if the directory is not private
   // (util/private_directory.hh), only one file exists, either is unreadable or corrupt, the key

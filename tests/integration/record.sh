@@ -281,3 +281,56 @@ test_record_disk_full_client_still_served_nothing_half_written() {
 test_record_webrecord_alias() {
   "$BIN/mm-webrecord" --help | grep -q "records every HTTP" || fail "mm-webrecord --help"
 }
+
+# ----- A first day's frictions (issue 11)
+
+test_record_nothing_captured_leaves_no_directory_in_the_way() {
+  local dir=$WORLD_TMP/rec-nothing out status
+  # Every connection fails (the client does not trust the local CA): nothing is recorded.
+  out=$(recording_shell "$dir" -- curl -s -o /dev/null https://a.test/ 2>&1); status=$?
+  [ ! -e "$dir" ] || fail "an empty $dir was left: $(ls -la "$dir")" || return 1
+  echo "$out" | grep -q "0 pairs recorded; 1 connection failed; removed the empty directory $dir, so the same command can be run again" ||
+    fail "status $status: $out" || return 1
+  echo "$out" | grep -q -- "curl: --cacert \"\$(mm-ca path)\"" || fail "the TLS hint does not name curl --cacert: $out" || return 1
+  # The retry, with the same directory name, works.
+  out=$(recording_shell "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/mmca/ca.pem" https://a.test/ 2>&1) ||
+    fail "the retry failed: $out" || return 1
+  echo "$out" | grep -q "^mm-record: 1 pair recorded in $dir$" || fail "the retry said: $out" || return 1
+  echo "  nothing recorded: directory removed, curl hint given; the retry recorded: $out"
+}
+
+test_record_append_adds_pages_to_one_recording() {
+  local dir=$WORLD_TMP/rec-append ca=$WORLD_TMP/mmca/ca.pem out status
+  recording_shell "$dir" -- curl -sf -o /dev/null http://a.test/index.html || fail "first page" || return 1
+  local first; first=$(ls "$dir"); local sum; sum=$(md5sum < "$dir/$first")
+  out=$(recording_shell --append "$dir" -- curl -sf -o /dev/null -o /dev/null --cacert "$ca" https://b.test/style.css https://c.test/app.js 2>&1) ||
+    fail "--append: $out" || return 1
+  echo "$out" | grep -q "^mm-record: 2 pairs recorded and added to $dir$" || fail "--append said: $out" || return 1
+  [ "$(ls "$dir" | wc -l)" = 3 ] && [ "$(md5sum < "$dir/$first")" = "$sum" ] ||
+    fail "after --append: $(ls "$dir"), first file $(md5sum < "$dir/$first") (was $sum)" || return 1
+  out=$(replay_shell "$dir" -- sh -c "curl -s -o /dev/null -o /dev/null -o /dev/null -w '%{http_code} ' --cacert $ca http://a.test/index.html https://b.test/style.css https://c.test/app.js")
+  [ "$out" = "200 200 200 " ] || fail "replay of the appended recording: $out" || return 1
+  # Nothing to append to, or not a recording: refused before the command runs, nothing written.
+  out=$(recording_shell --append "$WORLD_TMP/rec-none" -- echo ran 2>&1); status=$?
+  [ "$status" = 1 ] && ! echo "$out" | grep -q "^ran" && echo "$out" | grep -q "rec-none does not exist: nothing to append to" &&
+    [ ! -e "$WORLD_TMP/rec-none" ] || fail "missing DIR: status $status: $out" || return 1
+  out=$(recording_shell --append "$WORLD_TMP/web" -- echo ran 2>&1); status=$?
+  [ "$status" = 1 ] && ! echo "$out" | grep -q "^ran" && echo "$out" | grep -q "$WORLD_TMP/web is not a recording: . is a directory" ||
+    fail "a directory that is not a recording: status $status: $out" || return 1
+  echo "  two pages in one recording (the first file untouched), replayed; missing DIR and a non-recording refused"
+}
+
+test_mm_ca_path_creates_nothing() {
+  local cadir=$WORLD_TMP/ca-path out status
+  out=$(in_world env MAHIMAHI_CA_DIR="$cadir" "$BIN/mm-ca" path 2>"$WORLD_TMP/ca-path.err"); status=$?
+  [ "$status" = 1 ] && [ "$out" = "$cadir/ca.pem" ] && [ ! -e "$cadir" ] ||
+    fail "no CA: status $status, '$out', $cadir $( [ -e "$cadir" ] && echo created)" || return 1
+  grep -q "no CA in $cadir yet: mm-ca create makes one" "$WORLD_TMP/ca-path.err" || fail "$(cat "$WORLD_TMP/ca-path.err")" || return 1
+  # A script's curl then fails, naming the file.
+  out=$(in_world curl -s -S --cacert "$(in_world env MAHIMAHI_CA_DIR="$cadir" "$BIN/mm-ca" path 2>/dev/null)" https://a.test/ 2>&1); status=$?
+  [ "$status" = 77 ] && echo "$out" | grep -q "$cadir/ca.pem" || fail "curl: status $status: $out" || return 1
+  in_world env MAHIMAHI_CA_DIR="$cadir" "$BIN/mm-ca" create >/dev/null || return 1
+  out=$(in_world env MAHIMAHI_CA_DIR="$cadir" "$BIN/mm-ca" path 2>&1); status=$?
+  [ "$status" = 0 ] && [ "$out" = "$cadir/ca.pem" ] || fail "with a CA: status $status: $out" || return 1
+  echo "  without a CA: the path, status 1, nothing created, curl fails with status 77 naming it; with one: status 0"
+}

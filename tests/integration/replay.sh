@@ -444,3 +444,78 @@ test_replay_servers_killed_replay_leaves_no_daemon() {
   [ -z "$left" ] || fail "daemons outlived the SIGKILLed replay: $left" || return 1
   echo "  the replay's process SIGKILLed: the guardian stopped every daemon"
 }
+
+# ----- Range requests (issue 11): a full recorded 200 answers ranges as a server would; recorded
+# 206 responses answer the ranges they hold.
+
+test_replay_range_requests_get_206_416_and_recorded_slices() {
+  local dir=$WORLD_TMP/rp-range ca=$WORLD_TMP/mmca/ca.pem web=$WORLD_TMP/web
+  # Recorded: style.css whole; app.js only as two ranges (206 from nginx); b.test/app.js gzip.
+  recording_shell "$dir" -- sh -c "curl -sf -o /dev/null http://a.test/style.css &&
+    curl -sf -o /dev/null -r 0-99 http://c.test/app.js && curl -sf -o /dev/null -r 100-299 http://c.test/app.js &&
+    curl -sf -o /dev/null --cacert $ca --compressed https://b.test/app.js" || fail "recording failed" || return 1
+  local css=$web/a/www/a.test/style.css js=$web/c/www/c.test/app.js
+  local len; len=$(stat -c %s "$css")
+  origins_pause
+  local out; out=$(replay_shell "$dir" -- sh -c "
+    curl -s -o $WORLD_TMP/range.mid -D $WORLD_TMP/range.mid.h -w 'mid %{http_code}\n' -r 10-19 http://a.test/style.css
+    curl -s -o $WORLD_TMP/range.tail -w 'tail %{http_code}\n' -r -5 http://a.test/style.css
+    curl -s -o /dev/null -D $WORLD_TMP/range.416.h -w 'beyond %{http_code}\n' -r 1000000- http://a.test/style.css
+    curl -s -o $WORLD_TMP/range.multi -w 'multi %{http_code}\n' -r 0-1,5-6 http://a.test/style.css
+    curl -s -o $WORLD_TMP/range.rec -w 'recorded %{http_code}\n' -r 0-99 http://c.test/app.js
+    curl -s -o $WORLD_TMP/range.inside -w 'inside %{http_code}\n' -r 150-199 http://c.test/app.js
+    curl -s -o $WORLD_TMP/range.across -w 'across %{http_code}\n' -r 50-149 http://c.test/app.js
+    curl -s -o $WORLD_TMP/range.gz -D $WORLD_TMP/range.gz.h -w 'gzip %{http_code}\n' --cacert $ca -H 'Accept-Encoding: gzip' -r 0-9 https://b.test/app.js
+    head -c 100 $css > $WORLD_TMP/range.resumed
+    curl -s -C - -o $WORLD_TMP/range.resumed -w 'resumed %{http_code}\n' http://a.test/style.css" 2>"$WORLD_TMP/range.err")
+  origins_resume
+  local expected="mid 206
+tail 206
+beyond 416
+multi 200
+recorded 206
+inside 206
+across 404
+gzip 206
+resumed 206"
+  [ "$out" = "$expected" ] || fail "statuses: $(echo $out) (want $(echo $expected)); $(tail -3 "$WORLD_TMP/range.err")" || return 1
+  cmp -s "$WORLD_TMP/range.mid" <(tail -c +11 "$css" | head -c 10) || fail "bytes 10-19 differ" || return 1
+  tr -d '\r' < "$WORLD_TMP/range.mid.h" | grep -qx "Content-Range: bytes 10-19/$len" ||
+    fail "Content-Range: $(cat "$WORLD_TMP/range.mid.h")" || return 1
+  cmp -s "$WORLD_TMP/range.tail" <(tail -c 5 "$css") || fail "the last 5 bytes differ" || return 1
+  tr -d '\r' < "$WORLD_TMP/range.416.h" | grep -qx "Content-Range: bytes \*/$len" ||
+    fail "416 without Content-Range: $(cat "$WORLD_TMP/range.416.h")" || return 1
+  cmp -s "$WORLD_TMP/range.multi" "$css" || fail "two ranges: not the whole body" || return 1
+  cmp -s "$WORLD_TMP/range.rec" <(head -c 100 "$js") || fail "the recorded range 0-99 differs" || return 1
+  cmp -s "$WORLD_TMP/range.inside" <(tail -c +151 "$js" | head -c 50) || fail "bytes 150-199 cut from 100-299 differ" || return 1
+  grep -q "bytes 0-99/" "$WORLD_TMP/range.across" && grep -q "range bytes=50-149 of GET http://c.test/app.js" "$WORLD_TMP/range.err" ||
+    fail "a range across recorded slices: $(cat "$WORLD_TMP/range.across") $(cat "$WORLD_TMP/range.err")" || return 1
+  [ "$(head -c 2 "$WORLD_TMP/range.gz" | od -An -tx1 | tr -d ' ')" = 1f8b ] && [ "$(stat -c %s "$WORLD_TMP/range.gz")" = 10 ] &&
+    tr -d '\r' < "$WORLD_TMP/range.gz.h" | grep -qix "content-encoding: gzip" ||
+    fail "a range of a gzip response is not the first 10 encoded bytes: $(od -An -tx1 "$WORLD_TMP/range.gz") $(cat "$WORLD_TMP/range.gz.h")" || return 1
+  cmp -s "$WORLD_TMP/range.resumed" "$css" || fail "curl -C - did not complete the file" || return 1
+  echo "  $len-byte recorded 200: 206 slices (a-b, -n), 416 beyond, 200 for two ranges; recorded 206s: exact, cut, a miss across; gzip ranges count encoded bytes; curl -C - resumes"
+}
+
+test_replay_user_agent_miss_names_ignore_user_agent() {
+  local dir=$WORLD_TMP/rp-ua
+  crafted_recording "$dir" || return 1
+  local out; out=$(replay_shell "$dir" -- curl -s -A Chrome/2 http://ua.test/page 2>"$WORLD_TMP/ua.err")
+  echo "$out" | grep -q "differs in: user-agent" && echo "$out" | grep -q -- "--ignore-user-agent" ||
+    fail "the 404 does not name --ignore-user-agent: $out" || return 1
+  grep -q -- "--ignore-user-agent" "$WORLD_TMP/ua.err" || fail "the log line does not: $(cat "$WORLD_TMP/ua.err")" || return 1
+  echo "  $(echo "$out" | tail -1)"
+}
+
+test_replay_warns_when_started_inside_another_shell() {
+  local dir=$WORLD_TMP/rp-nested
+  crafted_recording "$dir" || return 1
+  local inside outside
+  inside=$(in_world env MAHIMAHI_CA_DIR="$WORLD_TMP/mmca" "$BIN/mm-delay" 5 "$BIN/mm-replay" "$dir" -- true 2>&1)
+  outside=$(replay_shell "$dir" "$BIN/mm-delay" 5 -- true 2>&1)
+  [ "$(echo "$inside" | grep -c "warning: started inside another shell (\[delay 5 ms\])")" = 1 ] &&
+    echo "$inside" | grep -q "put mm-replay outermost, e.g. mm-replay DIR mm-delay 50 -- COMMAND" ||
+    fail "inside mm-delay: $inside" || return 1
+  ! echo "$outside" | grep -q "inside another shell" || fail "warned when outermost: $outside" || return 1
+  echo "  $(echo "$inside" | grep warning)"
+}

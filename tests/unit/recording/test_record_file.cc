@@ -389,3 +389,42 @@ TEST(RecordFile, record_original_schema_decodes_our_file) {
   ASSERT_TRUE(decoded.find("first_line: \"GET /item/1?a=1&b=two HTTP/1.1\"") != std::string::npos);
   ASSERT_TRUE(decoded.find("100: 1700000000001000") != std::string::npos);  // ours: an unknown field to the original
 }
+
+TEST(RecordFile, record_append_accepts_recordings_and_refuses_anything_else) {
+  TempDir tmp;
+  const fs::path rec = tmp.path / "rec";
+  create_record_directory(rec);
+  check_recording_to_append(rec);  // empty: a recording of nothing yet
+  {
+    RecordWriter writer(rec, nullptr);
+    writer.write(sample_pair(1));
+    writer.finish();
+  }
+  const std::vector<std::string> before = names_in(rec);
+  const std::string first = read_file(rec / before.front());
+  check_recording_to_append(rec);
+  write_file(rec / ".tmp-leftover", "unfinished");  // hidden files are no part of it
+  check_recording_to_append(rec);
+  {  // Appending: new names only, the recorded file untouched.
+    RecordWriter writer(rec, nullptr);
+    for (int i = 0; i < 20; i++) writer.write(sample_pair(i));
+    writer.finish();
+    EXPECT_EQ(writer.written(), 20u);
+  }
+  EXPECT_EQ(names_in(rec).size(), before.size() + 21);
+  EXPECT_EQ(read_file(rec / before.front()), first);
+
+  EXPECT_THROW_WITH(UserError, check_recording_to_append(tmp.path / "none"), "does not exist: nothing to append to");
+  write_file(tmp.path / "file", "x");
+  EXPECT_THROW_WITH(UserError, check_recording_to_append(tmp.path / "file"), "is not a recording: it is");
+  fs::create_symlink(rec, tmp.path / "link");
+  EXPECT_THROW_WITH(UserError, check_recording_to_append(tmp.path / "link"), "is a symbolic link");
+  const fs::path home = tmp.path / "home";
+  fs::create_directories(home / "Documents");
+  EXPECT_THROW_WITH(UserError, check_recording_to_append(home), "Documents is a directory");
+  const fs::path notes = tmp.path / "notes";
+  fs::create_directories(notes);
+  write_file(notes / "a.txt", "not a record");
+  EXPECT_THROW_WITH(UserError, check_recording_to_append(notes),
+                    (notes / "a.txt").string() + " is not a recorded request/response");
+}

@@ -25,7 +25,7 @@ ReplayIndex::Entry recorded(std::string host, std::string method, std::string ta
 
 IncomingRequest incoming(std::string host, std::string method, std::string target, bool https = false) {
   const ReplayIndex::Entry e = recorded(host, method, target, https);
-  return IncomingRequest{https, !e.host.empty(), e.host, e.method, e.target, e.path, e.query, true, "UA"};
+  return IncomingRequest{https, !e.host.empty(), e.host, e.method, e.target, e.path, e.query, true, "UA", {}};
 }
 
 }  // namespace
@@ -63,4 +63,19 @@ TEST(ReplayMiss, explained_404) {
   const ReplayMatch none = explain_miss(incoming("c.test", "HEAD", "/none"), {}, {}, {});
   EXPECT_TRUE(none.response.body.empty());  // HEAD
   EXPECT_EQ(none.log_line, "no recorded response for HEAD http://c.test/none; nothing recorded for this host or path");
+}
+
+TEST(ReplayMiss, user_agent_miss_names_ignore_user_agent) {
+  const ReplayIndex::Entry e = recorded("a.test", "GET", "/page");
+  IncomingRequest chromium = incoming("a.test", "GET", "/page");
+  chromium.user_agent = "Chromium/120";
+  const ReplayMatch m = explain_miss(chromium, {}, {&e}, {&e});
+  EXPECT_EQ(m.response.status, 404);
+  EXPECT_NE(m.response.body.find("GET http://a.test/page (differs in: user-agent)"), std::string::npos);
+  EXPECT_NE(m.response.body.find("run mm-replay with --ignore-user-agent"), std::string::npos) << m.response.body;
+  EXPECT_NE(m.log_line.find("--ignore-user-agent"), std::string::npos) << m.log_line;
+  // A miss for another reason does not suggest it.
+  const ReplayMatch path = explain_miss(incoming("a.test", "GET", "/other"), {}, {&e}, {});
+  EXPECT_EQ(path.response.body.find("--ignore-user-agent"), std::string::npos) << path.response.body;
+  EXPECT_EQ(path.log_line.find("--ignore-user-agent"), std::string::npos);
 }
