@@ -1,39 +1,10 @@
 // Undoing content codings: gzip (several members too), deflate (zlib and raw), br, stacked
 // codings, de-chunking first; unknown, corrupt and truncated data say why.
-#include <brotli/encode.h>
-#include <zlib.h>
-
+#include "compressed.hh"
 #include "expect.hh"
 #include "http/content_coding.hh"
 
 namespace {
-// `text` compressed with zlib: window_bits 15 + 16 gzip, 15 zlib, -15 raw deflate.
-std::string zlib_compressed(const std::string& text, int window_bits) {
-  z_stream z{};
-  EXPECT_EQ(deflateInit2(&z, 6, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY), Z_OK);
-  std::string out(deflateBound(&z, text.size()) + 32, '\0');
-  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
-  z.avail_in = static_cast<uInt>(text.size());
-  z.next_out = reinterpret_cast<Bytef*>(out.data());
-  z.avail_out = static_cast<uInt>(out.size());
-  EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
-  out.resize(z.total_out);
-  deflateEnd(&z);
-  return out;
-}
-
-std::string gzipped(const std::string& text) { return zlib_compressed(text, 15 + 16); }
-
-std::string brotli_compressed(const std::string& text) {
-  std::string out(BrotliEncoderMaxCompressedSize(text.size()), '\0');
-  size_t size = out.size();
-  EXPECT_TRUE(BrotliEncoderCompress(BROTLI_DEFAULT_QUALITY, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, text.size(),
-                                    reinterpret_cast<const uint8_t*>(text.data()), &size,
-                                    reinterpret_cast<uint8_t*>(out.data())));
-  out.resize(size);
-  return out;
-}
-
 const std::string kText = "<!doctype html><p>" + std::string(5000, 'a') + "héllo</p>\n";
 }  // namespace
 
