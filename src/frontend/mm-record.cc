@@ -12,6 +12,7 @@
 #include "shell/packet_shell.hh"
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 const ProgramInfo kInfo{
@@ -89,9 +90,10 @@ int main(int argc, char** argv) {
         proxy.stop();
         proxy_thread.join();
         writer.finish();
-        std::cerr << "mm-record: " << writer.written() << " pairs recorded in " << dir;
+        std::cerr << "mm-record: " << count_of(writer.written(), "pair") << " recorded in " << dir;
         if (writer.failed()) std::cerr << ", " << writer.failed() << " could not be written";
-        if (const uint64_t failed = proxy.failed_connections()) std::cerr << "; " << failed << " connections failed";
+        if (const uint64_t failed = proxy.failed_connections())
+          std::cerr << "; " << count_of(failed, "connection") << " failed";
         std::cerr << std::endl;
         return writer.failed() ? 1 : status;
       } catch (const std::exception& e) {

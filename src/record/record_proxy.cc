@@ -583,7 +583,8 @@ void RecordProxy::close(Connection& c, bool reset) {
   epoll_.remove(c.client.fd());
   epoll_.remove(c.server.fd());
   if (options_.verbose)
-    std::cerr << "mm-record: " << c.where() << (c.https ? " https" : "") << ": " << c.pairs << " pairs" << std::endl;
+    std::cerr << "mm-record: " << c.where() << (c.https ? " https" : "") << ": " << count_of(c.pairs, "pair")
+              << std::endl;
 }
 
 void RecordProxy::fail(Connection& c, const std::string& why) {

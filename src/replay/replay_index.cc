@@ -305,8 +305,8 @@ class OriginCollector {
       origin.h2 = o.h2;
       if (o.tls && o.clear) {
         warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
-                        std::to_string(o.tls) + " pairs) and in clear (" + std::to_string(o.clear) +
-                        " pairs); it is served over TLS, so the pairs recorded in clear cannot be replayed");
+                        count_of(o.tls, "pair") + ") and in clear (" + count_of(o.clear, "pair") +
+                        "); it is served over TLS, so the pairs recorded in clear cannot be replayed");
       }
       list.push_back(std::move(origin));
     }
@@ -357,10 +357,10 @@ class OriginCollector {
 // The error for a directory without a single replayable pair.
 UserError no_valid_pair(const fs::path& dir, size_t corrupt, size_t unreplayable) {
   const size_t files = corrupt + unreplayable;
-  std::string detail = files == 0 ? "the directory has no files"
-                                  : std::to_string(files) + (files == 1 ? " file" : " files") + ": " +
-                                        std::to_string(corrupt) + " not a recorded pair, " +
-                                        std::to_string(unreplayable) + " not replayable; see the warnings";
+  std::string detail = files == 0
+                           ? "the directory has no files"
+                           : count_of(files, "file") + ": " + std::to_string(corrupt) + " not a recorded pair, " +
+                                 std::to_string(unreplayable) + " not replayable; see the warnings";
   return UserError(dir.string() + " holds no valid recorded pair (" + detail + ")");
 }
 }  // namespace
