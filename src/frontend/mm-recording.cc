@@ -15,13 +15,14 @@
 #include "util/args.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
 const char* kUsage =
     "Usage: mm-recording ls [--wide] DIR\n"
-    "       mm-recording show [--raw] DIR FILE\n"
+    "       mm-recording show [--raw | --decode] DIR FILE | DIR/FILE\n"
     "       mm-recording to-har [--force] DIR OUT.har\n"
     "       mm-recording from-har IN.har DIR\n";
 const char* kHelp =
@@ -33,38 +34,39 @@ const char* kHelp =
     "                    reported on standard error and skipped.\n"
     "     --wide         do not shorten long paths\n"
     "  show DIR FILE     one pair: server address, scheme, server name, protocol, timestamps,\n"
-    "                    the request and the response with their headers and bodies (de-chunked;\n"
-    "                    binary bodies summarised as \"<N bytes, binary>\")\n"
+    "  show DIR/FILE     the request and the response with their headers and bodies (de-chunked;\n"
+    "                    binary or compressed bodies summarised as \"<N bytes, binary>\"). FILE is\n"
+    "                    a name as ls lists it, or the file's path as tab completion gives it\n"
+    "     --decode       show compressed bodies (gzip, deflate, br) decompressed\n"
     "     --raw          print both messages exactly as stored instead\n"
-    "  to-har DIR OUT    a HAR 1.2 file (OUT - writes standard output); the custom \"_mahimahi\"\n"
-    "                    fields keep every byte, so from-har gives the recording back exactly\n"
+    "  to-har DIR OUT    a HAR 1.2 file (OUT - writes standard output): content decoded as the\n"
+    "                    spec says (de-chunked, decompressed); the custom \"_mahimahi\" fields keep\n"
+    "                    every byte, so from-har gives the recording back exactly\n"
     "     --force        overwrite OUT if it exists\n"
     "  from-har IN DIR   a new recording DIR from a HAR file (IN - reads standard input), e.g.\n"
-    "                    one saved by a browser's developer tools: exchanges become HTTP/1.1,\n"
-    "                    entries without an IPv4 server address or without a response body\n"
-    "                    are skipped with a warning\n"
+    "                    one saved by Chromium's or Firefox's developer tools: exchanges become\n"
+    "                    HTTP/1.1 serving the decoded content; entries that cannot be replayed\n"
+    "                    (failed, canceled, WebSocket, body not in the HAR) are skipped with a\n"
+    "                    warning; hosts without an IPv4 address get a stand-in (198.18.0.0/15)\n"
     "\n"
     "  --help, --version\n";
 
 constexpr size_t kMaxWarningsShown = 20;
 
-std::string count(size_t n, const char* singular, const char* plural) {
-  return std::to_string(n) + " " + (n == 1 ? singular : plural);
-}
-
 void print_warnings(const std::vector<std::string>& warnings) {
   for (size_t i = 0; i < warnings.size() && i < kMaxWarningsShown; i++)
     std::cerr << "mm-recording: warning: " << warnings[i] << "\n";
   if (warnings.size() > kMaxWarningsShown)
-    std::cerr << "mm-recording: ... and " << warnings.size() - kMaxWarningsShown << " more warnings like these\n";
+    std::cerr << "mm-recording: ... and " << count_of(warnings.size() - kMaxWarningsShown, "more warning")
+              << " like these\n";
 }
 
 LoadedRecording load_nonempty(const std::string& dir, const char* purpose) {
   LoadedRecording loaded = load_recording(dir);
   print_warnings(loaded.warnings);
   if (loaded.entries.empty() && !loaded.warnings.empty()) {
-    throw UserError(dir + " holds no valid recorded request/response (" +
-                    count(loaded.warnings.size(), "file", "files") + " skipped): is it a recording directory?");
+    throw UserError(dir + " holds no valid recorded request/response (" + count_of(loaded.warnings.size(), "file") +
+                    " skipped): is it a recording directory?");
   }
   if (loaded.entries.empty() && purpose) throw UserError(dir + " is an empty recording: " + purpose);
   return loaded;
@@ -77,18 +79,45 @@ int list(const std::string& dir, bool wide) {
   return 0;
 }
 
-int show(const std::string& dir, const std::string& file, bool raw) {
-  if (file.empty() || file.find('/') != std::string::npos)
-    throw UsageError("FILE is a name in DIR as \"mm-recording ls " + dir + "\" lists it, not \"" + file + "\"");
-  const fs::path path = fs::path(dir) / file;
+// The record file `show` names: "DIR/FILE" (one word), or DIR and FILE, where FILE is a name in
+// DIR as ls lists it or its path as tab completion gives it after DIR ("rec rec/save.x").
+fs::path record_file_to_show(const std::vector<std::string>& words) {
   std::error_code ec;
+  auto listing = [](const fs::path& dir) {
+    return " (mm-recording ls " + (dir.empty() ? std::string(".") : dir.string()) + " lists the files)";
+  };
+  if (words.size() == 1) {
+    const fs::path path = words[0];
+    if (fs::is_directory(path, ec))
+      throw UsageError("show takes one record file: mm-recording show " + words[0] + " FILE, or " + words[0] + "/FILE" +
+                       listing(path));
+    if (!fs::exists(fs::symlink_status(path, ec))) throw UserError("no file " + words[0] + listing(path.parent_path()));
+    return path;
+  }
+  const std::string& dir = words[0];
+  const std::string& file = words[1];
   if (!fs::is_directory(dir, ec)) throw UserError("cannot read recording directory " + dir + ": no such directory");
-  if (!fs::exists(path, ec)) throw UserError("no file " + file + " in " + dir + " (see mm-recording ls " + dir + ")");
+  if (file.empty() || file.find('/') == std::string::npos) {
+    const fs::path in_dir = fs::path(dir) / file;
+    if (file.empty() || !fs::exists(fs::symlink_status(in_dir, ec)))
+      throw UserError("no file \"" + file + "\" in " + dir + listing(dir));
+    return in_dir;
+  }
+  const fs::path as_given = file;  // a path, as tab completion gives it after DIR
+  if (!fs::exists(fs::symlink_status(as_given, ec))) throw UserError("no file " + file + listing(dir));
+  const fs::path parent = as_given.parent_path().empty() ? fs::path("/") : as_given.parent_path();
+  if (!fs::equivalent(parent, dir, ec))
+    throw UsageError(file + " is not in " + dir + ": give its name in " + dir + ", or its path alone");
+  return as_given;
+}
+
+int show(const std::vector<std::string>& words, BodyView view) {
+  const fs::path path = record_file_to_show(words);
   std::string bytes = read_recording_file(path);  // no FIFO, device or symbolic link; < 2 GiB
   std::string why;
   auto pair = parse_owned_pair(std::move(bytes), &why);
   if (!pair) throw UserError(path.string() + " is not a recorded request/response: " + why);
-  write_all(1, describe_pair(path, *pair, raw));
+  write_all(1, describe_pair(path, *pair, view));
   return 0;
 }
 
@@ -112,7 +141,8 @@ int to_har_file(const std::string& dir, const std::string& output, bool force) {
     throw UserError("cannot write " + output + ": " + std::strerror(e.error()));
   }
   if (::close(fd.release()) != 0) throw UserError("cannot write " + output + ": " + std::strerror(errno));
-  std::cerr << "mm-recording: wrote " << count(loaded.entries.size(), "entry", "entries") << " to " << output << "\n";
+  std::cerr << "mm-recording: wrote " << count_of(loaded.entries.size(), "entry", "entries") << " to " << output
+            << "\n";
   return 0;
 }
 
@@ -121,28 +151,30 @@ int from_har_file(const std::string& input, const std::string& dir) {
   // 1 GiB of JSON (parsed, several times that in memory): larger than any page's HAR.
   const nlohmann::json har = parse_har_text(
       read_user_file(input, "HAR file", 1ULL << 30, "export fewer pages or leave out large response bodies"), source);
-  std::vector<std::string> warnings;
-  std::vector<RecordedPair> pairs = from_har(har, &warnings, source);
+  std::vector<std::string> warnings, notes;
+  std::vector<RecordedPair> pairs = from_har(har, &warnings, source, &notes);
   print_warnings(warnings);
+  for (const std::string& note : notes) std::cerr << "mm-recording: note: " << note << "\n";
   if (pairs.empty()) {
-    throw UserError(source + ": no entry could be converted (" + count(warnings.size(), "entry", "entries") +
+    throw UserError(source + ": no entry could be converted (" + count_of(warnings.size(), "entry", "entries") +
                     " skipped, see the warnings above); " + dir + " was not created");
   }
   create_record_directory(dir);
   RecordWriter writer(dir, [](const std::string& message) { std::cerr << "mm-recording: " << message << "\n"; });
   for (RecordedPair& p : pairs) writer.write(std::move(p));
   writer.finish();
-  std::cerr << "mm-recording: wrote " << count(writer.written(), "pair", "pairs") << " to " << dir << ", skipped "
-            << count(warnings.size(), "entry", "entries") << "\n";
+  std::cerr << "mm-recording: wrote " << count_of(writer.written(), "pair") << " to " << dir;
+  if (!warnings.empty()) std::cerr << ", skipped " << count_of(warnings.size(), "entry", "entries");
+  std::cerr << "\n";
   if (writer.failed() > 0) {
-    throw UserError(count(writer.failed(), "pair", "pairs") + " could not be written to " + dir + " (see above)");
+    throw UserError(count_of(writer.failed(), "pair") + " could not be written to " + dir + " (see above)");
   }
   return 0;
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> words;
-  bool raw = false, force = false, wide = false, options_done = false;
+  bool raw = false, decode = false, force = false, wide = false, options_done = false;
   for (int i = 1; i < argc; i++) {
     const std::string_view w = argv[i];
     if (options_done || w == "-" || w.empty() || w[0] != '-') {
@@ -153,6 +185,8 @@ int run(int argc, char** argv) {
       return 0;
     } else if (w == "--raw") {
       raw = true;
+    } else if (w == "--decode" || w == "-d") {
+      decode = true;
     } else if (w == "--force" || w == "-f") {
       force = true;
     } else if (w == "--wide" || w == "-w") {
@@ -168,6 +202,8 @@ int run(int argc, char** argv) {
     if (given && command != owner) throw UsageError(std::string(option) + " applies to " + owner + " only");
   };
   only(raw, "--raw", "show");
+  only(decode, "--decode", "show");
+  if (raw && decode) throw UsageError("--raw and --decode exclude each other: --raw prints the bytes as stored");
   only(force, "--force", "to-har");
   only(wide, "--wide", "ls");
   if (command == "ls") {
@@ -175,8 +211,9 @@ int run(int argc, char** argv) {
     return list(words[0], wide);
   }
   if (command == "show") {
-    if (words.size() != 2) throw UsageError("show takes a recording DIR and a FILE in it (as ls lists it)");
-    return show(words[0], words[1], raw);
+    if (words.empty() || words.size() > 2)
+      throw UsageError("show takes a record file: DIR FILE (as ls lists it) or its path DIR/FILE");
+    return show(words, raw ? BodyView::raw : decode ? BodyView::decoded : BodyView::summary);
   }
   if (command == "to-har") {
     if (words.size() != 2)

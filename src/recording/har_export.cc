@@ -1,9 +1,11 @@
-// HAR export: a recording as a HAR 1.2 document. Standard fields are filled for other tools'
-// sake; the custom "_mahimahi" object carries the exact bytes (first lines, raw bodies,
-// non-UTF-8 headers) and our timestamps, so a round trip through HAR loses nothing.
+// HAR export: a recording as a HAR 1.2 document. Standard fields are filled as the spec and
+// other tools expect (content decoded: de-chunked and decompressed); the custom "_mahimahi"
+// object carries the exact bytes (first lines, raw bodies, non-UTF-8 headers) and our
+// timestamps, so a round trip through HAR loses nothing.
 #include <algorithm>
 
 #include "http/chunked.hh"
+#include "http/content_coding.hh"
 #include "http/start_line.hh"
 #include "recording/har.hh"
 #include "recording/har_authority.hh"
@@ -114,6 +116,30 @@ double span_ms(uint64_t a, uint64_t b) {
   return static_cast<double>(b - a) / 1000.0;
 }
 
+// A message's content for HAR, which holds it decoded (de-chunked, decompressed). When the
+// content codings cannot be undone (unknown, corrupt, truncated), the bytes stay encoded and
+// still_encoded names the codings, so that an import keeps the Content-Encoding that goes with them.
+struct HarContent {
+  std::string bytes;
+  size_t encoded_size = 0;  // after de-chunking, before decompression
+  std::vector<std::string> still_encoded;
+  std::string why;
+};
+
+HarContent har_content_of(const HttpMessage& m) {
+  HarContent c;
+  const std::string dechunked = decoded_body(m);
+  c.encoded_size = dechunked.size();
+  const std::vector<std::string> codings = content_codings(m);
+  if (auto content = decode_content(dechunked, codings, &c.why)) {
+    c.bytes = std::move(*content);
+  } else {
+    c.bytes = dechunked;
+    c.still_encoded = codings;
+  }
+  return c;
+}
+
 json har_request(const RecordedPair& p) {
   const RequestLine rl = split_request_line(p.request.first_line);
   json request = {{"method", display_text(rl.method)},
@@ -125,32 +151,43 @@ json har_request(const RecordedPair& p) {
                   {"headersSize", -1},
                   {"bodySize", p.request.body.size()}};
   if (!p.request.body.empty()) {
-    const std::string body = decoded_body(p.request);
+    const HarContent body = har_content_of(p.request);
     json post = {{"mimeType", display_text(header_or(p.request, "Content-Type", ""))}};
     // postData has no base64 encoding of its own: binary goes in a custom field.
-    if (is_valid_utf8(body)) {
-      post["text"] = body;
+    if (is_valid_utf8(body.bytes)) {
+      post["text"] = body.bytes;
     } else {
       post["text"] = "";
-      post["_text_base64"] = base64_encode(body);
+      post["_text_base64"] = base64_encode(body.bytes);
+    }
+    if (!body.still_encoded.empty()) {
+      post["_contentEncoding"] = display_text(coding_list_text(body.still_encoded));
+      post["comment"] = "not decoded: " + body.why;
     }
     request["postData"] = post;
   }
   return request;
 }
 
+// HAR 1.2 content: text is the decoded content (base64 with encoding "base64" when it is not
+// UTF-8), size its length, compression the bytes the content coding saved.
 json har_content(const HttpMessage& response) {
-  const std::string content_text = decoded_body(response);
-  json content = {{"size", content_text.size()}, {"mimeType", display_text(header_or(response, "Content-Type", ""))}};
-  if (is_valid_utf8(content_text)) {
-    content["text"] = content_text;
+  const HarContent c = har_content_of(response);
+  json content = {{"size", c.bytes.size()}, {"mimeType", display_text(header_or(response, "Content-Type", ""))}};
+  if (!content_codings(response).empty() && c.still_encoded.empty())
+    content["compression"] = static_cast<int64_t>(c.bytes.size()) - static_cast<int64_t>(c.encoded_size);
+  if (is_valid_utf8(c.bytes)) {
+    content["text"] = c.bytes;
   } else {
-    content["text"] = base64_encode(content_text);
+    content["text"] = base64_encode(c.bytes);
     content["encoding"] = "base64";
   }
-  const std::string coding(trim_blanks(header_or(response, "Content-Encoding", "")));
-  if (!coding.empty() && !equals_ignoring_case(coding, "identity"))
-    content["comment"] = "the text is still encoded (Content-Encoding: " + display_text(coding) + ")";
+  if (!c.still_encoded.empty()) {
+    // Not HAR's promise, but the best there is: the bytes as sent, and which codings remain.
+    content["_contentEncoding"] = display_text(coding_list_text(c.still_encoded));
+    content["comment"] = "not decoded (" + c.why + "): the text is the content still encoded as " +
+                         display_text(coding_list_text(c.still_encoded));
+  }
   return content;
 }
 

@@ -1,9 +1,14 @@
 // HAR import: the pairs of a HAR document. Entries written by to_har come back exactly from
-// their "_mahimahi" object; entries from browsers and other tools become plain HTTP/1.1
-// exchanges. An entry that cannot be replayed is skipped with a warning naming it and why.
+// their "_mahimahi" object; entries from browsers (Chromium's DevTools, Firefox) and other
+// tools become plain HTTP/1.1 exchanges that replay as the browser saw them: HAR content is
+// decoded, so the headers lose their codings and framing. An entry that cannot be replayed is
+// skipped with a warning naming it and why.
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cctype>
+#include <map>
+#include <set>
 
 #include "recording/har.hh"
 #include "recording/har_authority.hh"
@@ -195,6 +200,52 @@ void remove_headers(std::vector<HttpHeader>& headers, std::initializer_list<std:
   });
 }
 
+// Sets Content-Encoding to `codings` (a to_har "_contentEncoding" mark: content it could not
+// decode), or leaves the message without one.
+void set_content_encoding(HttpMessage& m, const std::string& codings) {
+  remove_headers(m.headers, {"Content-Encoding"});
+  if (codings.empty()) return;
+  if (codings.find_first_of("\r\n") != std::string::npos) throw Skip("_contentEncoding contains a line break");
+  m.headers.push_back({"Content-Encoding", codings});
+}
+
+// A HAR cookie's name and value, checked: no line break may reach a header.
+std::string cookie_pair(const json& cookie, const std::string& where) {
+  const std::string name = string_member(cookie, "name", where, true);
+  const std::string value = string_member(cookie, "value", where, false);
+  if ((name + value).find_first_of("\r\n;") != std::string::npos) throw Skip(where + " has a ';' or a line break");
+  return name + "=" + value;
+}
+
+// A Cookie header from request.cookies, for HARs whose headers lost it (sanitized exports).
+void add_cookie_header(const json* cookies, HttpMessage& out) {
+  if (!cookies || !cookies->is_array() || cookies->empty()) return;
+  std::string value;
+  for (const json& c : *cookies) value += (value.empty() ? "" : "; ") + cookie_pair(c, "request.cookies[]");
+  out.headers.push_back({"Cookie", value});
+}
+
+// Set-Cookie headers from response.cookies, for HARs whose headers lost them. Without Expires:
+// a session cookie lives as long as the replayed browser, which is what a replay needs.
+void add_set_cookie_headers(const json* cookies, HttpMessage& out) {
+  if (!cookies || !cookies->is_array()) return;
+  for (const json& c : *cookies) {
+    const std::string where = "response.cookies[]";
+    std::string value = cookie_pair(c, where);
+    for (const char* attribute : {"path", "domain", "sameSite"}) {
+      const std::string text = string_member(c, attribute, where, false);
+      if (text.find_first_of("\r\n;") != std::string::npos) throw Skip(where + " has a ';' or a line break");
+      if (!text.empty())
+        value += std::string("; ") + static_cast<char>(std::toupper(attribute[0])) + (attribute + 1) + "=" + text;
+    }
+    if (const json* secure = member(c, "secure"); secure && secure->is_boolean() && secure->get<bool>())
+      value += "; Secure";
+    if (const json* http_only = member(c, "httpOnly"); http_only && http_only->is_boolean() && http_only->get<bool>())
+      value += "; HttpOnly";
+    out.headers.push_back({"Set-Cookie", value});
+  }
+}
+
 struct Url {
   bool https = false;
   std::string authority;  // host[:port], without user info
@@ -282,48 +333,108 @@ Url converted_request(const json& request, HttpMessage& out, std::string* method
     out.headers.push_back(std::move(h));
   }
   if (!out.header("Host")) out.headers.insert(out.headers.begin(), {"Host", authority});
-  if (const json* post = member(request, "postData")) out.body = post_data(*post);
-  // The body is the content as the HAR holds it: frame it with a Content-Length.
+  if (!out.header("Cookie")) add_cookie_header(member(request, "cookies"), out);
+  // The body is the content as the HAR holds it (decoded, unless to_har could not decode it):
+  // the headers say so, and a Content-Length frames it.
   remove_headers(out.headers, {"Transfer-Encoding", "Content-Length"});
+  if (const json* post = member(request, "postData")) {
+    out.body = post_data(*post);
+    set_content_encoding(out, string_member(*post, "_contentEncoding", "request.postData", false));
+  }
   if (!out.body.empty() || method == "POST" || method == "PUT" || method == "PATCH")
     out.headers.push_back({"Content-Length", std::to_string(out.body.size())});
   return url;
 }
 
-// serverIPAddress, which must be IPv4 (brackets tolerated): the replay serves IPv4 only.
-std::string server_address(const json& entry) {
-  std::string address = string_member(entry, "serverIPAddress", "entry", false);
+// serverIPAddress as an IPv4 address (brackets tolerated); nullopt when it is missing or not
+// IPv4 (browsers leave it out for cached entries, and give IPv6 on dual-stack networks).
+std::optional<std::string> ipv4_server_address(const json& entry) {
+  const json* value = member(entry, "serverIPAddress");
+  if (!value || !value->is_string()) return std::nullopt;
+  std::string address = value->get<std::string>();
   if (address.size() >= 2 && address.front() == '[' && address.back() == ']')
     address = address.substr(1, address.size() - 2);
   in_addr ipv4;
-  if (address.empty()) throw Skip("no serverIPAddress (the replay needs the server's IPv4 address)");
-  if (::inet_pton(AF_INET, address.c_str(), &ipv4) != 1)
-    throw Skip("serverIPAddress " + address + " is not an IPv4 address (the replay serves IPv4 only)");
+  if (::inet_pton(AF_INET, address.c_str(), &ipv4) != 1) return std::nullopt;
   return address;
 }
 
-// response.status, which must be a real HTTP status (0 is a failed or blocked request).
+// The replay serves IPv4 only. An entry without an IPv4 serverIPAddress takes the one another
+// entry of its host has; a host with none at all gets a stand-in address of its own from
+// 198.18.0.0/15 (RFC 2544's benchmarking block, which no recorded server uses), one per host,
+// so that its name still resolves in the replay.
+class ServerAddresses {
+ public:
+  ServerAddresses(const json& entries, std::vector<std::string>* notes) : notes_(notes) {
+    for (const json& entry : entries) {
+      const std::optional<std::string> address = ipv4_server_address(entry);
+      const std::optional<std::string> host = entry_host(entry);
+      if (!address) continue;
+      used_.insert(*address);
+      if (host) by_host_.emplace(*host, *address);
+    }
+  }
+
+  std::string address_of(const json& entry, const std::string& host) {
+    if (auto address = ipv4_server_address(entry)) return *address;
+    const std::string key = ascii_lowercase(host);
+    if (auto known = by_host_.find(key); known != by_host_.end()) return known->second;
+    std::string stand_in;
+    do {
+      if (next_stand_in_ >= (2u << 16)) throw Skip("no IPv4 serverIPAddress, and no stand-in address is left");
+      stand_in = "198." + std::to_string(18 + (next_stand_in_ >> 16)) + "." +
+                 std::to_string((next_stand_in_ >> 8) & 0xff) + "." + std::to_string(next_stand_in_ & 0xff);
+      next_stand_in_++;
+    } while (stand_in.ends_with(".0") || stand_in.ends_with(".255") || used_.count(stand_in));
+    by_host_.emplace(key, stand_in);
+    if (notes_)
+      notes_->push_back("no IPv4 server address for " + host + " in the HAR (IPv6 or none given): replayed at " +
+                        stand_in + ", a stand-in address");
+    return stand_in;
+  }
+
+ private:
+  static std::optional<std::string> entry_host(const json& entry) {
+    try {
+      const json* request = member(entry, "request");
+      if (!request) return std::nullopt;
+      return ascii_lowercase(parse_url(string_member(*request, "url", "request", true)).host);
+    } catch (const std::exception&) {  // the entry's own conversion says what is wrong with it
+      return std::nullopt;
+    }
+  }
+
+  std::vector<std::string>* notes_;
+  std::map<std::string, std::string> by_host_;
+  std::set<std::string> used_;
+  uint32_t next_stand_in_ = 1;
+};
+
+// response.status, which must be a real HTTP status (0 is a failed, blocked or canceled
+// request; Chromium says why in "_error").
 int response_status(const json& response) {
   const json* status_json = member(response, "status");
   if (!status_json || !status_json->is_number()) throw Skip("response.status is missing");
   const double status_number = status_json->get<double>();
-  if (status_number == 0) throw Skip("status 0 (the request failed or was blocked: nothing to replay)");
+  if (status_number == 0) {
+    const json* error = member(response, "_error");
+    const std::string why = error && error->is_string() ? ": " + error->get<std::string>() : "";
+    throw Skip("status 0 (the request failed, was blocked or canceled" + why + "): nothing to replay");
+  }
   if (status_number < 100 || status_number > 599 || status_number != static_cast<int>(status_number))
     throw Skip("response.status " + status_json->dump() + " is not an HTTP status");
+  if (status_number == 101) throw Skip("status 101 (a protocol switch such as a WebSocket cannot be replayed)");
   return static_cast<int>(status_number);
 }
 
-// response.content.text, decoded from base64 if the HAR says so.
-std::string response_content(const json& content) {
+// response.content.text, decoded from base64 if the HAR says so; nullopt if the HAR has no text.
+std::optional<std::string> response_content(const json& content) {
   const json* text = member(content, "text");
-  if (!text) {
-    if (number_member(content, "size", -1) != 0) throw Skip("the response body is not in the HAR (no content.text)");
-    return "";
-  }
+  if (!text) return std::nullopt;
   if (!text->is_string()) throw Skip("response.content.text is not a string");
   std::string body = text->get<std::string>();
   const std::string encoding = string_member(content, "encoding", "response.content", false);
-  if (encoding == "base64") {
+  if (equals_ignoring_case(encoding, "base64")) {
     auto bytes = base64_decode(body);
     if (!bytes) throw Skip("response.content.text is not valid base64");
     return *bytes;
@@ -332,12 +443,32 @@ std::string response_content(const json& content) {
   return body;
 }
 
+// The response body: the content, or empty where the status or method has none or a redirect
+// left it out. A body the HAR does not hold cannot be made up: Skip.
+std::string response_body(const json& content, int status, const std::string& method) {
+  std::optional<std::string> text = response_content(content);
+  if (status < 200 || status == 204 || status == 304 || method == "HEAD") return "";
+  if (text) return *text;
+  if ((status >= 300 && status < 400) || number_member(content, "size", -1) == 0) return "";
+  throw Skip("the response body is not in the HAR (no content.text; export the HAR with content)");
+}
+
 // The response as HTTP/1.1 with the decoded content framed by a Content-Length. Returns the
 // protocol ("http/1.1" or "http/1.0").
 std::string converted_response(const json& response, int status, const json& content, const std::string& method,
-                               HttpMessage& out) {
+                               HttpMessage& out, bool* revived) {
   const std::string version = http1_version(string_member(response, "httpVersion", "response", false));
   std::string status_text = string_member(response, "statusText", "response", false);
+  if (status == 304) {
+    // The browser revalidated its cached copy; a replayed client has no such copy and needs
+    // the whole response. Browsers put the cached content in the HAR: serve it as a 200.
+    const std::optional<std::string> cached = response_content(content);
+    if (!cached || cached->empty())
+      throw Skip("304 Not Modified without the content (the browser's cached copy is not in the HAR)");
+    status = 200;
+    status_text = "OK";
+    *revived = true;
+  }
   if (status_text.empty()) status_text = reason_phrase(status);  // HTTP/2 has no reason phrase
   if (status_text.find_first_of("\r\n") != std::string::npos) throw Skip("response.statusText contains a line break");
   out.first_line = version + " " + std::to_string(status) + " " + status_text;
@@ -345,14 +476,26 @@ std::string converted_response(const json& response, int status, const json& con
     if (!h.key.empty() && h.key[0] == ':') continue;
     out.headers.push_back(std::move(h));
   }
-  // HAR content is decoded (decompressed, de-chunked): the headers must no longer claim otherwise.
-  remove_headers(out.headers, {"Content-Encoding", "Transfer-Encoding", "Content-Length"});
-
-  const bool bodiless = status < 200 || status == 204 || status == 304 || method == "HEAD";
-  if (!bodiless) {
-    out.body = response_content(content);
-    out.headers.push_back({"Content-Length", std::to_string(out.body.size())});
+  const std::string redirect = string_member(response, "redirectURL", "response", false);
+  if (status >= 300 && status < 400 && !redirect.empty() && !out.header("Location")) {
+    if (redirect.find_first_of("\r\n") != std::string::npos) throw Skip("response.redirectURL contains a line break");
+    out.headers.push_back({"Location", redirect});
   }
+  if (!out.header("Set-Cookie")) add_set_cookie_headers(member(response, "cookies"), out);
+  // HAR content is decoded (decompressed, de-chunked): the headers must no longer claim
+  // otherwise, or a client would decompress a plain body. (to_har marks content it could not
+  // decode with the codings it still has.)
+  remove_headers(out.headers, {"Content-Encoding", "Transfer-Encoding", "Content-Length"});
+  out.body = response_body(content, status, method);
+  if (!out.body.empty()) {
+    set_content_encoding(out, string_member(content, "_contentEncoding", "response.content", false));
+    const std::string mime_type = string_member(content, "mimeType", "response.content", false);
+    if (!out.header("Content-Type") && !mime_type.empty() && mime_type != "x-unknown" &&
+        mime_type.find_first_of("\r\n") == std::string::npos)
+      out.headers.push_back({"Content-Type", mime_type});
+  }
+  const bool bodiless = status < 200 || status == 204 || status == 304 || method == "HEAD";
+  if (!bodiless) out.headers.push_back({"Content-Length", std::to_string(out.body.size())});
   return ascii_lowercase(version);
 }
 
@@ -378,8 +521,9 @@ void set_timestamps(const json& entry, RecordedPair& p) {
   p.response_last_byte_us = static_cast<uint64_t>(t);
 }
 
-// An entry from a browser or another tool: made into a plain HTTP/1.1 exchange.
-RecordedPair converted_pair(const json& entry) {
+// An entry from a browser or another tool: made into a plain HTTP/1.1 exchange. *revived: a
+// 304 became a 200 with the cached content.
+RecordedPair converted_pair(const json& entry, ServerAddresses& addresses, bool* revived) {
   const json* request = member(entry, "request");
   if (!request || !request->is_object()) throw Skip("no request");
   const json* response = member(entry, "response");
@@ -388,7 +532,6 @@ RecordedPair converted_pair(const json& entry) {
   RecordedPair p;
   std::string method;
   const Url url = converted_request(*request, p.request, &method);
-  p.ip = server_address(entry);
   p.port = url.port;
   p.https = url.https;
   if (url.https) p.server_name = url.host;
@@ -396,36 +539,47 @@ RecordedPair converted_pair(const json& entry) {
   const int status = response_status(*response);
   const json* content = member(*response, "content");
   if (!content || !content->is_object()) throw Skip("no response content");
-  p.protocol = converted_response(*response, status, *content, method, p.response);
+  p.protocol = converted_response(*response, status, *content, method, p.response, revived);
+  p.ip = addresses.address_of(entry, url.host);
   set_timestamps(entry, p);
   return p;
 }
+
+// "entry 3 (https://example.com/x)": how warnings name an entry.
+std::string entry_name(const json& entry, size_t index) {
+  std::string url;
+  if (const json* request = member(entry, "request")) {
+    if (const json* u = member(*request, "url"); u && u->is_string()) url = " (" + u->get<std::string>() + ")";
+  }
+  return "entry " + std::to_string(index) + url;
+}
 }  // namespace
 
-std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* warnings, const std::string& source) {
+std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* warnings, const std::string& source,
+                                   std::vector<std::string>* notes) {
   const json* log = member(har, "log");
   if (!log || !log->is_object()) throw UserError(source + " is not a HAR file: no \"log\" object at the top level");
   const json* entries = member(*log, "entries");
   if (!entries || !entries->is_array())
     throw UserError(source + " is not a HAR file: \"log\" has no \"entries\" array");
+  ServerAddresses addresses(*entries, notes);
   std::vector<RecordedPair> pairs;
-  size_t index = 0;
+  size_t index = 0, revived = 0;
   for (const json& entry : *entries) {
     index++;
     try {
       if (!entry.is_object()) throw Skip("not an object");
       const json* mahimahi = member(entry, "_mahimahi");
-      pairs.push_back(mahimahi ? exact_pair(entry, *mahimahi) : converted_pair(entry));
+      bool was_304 = false;
+      pairs.push_back(mahimahi ? exact_pair(entry, *mahimahi) : converted_pair(entry, addresses, &was_304));
+      revived += was_304;
     } catch (const std::exception& e) {  // Skip, or a JSON type error in an odd entry
-      if (warnings) {
-        std::string url;
-        if (const json* request = member(entry, "request")) {
-          if (const json* u = member(*request, "url"); u && u->is_string()) url = " (" + u->get<std::string>() + ")";
-        }
-        warnings->push_back(source + ": entry " + std::to_string(index) + url + ": " + e.what() + "; skipped");
-      }
+      if (warnings) warnings->push_back(source + ": " + entry_name(entry, index) + ": " + e.what() + "; skipped");
     }
   }
+  if (notes && revived > 0)
+    notes->push_back(count_of(revived, "304 Not Modified response") +
+                     " came with the browser's cached content: recorded as 200 OK with it");
   return pairs;
 }
 

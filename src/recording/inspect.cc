@@ -3,9 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 
 #include "http/chunked.hh"
+#include "http/content_coding.hh"
 #include "http/start_line.hh"
 #include "util/text.hh"
 #include "util/time_text.hh"
@@ -69,28 +71,38 @@ bool looks_like_text(std::string_view body) {
   });
 }
 
-std::string describe_message(const char* title, const HttpMessage& m) {
-  const std::string content = decoded_body(m);
+// The body as text, or a one-line summary of what it is.
+std::string shown_content(const std::string& content, const std::string& what) {
+  if (content.empty()) return "<no content" + what + ">\n";
+  if (!looks_like_text(content)) return "<" + count_of(content.size(), "byte") + ", binary" + what + ">\n";
+  return content.back() == '\n' ? content : content + "\n";
+}
+
+std::string describe_message(const char* title, const HttpMessage& m, BodyView view) {
+  const std::string dechunked = decoded_body(m);
+  const std::vector<std::string> codings = content_codings(m);
+  std::string why;
+  std::optional<std::string> decoded;
+  if (view == BodyView::decoded && !codings.empty()) decoded = decode_content(dechunked, codings, &why);
   std::string out = "---- " + std::string(title);
   if (is_chunked(m)) {
-    out += " (body chunked: " + std::to_string(m.body.size()) + " bytes stored, " + std::to_string(content.size()) +
-           " bytes of content)";
+    out += " (body chunked: " + count_of(m.body.size(), "byte") + " stored, " + count_of(dechunked.size(), "byte") +
+           " of content";
   } else {
-    out += " (body: " + std::to_string(m.body.size()) + " bytes)";
+    out += " (body: " + count_of(m.body.size(), "byte");
   }
-  out += " ----\n" + printable(m.first_line) + "\n";
+  if (decoded) out += "; " + std::to_string(decoded->size()) + " decoded from " + coding_list_text(codings);
+  out += ") ----\n" + printable(m.first_line) + "\n";
   for (const HttpHeader& h : m.headers) out += printable(h.key) + ": " + printable(h.value) + "\n";
-  if (content.empty()) return out;
+  if (dechunked.empty()) return out;
   out += "\n";
-  auto coding = m.header("Content-Encoding");
-  const bool encoded = coding && !equals_ignoring_case(*coding, "identity");
-  if (encoded || !looks_like_text(content)) {
-    out += "<" + std::to_string(content.size()) + " bytes, binary>\n";
-  } else {
-    out += content;
-    if (content.back() != '\n') out += "\n";
-  }
-  return out;
+  if (codings.empty()) return out + shown_content(dechunked, "");
+  const std::string coding_text = printable(coding_list_text(codings));
+  if (decoded) return out + shown_content(*decoded, ", decoded from " + coding_text);
+  if (view == BodyView::decoded)
+    return out + "<" + count_of(dechunked.size(), "byte") + ", " + coding_text + ", not decoded: " + why + ">\n";
+  return out + "<" + count_of(dechunked.size(), "byte") + ", " + coding_text +
+         "-compressed; --decode shows it decoded>\n";
 }
 
 std::string describe_timestamps(const RecordedPair& p) {
@@ -121,7 +133,7 @@ std::string recording_table(std::vector<RecordingEntry> entries, bool wide) {
   return aligned(rows);
 }
 
-std::string describe_pair(const std::filesystem::path& path, const RecordedPair& p, bool raw) {
+std::string describe_pair(const std::filesystem::path& path, const RecordedPair& p, BodyView view) {
   std::string out;
   out += "file          " + printable(path.string()) + "\n";
   out +=
@@ -130,11 +142,11 @@ std::string describe_pair(const std::filesystem::path& path, const RecordedPair&
   out += "protocol      " + (p.protocol.empty() ? std::string("unknown") : printable(p.protocol)) + "\n";
   out += describe_timestamps(p);
   out += "\n";
-  if (raw) {
+  if (view == BodyView::raw) {
     out += "---- request, as stored ----\n" + p.request.serialize();
     out += "\n---- response, as stored ----\n" + p.response.serialize();
   } else {
-    out += describe_message("request", p.request) + "\n" + describe_message("response", p.response);
+    out += describe_message("request", p.request, view) + "\n" + describe_message("response", p.response, view);
   }
   return out;
 }

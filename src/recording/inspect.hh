@@ -13,7 +13,11 @@
 // Recorded bytes are made printable.
 std::string recording_table(std::vector<RecordingEntry> entries, bool wide);
 
+// How show prints bodies: de-chunked, with binary or compressed content summarised; exactly as
+// stored; or de-chunked and decompressed (gzip, deflate, br).
+enum class BodyView { summary, raw, decoded };
+
 // The pair stored in `path`: server, scheme, server name, protocol, timestamps, then both
-// messages: with `raw` exactly as stored, otherwise with de-chunked bodies and binary or
-// encoded content summarised as "<N bytes, binary>".
-std::string describe_pair(const std::filesystem::path& path, const RecordedPair& pair, bool raw);
+// messages with their bodies as `view` says ("<N bytes, binary>" for content that is not text,
+// "<N bytes, gzip-compressed ...>" for compressed content in the summary).
+std::string describe_pair(const std::filesystem::path& path, const RecordedPair& pair, BodyView view);

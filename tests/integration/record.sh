@@ -334,3 +334,26 @@ test_mm_ca_path_creates_nothing() {
   [ "$status" = 0 ] && [ "$out" = "$cadir/ca.pem" ] || fail "with a CA: status $status: $out" || return 1
   echo "  without a CA: the path, status 1, nothing created, curl fails with status 77 naming it; with one: status 0"
 }
+
+test_recording_show_takes_paths_and_decodes() {
+  local dir=$WORLD_TMP/rec-show
+  recording_shell "$dir" -- curl -sf --cacert "$WORLD_TMP/mmca/ca.pem" --compressed -o /dev/null https://b.test/app.js ||
+    fail "recording failed" || return 1
+  local f; f=$(ls "$dir")
+  local by_name by_path by_completion in_dir
+  by_name=$("$BIN/mm-recording" show "$dir" "$f" | sed 1d) && by_path=$("$BIN/mm-recording" show "$dir/$f" | sed 1d) &&
+    by_completion=$("$BIN/mm-recording" show "$dir" "$dir/$f" | sed 1d) &&
+    in_dir=$(cd "$dir" && "$BIN/mm-recording" show "$f" | sed 1d) || fail "a form of show failed" || return 1
+  [ "$by_path" = "$by_name" ] && [ "$by_completion" = "$by_name" ] && [ "$in_dir" = "$by_name" ] ||
+    fail "show by path differs from show by name" || return 1
+  echo "$by_name" | grep -q "gzip-compressed; --decode shows it decoded>$" || fail "summary: $by_name" || return 1
+  "$BIN/mm-recording" show --decode "$dir/$f" > "$WORLD_TMP/show.txt" || fail "show --decode failed" || return 1
+  grep -q "decoded from gzip) ----$" "$WORLD_TMP/show.txt" && grep -qF "document.title += ' (app)';" "$WORLD_TMP/show.txt" ||
+    fail "show --decode: $(cat "$WORLD_TMP/show.txt")" || return 1
+  local err status
+  err=$("$BIN/mm-recording" show "$dir" 2>&1); status=$?
+  [ "$status" = 2 ] && echo "$err" | grep -q "show takes one record file" || fail "show DIR: $status $err" || return 1
+  err=$("$BIN/mm-recording" show "$dir" /etc/hostname 2>&1); status=$?
+  [ "$status" = 2 ] && echo "$err" | grep -q "/etc/hostname is not in $dir" || fail "show DIR OTHER: $status $err" || return 1
+  echo "  show DIR FILE, DIR/FILE, DIR DIR/FILE and FILE in DIR agree; --decode shows the gzip body decoded"
+}

@@ -519,3 +519,141 @@ test_replay_warns_when_started_inside_another_shell() {
   ! echo "$outside" | grep -q "inside another shell" || fail "warned when outermost: $outside" || return 1
   echo "  $(echo "$inside" | grep warning)"
 }
+
+# Replays a recording made by from-har from a browser's HAR (tests/fixtures, written by hand
+# from the HAR 1.2 spec in the shape Chromium's DevTools and Firefox export) and checks every
+# replayable entry with curl, with and without --compressed: the body is the HAR's decoded
+# content, no Content-Encoding is claimed for it, Content-Length is right.
+# Usage: replay_browser_har FIXTURE "METHOD URL STATUS"...  (STATUS: what the replay answers)
+replay_browser_har() {
+  local name=$1 ca=$WORLD_TMP/mmca/ca.pem; shift
+  local har=$top/tests/fixtures/$name.har dir=$WORLD_TMP/rp-$name out=$WORLD_TMP/$name.out
+  rm -rf "$dir" "$out"; mkdir -p "$out"
+  "$BIN/mm-recording" from-har "$har" "$dir" 2>"$out/import.err" ||
+    fail "from-har $name: $(cat "$out/import.err")" || return 1
+  printf '%s\n' "$@" > "$out/requests"
+  # The expected bodies (content decoded from base64 where the HAR says so) and the request bodies.
+  /usr/bin/python3 - "$har" "$out" <<'PY' || fail "could not read the expectations of $name" || return 1
+import base64, json, sys
+entries = json.load(open(sys.argv[1]))["log"]["entries"]
+for i, line in enumerate(open(sys.argv[2] + "/requests").read().split("\n")[:-1]):
+    method, url, _ = line.split()
+    (e,) = [e for e in entries if e["request"]["method"] == method and e["request"]["url"] == url]
+    c = e["response"]["content"]
+    body = base64.b64decode(c["text"]) if c.get("encoding") == "base64" else c.get("text", "").encode()
+    open("%s/expected.%d" % (sys.argv[2], i), "wb").write(body)
+    open("%s/post.%d" % (sys.argv[2], i), "wb").write(e["request"].get("postData", {}).get("text", "").encode())
+PY
+  replay_shell "$dir" --ignore-user-agent -- sh -c '
+    i=0
+    while read -r method url status; do
+      for how in plain compressed; do
+        extra=""; [ $how = compressed ] && extra=--compressed
+        post=""; [ -s "$1/post.$i" ] && post="--data-binary @$1/post.$i"
+        curl -s --cacert "$2" -X "$method" $extra $post -D "$1/headers.$how.$i" -o "$1/body.$how.$i" \
+          -w "%{http_code}\n" "$url" > "$1/status.$how.$i"
+      done
+      i=$((i + 1))
+    done < "$1/requests"' sh "$out" "$ca" 2>"$out/replay.err" || fail "mm-replay failed: $(cat "$out/replay.err")" || return 1
+  local i=0 method url status how length
+  while read -r method url status; do
+    for how in plain compressed; do
+      [ "$(cat "$out/status.$how.$i")" = "$status" ] ||
+        fail "$method $url ($how): status $(cat "$out/status.$how.$i"), not $status; $(cat "$out/replay.err")" || return 1
+      cmp -s "$out/body.$how.$i" "$out/expected.$i" ||
+        fail "$method $url ($how): body differs from the HAR's content: $(head -c 100 "$out/body.$how.$i" | od -c | head -3)" || return 1
+      ! grep -qi '^content-encoding' "$out/headers.$how.$i" ||
+        fail "$method $url ($how): a Content-Encoding for decoded content: $(cat "$out/headers.$how.$i")" || return 1
+      length=$(tr -d '\r' < "$out/headers.$how.$i" | awk 'tolower($1) == "content-length:" { print $2 }')
+      [ -z "$length" ] || [ "$length" = "$(stat -c %s "$out/expected.$i")" ] ||
+        fail "$method $url ($how): Content-Length $length for $(stat -c %s "$out/expected.$i") bytes" || return 1
+    done
+    i=$((i + 1))
+  done < "$out/requests"
+}
+
+test_replay_chromium_devtools_har() {
+  replay_browser_har chromium-devtools \
+    "GET https://www.chromium.test/ 200" "GET https://www.chromium.test/old-home 301" \
+    "GET https://www.chromium.test/app.js 200" "GET https://img.chromium.test/logo.png 200" \
+    "GET https://www.chromium.test/style.css 200" "GET https://v6.chromium.test/v6.txt 200" \
+    "POST http://www.chromium.test:8080/api/submit?draft=1 201" "GET https://www.chromium.test/cached.js 200" || return 1
+  local out=$WORLD_TMP/chromium-devtools.out
+  grep -q "wrote 8 pairs to .*, skipped 2 entries$" "$out/import.err" &&
+    grep -q "entry 6 (https://www.chromium.test/beacon): status 0 .*net::ERR_ABORTED" "$out/import.err" &&
+    grep -q "entry 7 (wss://www.chromium.test/live): a wss: URL" "$out/import.err" &&
+    grep -q "v6.chromium.test .*replayed at 198.18.0.1" "$out/import.err" || fail "import said: $(cat "$out/import.err")" || return 1
+  grep -qi '^location: https://www.chromium.test/' "$out/headers.plain.1" || fail "redirect: $(cat "$out/headers.plain.1")" || return 1
+  grep -qi '^set-cookie: session=abc123; Path=/; Secure; HttpOnly' "$out/headers.plain.2" ||
+    fail "cookie: $(cat "$out/headers.plain.2")" || return 1
+  echo "  8 entries (br, gzip, base64 PNG, 301, 304 with content, IPv6-only host, POST on :8080, from cache) replay"
+  echo "  decoded with and without --compressed; canceled and WebSocket entries skipped with the reason"
+}
+
+test_replay_firefox_har() {
+  replay_browser_har firefox "GET https://www.firefox.test/ 200" "GET https://www.firefox.test/pic.gif 200" \
+    "POST http://www.firefox.test/form 200" "GET https://www.firefox.test/go 302" || return 1
+  local out=$WORLD_TMP/firefox.out
+  grep -q "wrote 4 pairs to .*, skipped 1 entry$" "$out/import.err" &&
+    grep -q "entry 5 (https://www.firefox.test/big.bin): the response body is not in the HAR" "$out/import.err" ||
+    fail "import said: $(cat "$out/import.err")" || return 1
+  grep -qi '^location: /' "$out/headers.plain.3" || fail "redirect: $(cat "$out/headers.plain.3")" || return 1
+  echo "  Firefox's HAR (HTTP/2, gzip and deflate, base64 GIF, form POST, 302) replays decoded; a body-less entry skipped"
+}
+
+# A recording of the origins (gzip, chunked, binary) exported to HAR, its private "_mahimahi"
+# fields removed as any other tool would, imported and replayed: the bodies are the origin files.
+test_replay_har_round_trip_without_private_fields() {
+  local dir=$WORLD_TMP/rp-har-rt ca=$WORLD_TMP/mmca/ca.pem web=$WORLD_TMP/web
+  local urls="https://b.test/app.js https://b.test/style.css http://a.test/index.html https://c.test/pixel.png"
+  recording_shell "$dir" -- sh -c "for u in $urls; do curl -sf --cacert $ca --compressed -o /dev/null \$u || exit 1; done" ||
+    fail "recording failed" || return 1
+  "$BIN/mm-recording" to-har "$dir" "$WORLD_TMP/rt.har" 2>/dev/null || fail "to-har failed" || return 1
+  # HAR 1.2's shape: content.text is the decoded content, size its length; base64 only for binary.
+  /usr/bin/python3 - "$WORLD_TMP/rt.har" "$web" "$WORLD_TMP/rt-stripped.har" <<'PY' || fail "the HAR is not HAR 1.2" || return 1
+import base64, json, sys
+har = json.load(open(sys.argv[1]))
+web = {"https://b.test/app.js": "b/www/b.test/app.js", "https://b.test/style.css": "b/www/b.test/style.css",
+       "http://a.test/index.html": "a/www/a.test/index.html", "https://c.test/pixel.png": "c/www/c.test/pixel.png"}
+assert har["log"]["version"] == "1.2"
+gzipped = 0
+for e in har["log"]["entries"]:
+    c = e["response"]["content"]
+    text = base64.b64decode(c["text"]) if c.get("encoding") == "base64" else c["text"].encode()
+    want = open(sys.argv[2] + "/" + web[e["request"]["url"]], "rb").read()
+    assert text == want, "content.text of %s is not the decoded body" % e["request"]["url"]
+    assert c["size"] == len(want), (e["request"]["url"], c["size"], len(want))
+    assert ("encoding" in c) == (e["request"]["url"].endswith(".png")), e["request"]["url"]
+    assert "_contentEncoding" not in c and "comment" not in c, c.get("comment")
+    if any(h["name"].lower() == "content-encoding" for h in e["response"]["headers"]):
+        gzipped += 1
+        assert c["compression"] > 0, c
+    del e["_mahimahi"]
+assert gzipped >= 2, "the origins sent no gzip: the test proves nothing"
+json.dump(har, open(sys.argv[3], "w"))
+print("  to-har: content decoded, size and compression right, base64 for the PNG only;", gzipped, "gzipped bodies")
+PY
+  "$BIN/mm-recording" from-har "$WORLD_TMP/rt-stripped.har" "$dir-2" 2>/dev/null || fail "from-har failed" || return 1
+  origins_pause
+  local out; out=$(replay_shell "$dir-2" -- sh -c "for u in $urls; do
+      for how in '' --compressed; do
+        f=$WORLD_TMP/rt.\$(echo \$u\$how | md5sum | cut -c1-8)
+        curl -s --cacert $ca \$how -D \$f.h -o \$f \$u || echo \"curl \$u \$how failed\"
+      done
+    done" 2>&1)
+  origins_resume
+  [ -z "$out" ] || fail "replay: $out" || return 1
+  local u how f
+  for u in $urls; do
+    for how in '' --compressed; do
+      f=$WORLD_TMP/rt.$(echo "$u$how" | md5sum | cut -c1-8)
+      ! grep -qi '^content-encoding' "$f.h" || fail "$u $how: Content-Encoding on a decoded body: $(cat "$f.h")" || return 1
+      case $u in
+        https://b.test/*) cmp -s "$f" "$web/b/www/b.test/${u##*/}" ;;
+        http://a.test/*) cmp -s "$f" "$web/a/www/a.test/${u##*/}" ;;
+        https://c.test/*) cmp -s "$f" "$web/c/www/c.test/${u##*/}" ;;
+      esac || fail "$u $how: the replayed body is not the origin's file" || return 1
+    done
+  done
+  echo "  without _mahimahi: from-har then replay serve the origin files, with and without --compressed"
+}

@@ -1,4 +1,5 @@
 // HAR export: the standard fields describe each exchange as other tools expect.
+#include "compressed.hh"
 #include "expect.hh"
 #include "recording/har.hh"
 #include "samples.hh"
@@ -71,4 +72,79 @@ TEST(HarExport, odd_first_lines_are_split_as_recorded) {
   EXPECT_EQ(second["response"]["status"], 204);
   EXPECT_EQ(second["response"]["statusText"], "");
   EXPECT_EQ(second["startedDateTime"], "2023-11-14T22:13:20.004Z");
+}
+
+namespace {
+RecordedPair encoded_pair(int n, const std::string& coding, const std::string& body, bool chunked = false) {
+  RecordedPair p = sample_pair(n);
+  p.response.headers = {{"Content-Type", "text/html; charset=utf-8"}, {"Content-Encoding", coding}};
+  if (chunked) {
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    p.response.headers.push_back({"Transfer-Encoding", "chunked"});
+    p.response.body = std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n";
+  } else {
+    p.response.headers.push_back({"Content-Length", std::to_string(body.size())});
+    p.response.body = body;
+  }
+  return p;
+}
+
+const std::string kPage = "<!doctype html><title>héllo</title>" + std::string(3000, 'x') + "\n";
+}  // namespace
+
+TEST(HarExport, content_text_is_decoded_as_har_says) {
+  const std::string gz = gzipped(kPage);
+  const std::string br = brotli_compressed(kPage);
+  const std::string png = bytes_of({0x89, 'P', 'N', 'G', 0, 0xff, 0xfe, 1});
+  const json har = to_har({{"save.gz", encoded_pair(1, "gzip", gz, true)},
+                           {"save.br", encoded_pair(2, "br", br)},
+                           {"save.deflate", encoded_pair(3, "deflate", zlib_compressed(kPage, 15))},
+                           {"save.png", encoded_pair(4, "gzip", gzipped(png))}});
+  const json& entries = har["log"]["entries"];
+  for (size_t i = 0; i < 3; i++) {
+    const json& content = entries[i]["response"]["content"];
+    EXPECT_EQ(content["text"], kPage) << i;
+    EXPECT_FALSE(content.contains("encoding")) << i;  // text, so no base64
+    EXPECT_FALSE(content.contains("comment")) << i;
+    EXPECT_EQ(content["size"], kPage.size()) << i;
+    EXPECT_EQ(content["mimeType"], "text/html; charset=utf-8");
+  }
+  EXPECT_EQ(entries[0]["response"]["content"]["compression"], static_cast<int64_t>(kPage.size() - gz.size()));
+  EXPECT_EQ(entries[1]["response"]["content"]["compression"], static_cast<int64_t>(kPage.size() - br.size()));
+  // bodySize is what crossed the wire (chunk framing included).
+  EXPECT_EQ(entries[0]["response"]["bodySize"], gz.size() + 4 + 2 + 5);
+  const json& binary = entries[3]["response"]["content"];
+  EXPECT_EQ(binary["encoding"], "base64");
+  EXPECT_EQ(*base64_decode(binary["text"].get<std::string>()), png);
+  EXPECT_EQ(binary["size"], png.size());
+  // The private field keeps the exact bytes.
+  EXPECT_EQ(*base64_decode(entries[1]["_mahimahi"]["response_body_raw_base64"].get<std::string>()), br);
+  // A plain response has no compression figure.
+  EXPECT_FALSE(to_har(varied_entries())["log"]["entries"][0]["response"]["content"].contains("compression"));
+}
+
+TEST(HarExport, content_that_cannot_be_decoded_stays_encoded_and_says_why) {
+  const std::string gz = gzipped(kPage);
+  const json har = to_har({{"save.cut", encoded_pair(1, "gzip", gz.substr(0, gz.size() / 2))},
+                           {"save.zstd", encoded_pair(2, "zstd", "(zstd bytes)")}});
+  const json& cut = har["log"]["entries"][0]["response"]["content"];
+  EXPECT_EQ(cut["_contentEncoding"], "gzip");
+  EXPECT_EQ(cut["encoding"], "base64");
+  EXPECT_EQ(*base64_decode(cut["text"].get<std::string>()), gz.substr(0, gz.size() / 2));
+  EXPECT_NE(cut["comment"].get<std::string>().find("the gzip data is truncated"), std::string::npos);
+  EXPECT_FALSE(cut.contains("compression"));
+  const json& zstd = har["log"]["entries"][1]["response"]["content"];
+  EXPECT_EQ(zstd["_contentEncoding"], "zstd");
+  EXPECT_EQ(zstd["text"], "(zstd bytes)");
+}
+
+TEST(HarExport, compressed_request_bodies_are_decoded_in_post_data) {
+  RecordedPair p = sample_pair(1);
+  p.request.first_line = "POST /api HTTP/1.1";
+  p.request.headers = {{"Host", "example.com"}, {"Content-Type", "application/json"}, {"Content-Encoding", "gzip"}};
+  p.request.body = gzipped("{\"a\": 1}");
+  const json post = to_har({{"save.post", p}})["log"]["entries"][0]["request"]["postData"];
+  EXPECT_EQ(post["text"], "{\"a\": 1}");
+  EXPECT_EQ(post["mimeType"], "application/json");
 }

@@ -1,7 +1,9 @@
 // HAR import: our own HARs come back byte for byte; browsers' HARs become replayable HTTP/1.1
 // exchanges; what is not a HAR is a user error, and a damaged entry is skipped with a warning.
+#include "compressed.hh"
 #include "expect.hh"
 #include "http/chunked.hh"
+#include "http/content_coding.hh"
 #include "recording/har.hh"
 #include "samples.hh"
 #include "util/base64.hh"
@@ -81,14 +83,17 @@ TEST(HarImport, from_browser_becomes_valid_http1) {
           {{"serverIPAddress", "93.184.216.34"},
            {"request", {{"method", "GET"}, {"url", "https://www.example.com/nobody"}}},
            {"response", {{"status", 200}}}}}}}}};
-  std::vector<std::string> warnings;
-  const auto pairs = from_har(har, &warnings, "browser.har");
-  ASSERT_EQ(pairs.size(), size_t{2});
-  ASSERT_EQ(warnings.size(), size_t{3});
-  ASSERT_TRUE(warnings[0].find("browser.har: entry 3 (https://v6.example.com/)") != std::string::npos);
-  ASSERT_TRUE(warnings[0].find("IPv4") != std::string::npos);
-  ASSERT_TRUE(warnings[1].find("status 0") != std::string::npos);
-  ASSERT_TRUE(warnings[2].find("no response content") != std::string::npos);
+  std::vector<std::string> warnings, notes;
+  const auto pairs = from_har(har, &warnings, "browser.har", &notes);
+  ASSERT_EQ(pairs.size(), size_t{3});
+  ASSERT_EQ(warnings.size(), size_t{2});
+  ASSERT_TRUE(warnings[0].find("browser.har: entry 4 (https://www.example.com/blocked)") != std::string::npos);
+  ASSERT_TRUE(warnings[0].find("status 0") != std::string::npos);
+  ASSERT_TRUE(warnings[1].find("no response content") != std::string::npos);
+  // An IPv6-only host is replayed at a stand-in IPv4 address, and the user is told.
+  ASSERT_EQ(pairs[2].ip, std::string("198.18.0.1"));
+  ASSERT_EQ(notes.size(), size_t{1});
+  ASSERT_NE(notes[0].find("v6.example.com"), std::string::npos);
 
   const RecordedPair& page = pairs[0];
   ASSERT_EQ(page.request.first_line, std::string("GET /page?q=1 HTTP/1.1"));
@@ -141,4 +146,184 @@ TEST(HarImport, malformed_input_is_a_user_error) {
   ASSERT_EQ(pairs.size(), size_t{4});
   ASSERT_EQ(warnings.size(), size_t{2});
   ASSERT_TRUE(warnings[0].find("not valid base64") != std::string::npos);
+}
+
+namespace {
+json without_private_fields(json har) {
+  for (json& e : har["log"]["entries"]) e.erase("_mahimahi");
+  return har;
+}
+
+RecordedPair coded_pair(int n, const std::string& coding, const std::string& body, const std::string& content) {
+  RecordedPair p = sample_pair(n);
+  p.response.headers = {{"Content-Type", "text/css"}, {"Content-Encoding", coding}, {"Transfer-Encoding", "chunked"}};
+  char size[16];
+  std::snprintf(size, sizeof size, "%zx", body.size());
+  p.response.body = std::string(size) + "\r\n" + body + "\r\n0\r\n\r\n";
+  if (is_known_coding(coding)) {
+    EXPECT_EQ(message_content(p.response, nullptr), content);
+  }
+  return p;
+}
+
+// The response a replay would serve for entry `i`, with its headers checked for consistency:
+// no coding claimed unless the body has it, no chunking, a right Content-Length.
+std::string served_content(const RecordedPair& p) {
+  EXPECT_FALSE(p.response.header("Transfer-Encoding"));
+  EXPECT_EQ(std::string(p.response.header("Content-Length").value_or("none")), std::to_string(p.response.body.size()));
+  std::string why;
+  auto content = message_content(p.response, &why);
+  EXPECT_TRUE(content) << why;
+  return content.value_or("");
+}
+}  // namespace
+
+TEST(HarImport, without_the_private_field_the_decoded_content_is_served_plain) {
+  const std::string css = "body { color: red }\n" + std::string(2000, ' ') + "/* é */\n";
+  const std::string png = bytes_of({0x89, 'P', 'N', 'G', 0, 0xff, 1, 2});
+  std::vector<RecordingEntry> entries = {{"save.gz", coded_pair(1, "gzip", gzipped(css), css)},
+                                         {"save.br", coded_pair(3, "br", brotli_compressed(css), css)},
+                                         {"save.png", coded_pair(5, "gzip", gzipped(png), png)},
+                                         {"save.zstd", coded_pair(7, "zstd", "opaque", "")}};
+  const json stripped = without_private_fields(to_har(entries));
+  std::vector<std::string> warnings;
+  const auto pairs = from_har(parse_har_text(stripped.dump(), "edited.har"), &warnings, "edited.har");
+  ASSERT_TRUE(warnings.empty());
+  ASSERT_EQ(pairs.size(), size_t{4});
+  for (size_t i = 0; i < 3; i++) {
+    EXPECT_FALSE(pairs[i].response.header("Content-Encoding")) << i;
+    EXPECT_EQ(served_content(pairs[i]), i == 2 ? png : css) << i;
+    EXPECT_EQ(pairs[i].ip, entries[i].pair.ip);
+    EXPECT_EQ(pairs[i].port, entries[i].pair.port);
+    EXPECT_EQ(pairs[i].https, entries[i].pair.https);
+  }
+  // What could not be decoded keeps its coding, so a client still gets the bytes it can decode.
+  EXPECT_EQ(std::string(pairs[3].response.header("Content-Encoding").value_or("")), "zstd");
+  EXPECT_EQ(pairs[3].response.body, "opaque");
+  // With the private field, the same HAR gives the bytes back exactly.
+  const auto exact = from_har(to_har(entries), &warnings, "ours.har");
+  for (size_t i = 0; i < entries.size(); i++) EXPECT_TRUE(exact[i] == entries[i].pair) << i;
+}
+
+namespace {
+json browser_entry(const std::string& url, int status, const json& content, const json& response_headers,
+                   const std::string& ip = "93.184.216.34") {
+  json response = {{"status", status},
+                   {"statusText", ""},
+                   {"httpVersion", "http/2.0"},
+                   {"headers", response_headers},
+                   {"cookies", json::array()},
+                   {"content", content},
+                   {"redirectURL", ""},
+                   {"headersSize", -1},
+                   {"bodySize", -1}};
+  json entry = {{"startedDateTime", "2024-03-01T10:00:00.000Z"},
+                {"time", 10},
+                {"request",
+                 {{"method", "GET"},
+                  {"url", url},
+                  {"httpVersion", "http/2.0"},
+                  {"headers", {{{"name", ":authority"}, {"value", url.substr(8, url.find('/', 8) - 8)}}}},
+                  {"cookies", json::array()},
+                  {"queryString", json::array()}}},
+                {"response", response},
+                {"cache", json::object()},
+                {"timings", {{"wait", 5}}}};
+  if (!ip.empty()) entry["serverIPAddress"] = ip;
+  return entry;
+}
+
+json har_of(const json& entries) { return {{"log", {{"version", "1.2"}, {"entries", entries}}}}; }
+}  // namespace
+
+TEST(HarImport, browser_specifics_replay_as_the_browser_saw_them) {
+  const json text = {{"size", 5}, {"mimeType", "text/plain"}, {"text", "hello"}};
+  json redirect =
+      browser_entry("https://www.example.com/old", 301, {{"size", 0}, {"mimeType", "x-unknown"}}, json::array());
+  redirect["response"]["redirectURL"] = "https://www.example.com/new";
+  json cookie = browser_entry("https://www.example.com/login", 200, text, json::array());
+  cookie["response"]["cookies"] = {
+      {{"name", "sid"}, {"value", "42"}, {"path", "/"}, {"httpOnly", true}, {"secure", true}}};
+  cookie["request"]["cookies"] = {{{"name", "seen"}, {"value", "1"}}, {{"name", "t"}, {"value", "x"}}};
+  json canceled = browser_entry("https://www.example.com/gone", 0, {{"size", 0}}, json::array(), "");
+  canceled["response"]["_error"] = "net::ERR_ABORTED";
+  json websocket = browser_entry("https://www.example.com/socket", 101, {{"size", 0}}, json::array());
+  json cached =
+      browser_entry("https://www.example.com/app.js", 200, text, json::array(), "");  // _fromCache: no address
+  cached["_fromCache"] = "memory";
+  const json entries = {
+      browser_entry("https://www.example.com/", 200, text, {{{"name", "content-encoding"}, {"value", "br"}}}),
+      redirect,
+      cookie,
+      canceled,
+      websocket,
+      browser_entry("https://www.example.com/revalidated", 304, text, {{{"name", "etag"}, {"value", "\"1\""}}}),
+      browser_entry("https://www.example.com/not-modified", 304, {{"size", 0}}, json::array()),
+      browser_entry("https://www.example.com/lost", 200, {{"size", 12}, {"mimeType", "text/plain"}}, json::array()),
+      cached,
+      browser_entry("https://cdn.example.net/lib.js", 200, text, json::array(), "[2606:2800:220:1::1]")};
+  std::vector<std::string> warnings, notes;
+  const auto pairs = from_har(har_of(entries), &warnings, "chromium.har", &notes);
+  ASSERT_EQ(warnings.size(), size_t{4});
+  EXPECT_NE(warnings[0].find("entry 4 (https://www.example.com/gone): status 0 (the request failed, was blocked or "
+                             "canceled: net::ERR_ABORTED)"),
+            std::string::npos)
+      << warnings[0];
+  EXPECT_NE(warnings[1].find("status 101"), std::string::npos) << warnings[1];
+  EXPECT_NE(warnings[2].find("entry 7 (https://www.example.com/not-modified): 304 Not Modified without the content"),
+            std::string::npos)
+      << warnings[2];
+  EXPECT_NE(warnings[3].find("entry 8 (https://www.example.com/lost): the response body is not in the HAR"),
+            std::string::npos)
+      << warnings[3];
+  ASSERT_EQ(pairs.size(), size_t{6});
+  EXPECT_EQ(pairs[0].response.first_line, "HTTP/1.1 200 OK");
+  EXPECT_FALSE(pairs[0].response.header("content-encoding"));                       // the text is decoded
+  EXPECT_EQ(std::string(*pairs[0].response.header("Content-Type")), "text/plain");  // from mimeType
+  EXPECT_EQ(served_content(pairs[0]), "hello");
+  EXPECT_EQ(pairs[1].response.first_line, "HTTP/1.1 301 Moved Permanently");
+  EXPECT_EQ(std::string(*pairs[1].response.header("Location")), "https://www.example.com/new");
+  EXPECT_EQ(served_content(pairs[1]), "");
+  EXPECT_EQ(std::string(*pairs[2].response.header("Set-Cookie")), "sid=42; Path=/; Secure; HttpOnly");
+  EXPECT_EQ(std::string(*pairs[2].request.header("Cookie")), "seen=1; t=x");
+  EXPECT_EQ(pairs[3].response.first_line, "HTTP/1.1 200 OK");  // the 304 with the cached content
+  EXPECT_EQ(served_content(pairs[3]), "hello");
+  ASSERT_EQ(notes.size(), size_t{2});
+  EXPECT_EQ(notes[1], "1 304 Not Modified response came with the browser's cached content: recorded as 200 OK with it");
+  EXPECT_EQ(pairs[4].ip, "93.184.216.34");  // the cached entry: its host's address from the other entries
+  EXPECT_EQ(pairs[5].ip, "198.18.0.1");     // IPv6 only: a stand-in
+  EXPECT_NE(notes[0].find("cdn.example.net"), std::string::npos);
+}
+
+TEST(HarImport, firefox_specifics) {
+  const std::string gif = bytes_of({'G', 'I', 'F', '8', '9', 'a', 1, 0, 1, 0, 0x80, 0, 0, 0xff});
+  json image = browser_entry(
+      "https://img.example.org/a.gif", 200,
+      {{"size", gif.size()}, {"mimeType", "image/gif"}, {"encoding", "base64"}, {"text", base64_encode(gif)}},
+      {{{"name", "content-type"}, {"value", "image/gif"}}, {{"name", "content-length"}, {"value", "99"}}}, "192.0.2.7");
+  image["request"]["httpVersion"] = "HTTP/2";
+  image["request"]["headers"] = {{{"name", "Host"}, {"value", "img.example.org"}},
+                                 {{"name", "accept"}, {"value", "*/*"}}};
+  image["response"]["httpVersion"] = "HTTP/2";
+  json form = browser_entry("http://forms.example.org:8080/send", 200,
+                            {{"size", 2}, {"mimeType", "text/plain"}, {"text", "ok"}}, json::array(), "192.0.2.8");
+  form["request"]["method"] = "POST";
+  form["request"]["headers"] = {{{"name", "content-type"}, {"value", "application/x-www-form-urlencoded"}},
+                                {{"name", "content-length"}, {"value", "3"}}};
+  form["request"]["postData"] = {
+      {"mimeType", "application/x-www-form-urlencoded"}, {"params", json::array()}, {"text", "a=b"}};
+  std::vector<std::string> warnings;
+  const auto pairs = from_har(har_of({image, form}), &warnings, "firefox.har");
+  ASSERT_TRUE(warnings.empty()) << warnings[0];
+  ASSERT_EQ(pairs.size(), size_t{2});
+  EXPECT_EQ(pairs[0].request.first_line, "GET /a.gif HTTP/1.1");
+  EXPECT_EQ(served_content(pairs[0]), gif);
+  EXPECT_EQ(pairs[0].ip, "192.0.2.7");
+  EXPECT_TRUE(pairs[0].https);
+  EXPECT_EQ(pairs[1].request.first_line, "POST /send HTTP/1.1");
+  EXPECT_EQ(std::string(*pairs[1].request.header("Host")), "forms.example.org:8080");
+  EXPECT_EQ(pairs[1].request.body, "a=b");
+  EXPECT_EQ(std::string(*pairs[1].request.header("Content-Length")), "3");
+  EXPECT_EQ(pairs[1].port, 8080);
+  EXPECT_FALSE(pairs[1].https);
 }
