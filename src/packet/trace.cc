@@ -289,11 +289,11 @@ std::string short_once_warning(const Trace& uplink, const Trace& downlink) {
     lengths += std::string(lengths.empty() ? "" : ", ") + "the " + direction + " trace " + trace->name() + " lasts " +
                length(trace->period());
     if (trace->period() < end) {
-      consequences += std::string("the ") + direction + " carries nothing after " + length(trace->period()) + ", ";
+      consequences += std::string("; the ") + direction + " carries nothing after " + length(trace->period());
     }
   }
   if (lengths.empty()) return {};
-  return "--once with a short trace: " + lengths + ". --once plays each trace once: " + consequences +
-         "and the shell ends, and your command with it, after " + length(end) +
-         ", when both have played. Leave out --once to repeat the traces for as long as the command runs.";
+  return "--once with a short trace: " + lengths + ". With --once the shell, and your command with it, ends after " +
+         length(end) + ", when both traces have played once" + consequences +
+         ". Leave out --once to repeat the traces for as long as the command runs.";
 }
