@@ -42,6 +42,7 @@ const ProgramInfo kInfo{
     "        fq_codel packets=10240,target=5,interval=100,flows=1024 (as Linux's);\n"
     "        1000 packets is the limit of Linux's codel and pie: the AQM, not the limit, drops\n"
     "  --once      end the shell (and COMMAND) when both traces have been played once\n"
+    "              (a warning at the start if a trace lasts less than a second)\n"
     "  --seed N    seed PIE's random drops\n"
     "  --meter-uplink, --meter-downlink, --meter-uplink-delay, --meter-downlink-delay,\n"
     "  --meter-all live graphs (not available yet: use the logs and mm-throughput-graph)\n"
