@@ -184,6 +184,35 @@ std::string Trace::label(std::string_view argument) {
   return std::string(base);
 }
 
+namespace {
+
+// Names with their runs of digits compared as numbers: constant-3Mbps before constant-12Mbps.
+bool numbers_in_order(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (is_digit(a[i]) && is_digit(b[j])) {
+      size_t end_a = i, end_b = j;
+      while (end_a < a.size() && is_digit(a[end_a])) end_a++;
+      while (end_b < b.size() && is_digit(b[end_b])) end_b++;
+      std::string_view run_a(a.data() + i, end_a - i), run_b(b.data() + j, end_b - j);
+      while (run_a.size() > 1 && run_a.front() == '0') run_a.remove_prefix(1);
+      while (run_b.size() > 1 && run_b.front() == '0') run_b.remove_prefix(1);
+      if (run_a.size() != run_b.size()) return run_a.size() < run_b.size();
+      if (run_a != run_b) return run_a < run_b;
+      i = end_a;
+      j = end_b;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      i++;
+      j++;
+    }
+  }
+  return a.size() - i < b.size() - j;
+}
+
+}  // namespace
+
 TraceSearch TraceSearch::from_environment() {
   TraceSearch search;
   search.installed_directory = MAHIMAHI_TRACE_DIR;
@@ -211,7 +240,7 @@ std::vector<std::string> TraceSearch::bundled_names() const {
     names.push_back(name);
   }
   ::closedir(directory);
-  std::sort(names.begin(), names.end());
+  std::sort(names.begin(), names.end(), numbers_in_order);
   return names;
 }
 

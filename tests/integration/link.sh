@@ -145,7 +145,7 @@ test_link_finds_bare_trace_names() {
   [ "$rc" = 1 ] || fail "exit status $rc for a missing trace" || return 1
   echo "$msg" | head -1 | grep -qF "cannot find trace \"12Mbps\": no such file in the current directory, MAHIMAHI_TRACE_PATH (not set) and $traces (the bundled traces); did you mean rate:12Mbit/s or constant-12Mbps?" ||
     fail "message for 12Mbps" || return 1
-  echo "$msg" | grep -q "bundled traces: constant-1000Mbps constant-12Mbps constant-1Mbps" || fail "bundled names not listed" || return 1
+  echo "$msg" | grep -q "bundled traces: constant-1Mbps constant-3Mbps constant-6Mbps constant-12Mbps constant-24Mbps constant-48Mbps constant-96Mbps constant-1000Mbps$" || fail "bundled names not listed" || return 1
   # MAHIMAHI_TRACE_PATH, read as the user: a directory the user cannot search is not searched
   # (root's rights never read a file for the user).
   mkdir -p "$WORLD_TMP/tracepath" "$WORLD_TMP/rootonly"

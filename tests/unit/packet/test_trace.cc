@@ -170,13 +170,14 @@ TEST(Trace, bare_trace_names_are_looked_up_and_misses_explained) {
   write_file(bundled.path / "constant-12Mbps", "1\n");
   write_file(bundled.path / "constant-24Mbps", "1\n1\n");
   write_file(bundled.path / "README", "not a trace\n");
+  write_file(bundled.path / "constant-3Mbps", "4\n");
   write_file(second.path / "constant-24Mbps", "2\n");
   write_file(work.path / "here.trace", "5\n");
   TraceSearch search;
   search.path_set = true;
   search.path_directories = {first.path.string(), second.path.string()};
   search.installed_directory = bundled.path.string();
-  ASSERT_EQ(search.bundled_names(), (std::vector<std::string>{"constant-12Mbps", "constant-24Mbps"}));
+  ASSERT_EQ(search.bundled_names(), (std::vector<std::string>{"constant-3Mbps", "constant-12Mbps", "constant-24Mbps"}));
   InDirectory in(work.path.string());
   ASSERT_EQ(find_trace_file("here.trace", search), "here.trace");
   ASSERT_EQ(find_trace_file("constant-12Mbps", search), bundled.path.string() + "/constant-12Mbps");
@@ -189,14 +190,14 @@ TEST(Trace, bare_trace_names_are_looked_up_and_misses_explained) {
                     "cannot find trace \"12Mbps\": no such file in the current directory, MAHIMAHI_TRACE_PATH (" +
                         first.path.string() + ", " + second.path.string() + ") and " + bundled.path.string() +
                         " (the bundled traces); did you mean rate:12Mbit/s or constant-12Mbps?\n"
-                        "  bundled traces: constant-12Mbps constant-24Mbps");
+                        "  bundled traces: constant-3Mbps constant-12Mbps constant-24Mbps");
   search.path_set = false;
   search.path_directories.clear();
   EXPECT_THROW_WITH(UserError, find_trace_file("12mbit", search),
                     "MAHIMAHI_TRACE_PATH (not set) and " + bundled.path.string());
   EXPECT_THROW_WITH(UserError, find_trace_file("12mbit", search), "did you mean rate:12Mbit/s?");
   EXPECT_THROW_WITH(UserError, find_trace_file("uplink", search),
-                    "for a constant rate write rate:RATE, e.g. rate:12Mbit/s\n  bundled traces: constant-12Mbps");
+                    "for a constant rate write rate:RATE, e.g. rate:12Mbit/s\n  bundled traces: constant-3Mbps");
   search.installed_directory = (work.path / "none").string();
   EXPECT_THROW_WITH(UserError, find_trace_file("uplink", search), "(no bundled traces are installed in ");
 }
