@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
+#include <iostream>
 #include <optional>
 
 #include "packet/link_log.hh"
@@ -21,18 +22,28 @@ const ProgramInfo kInfo{
     "each line is one opportunity to deliver 1500 bytes of IP packets, and the trace repeats\n"
     "with the last time as its period (a file with the single line 1 is 12 Mbit/s). Instead\n"
     "of a file, rate:RATE gives a constant rate, e.g. rate:12Mbit/s, rate:500kbit/s, rate:1Gbit/s.\n"
+    "A trace named without a '/' is looked for in the current directory, then in the\n"
+    "directories of MAHIMAHI_TRACE_PATH (colon-separated), then among the bundled traces in\n"
+    "  " MAHIMAHI_TRACE_DIR
+    "\n"
+    "(constant-1Mbps ... constant-1000Mbps): mm-link constant-12Mbps constant-12Mbps\n"
     "\n"
     "Options (before COMMAND; use -- if COMMAND could be taken for one):\n"
-    "  --uplink-log=FILE, --downlink-log=FILE   log every opportunity, arrival, departure\n"
-    "                                           and drop of that direction to FILE\n"
+    "  -u FILE, --uplink-log=FILE, -d FILE, --downlink-log=FILE\n"
+    "        log every opportunity, arrival, departure and drop of that direction to FILE\n"
     "  --uplink-queue=TYPE, --downlink-queue=TYPE\n"
     "        infinite (default), droptail, drophead, codel, pie, fq_codel\n"
     "  --uplink-queue-args=ARGS, --downlink-queue-args=ARGS\n"
-    "        e.g. \"packets=100\", \"bytes=30000\", \"packets=500,target=5,interval=100\" (codel),\n"
-    "        \"packets=500,qdelay_ref=15,max_burst=150\" (pie); fq_codel defaults to\n"
-    "        packets=10240,target=5,interval=100,flows=1024 (times in ms)\n"
-    "  --once      end the shell (and COMMAND) when both traces have been played once;\n"
-    "              exit status 124 then\n"
+    "        NAME=NUMBER,... with NAME among bytes, packets (limits), target, interval (codel,\n"
+    "        fq_codel), qdelay_ref, max_burst (pie), flows (fq_codel); times in ms.\n"
+    "        droptail and drophead need a limit, e.g. \"packets=100\" or \"bytes=30000\".\n"
+    "        Defaults: codel packets=1000,target=5,interval=100 (RFC 8289);\n"
+    "        pie packets=1000,qdelay_ref=15,max_burst=150 (RFC 8033);\n"
+    "        fq_codel packets=10240,target=5,interval=100,flows=1024 (as Linux's);\n"
+    "        1000 packets is the limit of Linux's codel and pie: the AQM, not the limit, drops\n"
+    "  --once      end the shell (and COMMAND) when both traces have been played once\n"
+    "              (a warning at the start if a trace lasts less than a second);\n"
+    "              exit status 124 if the traces ran out before COMMAND ended\n"
     "  --seed N    seed PIE's random drops\n"
     "  --meter-uplink, --meter-downlink, --meter-uplink-delay, --meter-downlink-delay,\n"
     "  --meter-all live graphs (not available yet: use the logs and mm-throughput-graph)\n"
@@ -143,6 +154,12 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
   return command;
 }
 
+// The prompt's tag, e.g. "[link 12Mbit/s up 12Mbit/s down] ", from the arguments alone (it is
+// made before the privilege drop: no trace is read).
+std::string link_tag(const LinkSettings& settings) {
+  return "[link " + Trace::label(settings.up.trace) + " up " + Trace::label(settings.down.trace) + " down] ";
+}
+
 // The ferry process, as the user: opens the traces and logs with the user's rights and runs
 // both directions.
 int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints, const std::function<void()>& ready) {
@@ -150,6 +167,10 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
   const Direction& down = settings.down;
   const Trace up_trace = Trace::from_argument(up.trace);
   const Trace down_trace = Trace::from_argument(down.trace);
+  if (settings.once) {
+    if (const std::string warning = short_once_warning(up_trace, down_trace); !warning.empty())
+      std::cerr << "mm-link: warning: " << warning << "\n";
+  }
   FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
   FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
 
@@ -184,7 +205,7 @@ int main(int argc, char** argv) {
     ShellSpec spec;
     spec.command = scan_link_arguments(ac, av, settings);
     spec.device_kind = "link";
-    spec.tag = "[link] ";
+    spec.tag = link_tag(settings);
     spec.ferry = [settings](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
       return run_link_ferry(settings, endpoints, ready);
     };

@@ -26,13 +26,31 @@ QueueLimits required_limits(const QueueArgs& args, std::string_view name, std::s
   return limits;
 }
 
-double required_ms(const std::optional<double>& value, std::string_view parameter, std::string_view name,
-                   std::string_view option) {
-  if (!value || *value <= 0) {
-    throw UsageError(std::string(name) + " needs " + std::string(parameter) + "=MS > 0 in " + std::string(option) +
-                     "-args");
+// The limits given, or `packets` packets when neither bytes nor packets is.
+QueueLimits limits_or_default(const QueueArgs& args, uint64_t packets) {
+  return QueueLimits{args.bytes.value_or(0), args.packets.value_or(args.bytes ? 0 : packets)};
+}
+
+// A time parameter: the default when absent; when given, more than 0.
+double ms_or_default(const std::optional<double>& value, double default_ms, std::string_view parameter,
+                     std::string_view name, std::string_view option) {
+  if (!value) return default_ms;
+  if (*value <= 0) {
+    throw UsageError(std::string(name) + ": " + std::string(parameter) + " must be more than 0 ms (in " +
+                     std::string(option) + "-args; leave it out for the default, " + format_ms(default_ms) + ")");
   }
   return *value;
+}
+
+// Parameters given to the infinite queue: the user meant a queue that takes them.
+[[noreturn]] void refuse_infinite_args(const QueueArgs& args, std::string_view option) {
+  const char* meant = args.flows                            ? "fq_codel"
+                      : (args.qdelay_ref || args.max_burst) ? "pie"
+                      : (args.target || args.interval)      ? "codel"
+                                                            : "droptail";
+  throw UsageError(std::string(option) + "-args is given but the queue is infinite (" + std::string(option) +
+                   "=infinite, the default), which takes no parameters: choose a queue, e.g. " + std::string(option) +
+                   "=" + meant);
 }
 
 void allow_only(const QueueArgs& args, std::initializer_list<std::string_view> allowed, std::string_view name,
@@ -106,7 +124,7 @@ QueueArgs QueueArgs::parse(std::string_view text, std::string_view option) {
 std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, const QueueArgs& args,
                                                        std::string_view option, uint64_t seed) {
   if (name == "infinite") {
-    if (!args.empty()) throw UsageError("queue infinite takes no parameters (in " + std::string(option) + "-args)");
+    if (!args.empty()) refuse_infinite_args(args, option);
     return std::make_unique<InfiniteQueue>();
   }
   if (name == "droptail" || name == "drophead") {
@@ -116,26 +134,27 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, co
     return std::make_unique<DropHeadQueue>(limits);
   }
   if (name == "codel") {
+    // RFC 8289's target (5 ms) and interval (100 ms); Linux's codel limit (1000 packets).
     allow_only(args, {"bytes", "packets", "target", "interval"}, name, option);
-    const QueueLimits limits = required_limits(args, name, option);
-    const double target = required_ms(args.target, "target", name, option);
-    return std::make_unique<CoDelQueue>(limits, target, required_ms(args.interval, "interval", name, option));
+    return std::make_unique<CoDelQueue>(limits_or_default(args, kAqmDefaultPackets),
+                                        ms_or_default(args.target, kCoDelTargetMs, "target", name, option),
+                                        ms_or_default(args.interval, kCoDelIntervalMs, "interval", name, option));
   }
   if (name == "pie") {
+    // RFC 8033's QDELAY_REF (15 ms) and MAX_BURST (150 ms); Linux's pie limit (1000 packets).
     allow_only(args, {"bytes", "packets", "qdelay_ref", "max_burst"}, name, option);
-    const QueueLimits limits = required_limits(args, name, option);
-    const double qdelay_ref = required_ms(args.qdelay_ref, "qdelay_ref", name, option);
-    return std::make_unique<PieQueue>(limits, qdelay_ref, required_ms(args.max_burst, "max_burst", name, option), seed);
+    return std::make_unique<PieQueue>(limits_or_default(args, kAqmDefaultPackets),
+                                      ms_or_default(args.qdelay_ref, kPieQdelayRefMs, "qdelay_ref", name, option),
+                                      ms_or_default(args.max_burst, kPieMaxBurstMs, "max_burst", name, option), seed);
   }
   if (name == "fq_codel") {
     // Defaults as Linux's fq_codel: 10240 packets, target 5 ms, interval 100 ms, 1024 flows.
     allow_only(args, {"bytes", "packets", "target", "interval", "flows"}, name, option);
-    QueueLimits limits{args.bytes.value_or(0), args.packets.value_or(args.bytes ? 0 : 10240)};
     const uint64_t flows = args.flows.value_or(1024);
     if (flows == 0 || flows > 65536) throw UsageError("fq_codel: flows must be between 1 and 65536");
-    return std::make_unique<FqCoDelQueue>(limits, args.target ? required_ms(args.target, "target", name, option) : 5.0,
-                                          args.interval ? required_ms(args.interval, "interval", name, option) : 100.0,
-                                          static_cast<uint32_t>(flows));
+    return std::make_unique<FqCoDelQueue>(
+        limits_or_default(args, 10240), ms_or_default(args.target, kCoDelTargetMs, "target", name, option),
+        ms_or_default(args.interval, kCoDelIntervalMs, "interval", name, option), static_cast<uint32_t>(flows));
   }
   throw UsageError("unknown queue \"" + std::string(name) + "\" for " + std::string(option) +
                    " (known: infinite, droptail, drophead, codel, pie, fq_codel)");

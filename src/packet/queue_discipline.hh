@@ -51,6 +51,13 @@ class QueueDiscipline {
   virtual std::string description() const = 0;
 };
 
+// Defaults of the parameters a user leaves out: CoDel's from RFC 8289 (also fq_codel's), PIE's
+// from RFC 8033; codel's and pie's limit, 1000 packets, as Linux's codel and pie qdiscs (a
+// queue that never overflows before the AQM acts: 1000 full packets are 1 s at 12 Mbit/s).
+inline constexpr double kCoDelTargetMs = 5, kCoDelIntervalMs = 100;
+inline constexpr double kPieQdelayRefMs = 15, kPieMaxBurstMs = 150;
+inline constexpr uint64_t kAqmDefaultPackets = 1000;
+
 // Builds a discipline by name; throws UsageError naming `option` for unknown names and
 // missing or invalid parameters.
 std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, const QueueArgs& args,

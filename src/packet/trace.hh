@@ -5,6 +5,7 @@
 // Opportunities sharing a millisecond are spread evenly over it (the 84 of a ~1 Gbit/s trace
 // come every 11.9 us, not all at once), which logs, at whole milliseconds, cannot tell apart.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,11 +31,27 @@ class Trace {
   static Trace parse(std::string_view text, const std::string& name);
   // A constant rate: one opportunity every 12000/bits_per_second seconds, exactly.
   static Trace constant_rate(double bits_per_second, const std::string& name);
-  // "rate:12Mbit/s" (units bit/s, kbit/s, Mbit/s, Gbit/s; also kbps, Mbps, Gbps) or a path.
+  // "rate:12Mbit/s" (units bit/s, kbit/s, Mbit/s, Gbit/s; also kbps, Mbps, Gbps), "-"
+  // (standard input) or a trace file, found by find_trace_file. Reads files and the
+  // environment: call it only with the user's rights (the ferry after the drop, mm-trace).
   static Trace from_argument(const std::string& argument);
   static bool is_rate(std::string_view argument) { return argument.rfind("rate:", 0) == 0; }
   // Bits per second of "12Mbit/s"; throws UsageError.
   static double parse_rate(std::string_view text);
+  // "12Mbit/s", "500kbit/s", "1.5Gbit/s", "300bit/s": a rate as parse_rate reads it back.
+  static std::string format_rate(double bits_per_second);
+  // Bits per second of something a person may write for a rate, "12Mbps", "12mbit", "12 Mb/s",
+  // "500k": for suggesting rate:RATE when such a word names no file. Nothing if it is no rate.
+  static std::optional<double> guess_rate(std::string_view text);
+  // A short label of a trace argument for the shell's prompt, read from the argument alone
+  // (no file is opened): the rate of rate:RATE ("12Mbit/s"), or the file's base name, shortened.
+  static std::string label(std::string_view argument);
+
+  // Whether the offsets come from whole milliseconds written in a file (not rate:): then
+  // written_ms(i) is the time the i-th line holds (the spreading of a millisecond's
+  // opportunities moves them less than 1 ms).
+  bool whole_milliseconds() const { return whole_milliseconds_; }
+  uint64_t written_ms(size_t i) const { return static_cast<uint64_t>(offsets_[i] / kNanosPerMs); }
 
   const std::vector<Nanos>& offsets() const { return offsets_; }
   Nanos period() const { return period_; }
@@ -47,7 +64,32 @@ class Trace {
   std::vector<Nanos> offsets_;  // from the start of a period, non-decreasing, within (.., period_ + 1 ms)
   Nanos period_ = 0;
   std::string name_;
+  bool whole_milliseconds_ = false;
 };
+
+// Where trace names without a '/' are looked for, in this order: the current directory, the
+// directories of MAHIMAHI_TRACE_PATH (colon-separated), the installed traces. The variable only
+// chooses which file the user's own process reads (it is read after the privilege drop).
+struct TraceSearch {
+  std::vector<std::string> path_directories;  // MAHIMAHI_TRACE_PATH's, in order
+  bool path_set = false;                      // MAHIMAHI_TRACE_PATH is set (even empty)
+  std::string installed_directory;            // the bundled traces (configure's datadir)
+  static constexpr const char* kPathVariable = "MAHIMAHI_TRACE_PATH";
+  static TraceSearch from_environment();
+  // The names of the traces in installed_directory, numbers in order (constant-3Mbps before
+  // constant-12Mbps), README left out.
+  std::vector<std::string> bundled_names() const;
+};
+
+// The file a trace argument names: a path with a '/' (or "-") as it is; a bare name, the first
+// of ./NAME, DIR/NAME for each directory of the search that exists. Throws UserError naming the
+// argument, where it looked, a rate:RATE it may have meant, and the bundled traces.
+std::string find_trace_file(const std::string& argument, const TraceSearch& search);
+
+// For mm-link --once with traces shorter than about a second (a bundled constant trace lasts 1
+// to 12 ms): a warning naming each short trace, its length and what --once will do; empty if
+// none is short.
+std::string short_once_warning(const Trace& uplink, const Trace& downlink);
 
 // Walks a trace's opportunities from a start time, period after period (or once).
 class OpportunityCursor {

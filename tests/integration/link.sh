@@ -134,10 +134,66 @@ test_link_bad_input() {
   [ ! -e /etc/mm.log ] || fail "a log was created with root's rights" || return 1
   rc_msg 2 "unknown queue \"red\"" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=red true || return 1
   rc_msg 2 "droptail needs a queue limit" in_world "$BIN/mm-link" "$ok" "$ok" --downlink-queue=droptail true || return 1
-  rc_msg 2 "codel needs target=MS" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --uplink-queue-args=packets=10 true || return 1
+  rc_msg 2 "codel: target must be more than 0 ms" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --uplink-queue-args=target=0 true || return 1
   rc_msg 2 "\"12Mb\" is not a rate" in_world "$BIN/mm-link" rate:12Mb "$ok" true || return 1
   rc_msg 2 "missing DOWNLINK-TRACE" in_world "$BIN/mm-link" "$ok" || return 1
   rc_msg 2 "live graphs (--meter-*) are not available" in_world "$BIN/mm-link" "$ok" "$ok" --meter-all true || return 1
+}
+
+test_link_queue_args_without_a_queue_suggest_one() {
+  ok=$WORLD_TMP/ok.trace
+  printf '1\n' > "$ok"
+  # The default queue is infinite: a limit for it is a mistake the message explains.
+  rc_msg 2 "--uplink-queue-args is given but the queue is infinite (--uplink-queue=infinite, the default), which takes no parameters: choose a queue, e.g. --uplink-queue=droptail" \
+    in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue-args=packets=100 true || return 1
+  rc_msg 2 "e.g. --downlink-queue=codel" in_world "$BIN/mm-link" "$ok" "$ok" --downlink-queue-args=target=5 true || return 1
+  # codel and pie need no parameters: the RFCs' (and a 1000-packet limit), as the log header says.
+  log=$WORLD_TMP/aqm-defaults.log
+  in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --downlink-queue=pie --uplink-log="$log" \
+    --downlink-log="$log.down" true || fail "codel and pie without parameters refused" || return 1
+  grep -q '^# queue: codel \[packets=1000, target=5, interval=100\]$' "$log" || fail "codel's defaults: $(grep queue "$log")" || return 1
+  grep -q '^# queue: pie \[packets=1000, qdelay_ref=15, max_burst=150\]$' "$log.down" || fail "pie's defaults: $(grep queue "$log.down")"
+}
+
+# mm-link 12Mbps 12Mbps said only "No such file or directory".
+test_link_finds_bare_trace_names() {
+  traces=$(dirname "$BIN")/share/mahimahi/traces
+  [ -r "$traces/constant-12Mbps" ] || fail "the bundled traces are not installed in $traces" || return 1
+  # From a directory without such files: the installed ones.
+  (cd "$WORLD_TMP" && in_world "$BIN/mm-link" constant-12Mbps constant-24Mbps -- sh -c 'echo "$MAHIMAHI_SHELL_PREFIX"') \
+    > "$WORLD_TMP/prefix.out" || fail "mm-link constant-12Mbps constant-24Mbps failed" || return 1
+  # The prompt's tag names each direction's rate or trace.
+  grep -qF '[link constant-12Mbps up constant-24Mbps down] ' "$WORLD_TMP/prefix.out" || fail "tag: $(cat "$WORLD_TMP/prefix.out")" || return 1
+  prefix=$(in_world "$BIN/mm-link" rate:12Mbps rate:1Gbit/s -- sh -c 'echo "$MAHIMAHI_SHELL_PREFIX"') || return 1
+  [ "$prefix" = "[link 12Mbit/s up 1Gbit/s down] " ] || fail "tag of rates: '$prefix'" || return 1
+  msg=$(cd "$WORLD_TMP" && in_world "$BIN/mm-link" 12Mbps 12Mbps true 2>&1); rc=$?
+  echo "$msg" | sed 's/^/  /'
+  [ "$rc" = 1 ] || fail "exit status $rc for a missing trace" || return 1
+  echo "$msg" | head -1 | grep -qF "cannot find trace \"12Mbps\": no such file in the current directory, MAHIMAHI_TRACE_PATH (not set) and $traces (the bundled traces); did you mean rate:12Mbit/s or constant-12Mbps?" ||
+    fail "message for 12Mbps" || return 1
+  echo "$msg" | grep -q "bundled traces: constant-1Mbps constant-3Mbps constant-6Mbps constant-12Mbps constant-24Mbps constant-48Mbps constant-96Mbps constant-1000Mbps$" || fail "bundled names not listed" || return 1
+  # MAHIMAHI_TRACE_PATH, read as the user: a directory the user cannot search is not searched
+  # (root's rights never read a file for the user).
+  mkdir -p "$WORLD_TMP/tracepath" "$WORLD_TMP/rootonly"
+  printf '1\n' > "$WORLD_TMP/tracepath/mine.trace"; printf '1\n' > "$WORLD_TMP/rootonly/secret.trace"
+  chmod 755 "$WORLD_TMP/tracepath"; chmod 644 "$WORLD_TMP/tracepath/mine.trace"; chmod 700 "$WORLD_TMP/rootonly"
+  (cd / && AS_USER=$TEST_USER in_world env MAHIMAHI_TRACE_PATH="/nonexistent:$WORLD_TMP/tracepath" \
+    "$BIN/mm-link" mine.trace mine.trace true) || fail "mine.trace not found on MAHIMAHI_TRACE_PATH" || return 1
+  (cd / && AS_USER=$TEST_USER rc_msg 1 "cannot find trace \"secret.trace\": no such file in the current directory, MAHIMAHI_TRACE_PATH ($WORLD_TMP/rootonly)" \
+    in_world env MAHIMAHI_TRACE_PATH="$WORLD_TMP/rootonly" "$BIN/mm-link" secret.trace secret.trace true)
+}
+
+# A bundled constant trace lasts 1 to 12 ms: --once with it ends the shell at once. The ferry,
+# which reads the traces, says so at the start.
+test_link_once_warns_of_short_traces() {
+  traces=$(dirname "$BIN")/share/mahimahi/traces
+  msg=$(in_world "$BIN/mm-link" --once constant-12Mbps rate:1Gbit/s -- sleep 5 2>&1 >/dev/null)
+  echo "$msg" | sed 's/^/  /'
+  echo "$msg" | grep -qF "mm-link: warning: --once with a short trace: the uplink trace $traces/constant-12Mbps lasts 1 ms, the downlink trace rate:1Gbit/s lasts 0.012 ms. With --once the shell, and your command with it, ends after 1 ms" ||
+    fail "no warning of the short traces" || return 1
+  printf '1\n1000\n' > "$WORLD_TMP/second.trace"
+  msg=$(in_world "$BIN/mm-link" --once "$WORLD_TMP/second.trace" "$WORLD_TMP/second.trace" -- true 2>&1 >/dev/null)
+  ! echo "$msg" | grep -q "short trace" || fail "a warning for 1 s traces: $msg"
 }
 
 test_link_cellular_trace_goodput_matches_capacity() {
@@ -291,6 +347,41 @@ test_mm_trace_makes_converts_and_checks() {
   printf '1\n2\nx\n' > "$WORLD_TMP/bad.trace"
   msg=$("$t" check "$WORLD_TMP/bad.trace" 2>&1); rc=$?
   [ "$rc" = 1 ] && echo "$msg" | grep -q "bad.trace:3: \"x\" is not a non-negative integer" || fail "check: $rc $msg"
+}
+
+# mm-trace info counts and measures the trace as written: the busiest millisecond is the most
+# lines of one time, gaps are whole milliseconds between the lines' times.
+test_mm_trace_info_figures_are_the_trace_as_written() {
+  t=$BIN/mm-trace
+  printf '1\n1\n3\n' > "$WORLD_TMP/gap.trace"
+  out=$("$t" info "$WORLD_TMP/gap.trace") || return 1
+  echo "$out" | sed 's/^/  /'
+  echo "$out" | grep -q "^  busiest millisecond    2 opportunities (24.0 Mbit/s)$" || fail "busiest of 1 1 3" || return 1
+  echo "$out" | grep -q "^  longest gap            2 ms$" || fail "longest gap of 1 1 3 (the lines' times are 1 and 3)" || return 1
+  # Bundled traces by name, as mm-link finds them.
+  (cd "$WORLD_TMP" && "$t" info constant-1000Mbps) | grep -q "^  busiest millisecond    84 opportunities (1008.0 Mbit/s)$" ||
+    fail "busiest millisecond of constant-1000Mbps" || return 1
+  "$t" info rate:1Gbit/s | grep -q "^  busiest millisecond    84 opportunities" || fail "busiest millisecond of rate:1Gbit/s" || return 1
+  if [ -r "$CELLULAR/Verizon-LTE-short.down" ]; then  # 16 opportunities at 32171 ms
+    "$t" info "$CELLULAR/Verizon-LTE-short.down" | grep -q "^  busiest millisecond    16 opportunities (192.0 Mbit/s)$" ||
+      fail "busiest millisecond of Verizon-LTE-short.down" || return 1
+  else
+    echo "  (skipped the cellular trace: $CELLULAR/Verizon-LTE-short.down is absent)"
+  fi
+}
+
+# 1 s at 10 Mbit/s then 1 s of nothing is a 2 s trace of 833 opportunities, in every format.
+test_mm_trace_convert_keeps_silence_at_the_end() {
+  t=$BIN/mm-trace
+  for input in "ms-kbps:0 10000\n1000 0\n" "csv:seconds,mbps\n0,10\n1,0\n"; do
+    format=${input%%:*}
+    out=$(printf "${input#*:}" | "$t" convert --format="$format" - | "$t" info -) || fail "convert --format=$format" || return 1
+    echo "$out" | sed 's/^/  /'
+    echo "$out" | grep -q "duration (period)  *2.000 s" || fail "$format: the silence at the end was dropped" || return 1
+    echo "$out" | grep -q "opportunities  *833 " || fail "$format: opportunities" || return 1
+    echo "$out" | grep -q "mean rate  *4.998 Mbit/s" || fail "$format: mean rate" || return 1
+    echo "$out" | grep -q "longest gap  *1000 ms" || fail "$format: the outage" || return 1
+  done
 }
 
 # Bounded input (security finding 6): devices, FIFOs, oversized traces and values are refused

@@ -6,10 +6,9 @@
 
 TEST(QueueDiscipline, queue_arguments_are_checked) {
   EXPECT_THROW_WITH(UsageError, queue("droptail"), "droptail needs a queue limit");
-  EXPECT_THROW_WITH(UsageError, queue("codel", "packets=10"), "codel needs target=MS");
-  EXPECT_THROW_WITH(UsageError, queue("codel", "packets=10,target=5"), "codel needs interval=MS");
-  EXPECT_THROW_WITH(UsageError, queue("pie", "packets=10,qdelay_ref=5"), "pie needs max_burst=MS");
-  EXPECT_THROW_WITH(UsageError, queue("infinite", "packets=10"), "queue infinite takes no parameters");
+  EXPECT_THROW_WITH(UsageError, queue("codel", "packets=10,target=0"),
+                    "codel: target must be more than 0 ms (in --uplink-queue-args; leave it out for the default, 5)");
+  EXPECT_THROW_WITH(UsageError, queue("pie", "max_burst=0"), "pie: max_burst must be more than 0 ms");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=ten"), "packets must be a non-negative number");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "pakets=10"), "unknown parameter \"pakets\"");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=10,target=5"), "queue droptail takes no parameter target");
@@ -17,6 +16,41 @@ TEST(QueueDiscipline, queue_arguments_are_checked) {
   ASSERT_EQ(queue("codel", "bytes=30000, target=5, interval=100")->description(),
             "codel [bytes=30000, target=5, interval=100]");
   ASSERT_EQ(queue("fq_codel")->description(), "fq_codel [packets=10240, target=5, interval=100, flows=1024]");
+}
+
+// CoDel and PIE with their RFCs' parameters (RFC 8289: target 5 ms, interval 100 ms; RFC 8033:
+// QDELAY_REF 15 ms, MAX_BURST 150 ms) and Linux's limit of 1000 packets when left out, as
+// fq_codel has Linux's defaults.
+TEST(QueueDiscipline, codel_and_pie_have_rfc_defaults) {
+  ASSERT_EQ(queue("codel")->description(), "codel [packets=1000, target=5, interval=100]");
+  ASSERT_EQ(queue("codel", "target=10")->description(), "codel [packets=1000, target=10, interval=100]");
+  ASSERT_EQ(queue("codel", "bytes=30000")->description(), "codel [bytes=30000, target=5, interval=100]");
+  ASSERT_EQ(queue("pie")->description(), "pie [packets=1000, qdelay_ref=15, max_burst=150]");
+  ASSERT_EQ(queue("pie", "packets=50,max_burst=20")->description(), "pie [packets=50, qdelay_ref=15, max_burst=20]");
+}
+
+// Parameters without a queue (the default, infinite, takes none): the message names the
+// option and the queue that takes them.
+TEST(QueueDiscipline, arguments_for_the_infinite_queue_suggest_a_queue) {
+  EXPECT_THROW_WITH(
+      UsageError,
+      make_queue_discipline("infinite", QueueArgs::parse("packets=100", "--uplink-queue"), "--uplink-queue", 0),
+      "--uplink-queue-args is given but the queue is infinite (--uplink-queue=infinite, the default), "
+      "which takes no parameters: choose a queue, e.g. --uplink-queue=droptail");
+  auto suggestion = [](std::string_view args) {
+    try {
+      make_queue_discipline("infinite", QueueArgs::parse(args, "--downlink-queue"), "--downlink-queue", 0);
+    } catch (const UsageError& e) {
+      const std::string message = e.what();
+      return message.substr(message.rfind('=') + 1);
+    }
+    return std::string("accepted");
+  };
+  ASSERT_EQ(suggestion("bytes=3000"), "droptail");
+  ASSERT_EQ(suggestion("target=5"), "codel");
+  ASSERT_EQ(suggestion("qdelay_ref=20,packets=10"), "pie");
+  ASSERT_EQ(suggestion("flows=16"), "fq_codel");
+  ASSERT_EQ(suggestion(""), "accepted");
 }
 
 TEST(QueueDiscipline, arguments_parse_in_any_order_with_spaces) {

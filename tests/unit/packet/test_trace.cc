@@ -1,7 +1,11 @@
 // Traces: parsing and its bounds (security finding 6), rates, and the opportunity cursor.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,4 +110,121 @@ TEST(Trace, trace_load_refuses_devices_and_oversized_files) {
   TempFile file("1\n");
   ASSERT_TRUE(::truncate(file.path.c_str(), static_cast<off_t>(Trace::kMaxFileBytes) + 1) == 0);  // sparse
   EXPECT_THROW_WITH(UserError, Trace::load(file.path), "is larger than 128 MiB (the limit); a trace holds at most");
+}
+
+TEST(Trace, rates_are_formatted_and_guessed_from_what_people_write) {
+  ASSERT_EQ(Trace::format_rate(12e6), "12Mbit/s");
+  ASSERT_EQ(Trace::format_rate(5e5), "500kbit/s");
+  ASSERT_EQ(Trace::format_rate(1.5e9), "1.5Gbit/s");
+  ASSERT_EQ(Trace::format_rate(300), "300bit/s");
+  ASSERT_EQ(Trace::parse_rate(Trace::format_rate(2.25e6)), 2.25e6);
+  ASSERT_EQ(Trace::guess_rate("12Mbps"), 12e6);
+  ASSERT_EQ(Trace::guess_rate("12mbit"), 12e6);
+  ASSERT_EQ(Trace::guess_rate("12 Mbit/s"), 12e6);
+  ASSERT_EQ(Trace::guess_rate("500kbps"), 5e5);
+  ASSERT_EQ(Trace::guess_rate("1gb"), 1e9);
+  ASSERT_EQ(Trace::guess_rate("3MB/s"), 24e6);  // bytes
+  ASSERT_FALSE(Trace::guess_rate("12"));
+  ASSERT_FALSE(Trace::guess_rate("12M"));
+  ASSERT_FALSE(Trace::guess_rate("up.trace"));
+  ASSERT_FALSE(Trace::guess_rate("Verizon-LTE-short.up"));
+  ASSERT_FALSE(Trace::guess_rate("0Mbps"));
+}
+
+TEST(Trace, labels_for_the_prompt_come_from_the_argument_alone) {
+  ASSERT_EQ(Trace::label("rate:12Mbps"), "12Mbit/s");
+  ASSERT_EQ(Trace::label("rate:500kbit/s"), "500kbit/s");
+  ASSERT_EQ(Trace::label("/no/such/dir/ATT-LTE-driving.up"), "ATT-LTE-driving.up");  // never opened
+  ASSERT_EQ(Trace::label("constant-12Mbps"), "constant-12Mbps");
+  ASSERT_EQ(Trace::label("traces/"), "traces");
+  ASSERT_EQ(Trace::label("-"), "stdin");
+  ASSERT_EQ(Trace::label(std::string(100, 'x')), std::string(21, 'x') + "...");
+}
+
+namespace {
+
+// Runs the test body in `directory`, and goes back.
+struct InDirectory {
+  std::string previous;
+  explicit InDirectory(const std::string& directory) {
+    char buffer[4096];
+    if (!::getcwd(buffer, sizeof buffer) || ::chdir(directory.c_str()) != 0) throw std::runtime_error("chdir failed");
+    previous = buffer;
+  }
+  ~InDirectory() { (void)!::chdir(previous.c_str()); }
+};
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  ASSERT_TRUE(fd.valid());
+  write_all(fd.get(), text);
+}
+
+}  // namespace
+
+// mm-link 12Mbps 12Mbps used to say only "No such file or directory": a bare name is looked for
+// in the current directory, MAHIMAHI_TRACE_PATH and the bundled traces, and the message says
+// where it looked and what was probably meant.
+TEST(Trace, bare_trace_names_are_looked_up_and_misses_explained) {
+  TempDir work, first, second, bundled;
+  write_file(bundled.path / "constant-12Mbps", "1\n");
+  write_file(bundled.path / "constant-24Mbps", "1\n1\n");
+  write_file(bundled.path / "README", "not a trace\n");
+  write_file(bundled.path / "constant-3Mbps", "4\n");
+  write_file(second.path / "constant-24Mbps", "2\n");
+  write_file(work.path / "here.trace", "5\n");
+  TraceSearch search;
+  search.path_set = true;
+  search.path_directories = {first.path.string(), second.path.string()};
+  search.installed_directory = bundled.path.string();
+  ASSERT_EQ(search.bundled_names(), (std::vector<std::string>{"constant-3Mbps", "constant-12Mbps", "constant-24Mbps"}));
+  InDirectory in(work.path.string());
+  ASSERT_EQ(find_trace_file("here.trace", search), "here.trace");
+  ASSERT_EQ(find_trace_file("constant-12Mbps", search), bundled.path.string() + "/constant-12Mbps");
+  // MAHIMAHI_TRACE_PATH before the bundled traces.
+  ASSERT_EQ(find_trace_file("constant-24Mbps", search), second.path.string() + "/constant-24Mbps");
+  // A path is taken as it is, found or not (the read says why not).
+  ASSERT_EQ(find_trace_file("./missing", search), "./missing");
+  ASSERT_EQ(find_trace_file("-", search), "-");
+  EXPECT_THROW_WITH(UserError, find_trace_file("12Mbps", search),
+                    "cannot find trace \"12Mbps\": no such file in the current directory, MAHIMAHI_TRACE_PATH (" +
+                        first.path.string() + ", " + second.path.string() + ") and " + bundled.path.string() +
+                        " (the bundled traces); did you mean rate:12Mbit/s or constant-12Mbps?\n"
+                        "  bundled traces: constant-3Mbps constant-12Mbps constant-24Mbps");
+  search.path_set = false;
+  search.path_directories.clear();
+  EXPECT_THROW_WITH(UserError, find_trace_file("12mbit", search),
+                    "MAHIMAHI_TRACE_PATH (not set) and " + bundled.path.string());
+  EXPECT_THROW_WITH(UserError, find_trace_file("12mbit", search), "did you mean rate:12Mbit/s?");
+  EXPECT_THROW_WITH(UserError, find_trace_file("uplink", search),
+                    "for a constant rate write rate:RATE, e.g. rate:12Mbit/s\n  bundled traces: constant-3Mbps");
+  search.installed_directory = (work.path / "none").string();
+  EXPECT_THROW_WITH(UserError, find_trace_file("uplink", search), "(no bundled traces are installed in ");
+}
+
+TEST(Trace, trace_search_reads_mahimahi_trace_path) {
+  ::setenv(TraceSearch::kPathVariable, "/a::/b/c:", 1);
+  const TraceSearch search = TraceSearch::from_environment();
+  ::unsetenv(TraceSearch::kPathVariable);
+  ASSERT_TRUE(search.path_set);
+  ASSERT_EQ(search.path_directories, (std::vector<std::string>{"/a", "/b/c"}));
+  ASSERT_TRUE(search.installed_directory.ends_with("/share/mahimahi/traces")) << search.installed_directory;
+  ASSERT_FALSE(TraceSearch::from_environment().path_set);
+}
+
+// A bundled constant trace lasts 1 to 12 ms: --once would end the shell almost at once.
+TEST(Trace, once_warns_of_short_traces) {
+  const Trace short_one = Trace::parse("1\n", "constant-12Mbps");
+  const Trace long_one = Trace::parse("1\n60000\n", "long.trace");
+  ASSERT_EQ(short_once_warning(long_one, long_one), "");
+  ASSERT_EQ(short_once_warning(short_one, short_one),
+            "--once with a short trace: the uplink trace constant-12Mbps lasts 1 ms, the downlink trace "
+            "constant-12Mbps lasts 1 ms. With --once the shell, and your command with it, ends after 1 ms, when both "
+            "traces have played once. Leave out --once to repeat the traces for as long as the command runs.");
+  const std::string mixed = short_once_warning(long_one, Trace::from_argument("rate:1Gbit/s"));
+  ASSERT_NE(mixed.find("the downlink trace rate:1Gbit/s lasts 0.012 ms"), std::string::npos) << mixed;
+  ASSERT_NE(mixed.find("ends after 60000 ms, when both traces have played once; the downlink carries nothing after "
+                       "0.012 ms."),
+            std::string::npos)
+      << mixed;
 }
