@@ -320,7 +320,7 @@ class Supervisor {
     const int signo = static_cast<int>(info.ssi_signo);
     if (signo == SIGCHLD) {
       reap();
-    } else if (ending_since_ || command_ <= 0) {  // never kill(-1): that would signal every process
+    } else if (ending_since_ || command_ <= 0) {             // never kill(-1): that would signal every process
       if (interrupting(signo)) deadline_ = monotonic_now();  // asked again: end everything now
     } else if (signo == SIGCONT) {
       ::kill(command_, SIGCONT);
