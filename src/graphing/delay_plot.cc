@@ -63,7 +63,6 @@ Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRo
   chart.y_label = "delay (ms)";
   chart.log_y = true;
   const bool several = logs.size() > 1;
-  bool delivered = false, events = false;
   for (size_t i = 0; i < logs.size(); i++) {
     const LinkSummary s = summarize(logs[i].log);
     const Color own = palette_color(i);
@@ -80,14 +79,8 @@ Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRo
     for (const auto& d : logs[i].log.departures) packets.points.emplace_back(d.time / 1000, d.delay);
     chart.series.push_back(std::move(signal));
     chart.series.push_back(std::move(packets));
-    delivered = delivered || !logs[i].log.departures.empty();
-    events = events || !logs[i].log.empty();
   }
-  if (!events) {
-    chart.note = several ? "no events in these logs" : "no events in this log";
-  } else if (!delivered) {
-    chart.note = "no packets delivered";
-  }
+  chart.note = empty_logs_note(logs);
   return chart;
 }
 

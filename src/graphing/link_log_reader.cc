@@ -166,3 +166,13 @@ std::string delay_text(double ms, const LinkLog& log) {
   std::snprintf(text, sizeof text, "%.0f ms", ms);
   return text;
 }
+
+std::string empty_logs_note(const std::vector<LabeledLog>& logs) {
+  bool delivered = false, events = false;
+  for (const auto& l : logs) {
+    delivered = delivered || !l.log.departures.empty();
+    events = events || !l.log.empty();
+  }
+  if (!events) return logs.size() > 1 ? "no events in these logs" : "no events in this log";
+  return delivered ? "" : "no packets delivered";
+}

@@ -56,6 +56,10 @@ struct LabeledLog {
   LinkLog log;
 };
 
+// What a chart of these logs says across its plot when there is nothing to draw: "no events in
+// this log" (or "these logs"), "no packets delivered"; empty when some log delivered packets.
+std::string empty_logs_note(const std::vector<LabeledLog>& logs);
+
 // Summary figures, as the original's mm-throughput-graph prints them; the percentiles are NaN
 // when no packet was delivered.
 struct LinkSummary {

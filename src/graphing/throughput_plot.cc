@@ -65,7 +65,6 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
   chart.x_label = "time (s)";
   chart.y_label = "throughput (Mbit/s)";
   const bool several = logs.size() > 1;
-  bool delivered = false, events = false;
   for (size_t i = 0; i < logs.size(); i++) {
     const ThroughputBins& b = bins[i];
     const Color own = palette_color(i);
@@ -92,14 +91,8 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
       }
     }
     chart.series.insert(chart.series.end(), {capacity, ingress, egress});
-    delivered = delivered || !logs[i].log.departures.empty();
-    events = events || !logs[i].log.empty();
   }
-  if (!events) {
-    chart.note = several ? "no events in these logs" : "no events in this log";
-  } else if (!delivered) {
-    chart.note = "no packets delivered";
-  }
+  chart.note = empty_logs_note(logs);
   return chart;
 }
 
