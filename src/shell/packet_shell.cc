@@ -348,7 +348,9 @@ class Supervisor {
       if (for_good) {
         ::kill(pid, SIGKILL);
       } else if (signalled_.insert(pid).second) {
-        if (pid != command_) stragglers_.push_back(process_name(pid));
+        // Not reported: the command, and processes already ending on their own (the ferry of a
+        // shell nested in this one outlives its supervisor by the moment its exit takes).
+        if (pid != command_ && !process_is_ending(pid)) stragglers_.push_back(process_name(pid));
         ::kill(pid, pid == command_ ? SIGHUP : SIGTERM);
         ::kill(pid, SIGCONT);
       }

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 
 #include "util/exception.hh"
@@ -130,4 +131,26 @@ std::vector<pid_t> list_children() {
   }
   if (error) throw SystemError("/proc/self/task", error.value());
   return children;
+}
+
+bool process_is_ending(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::ifstream stat_file(dir + "/stat");
+  std::string stat;
+  std::getline(stat_file, stat);
+  const size_t name_end = stat.rfind(')');  // the name may hold spaces and parentheses
+  if (name_end == std::string::npos) return false;
+  std::istringstream fields(stat.substr(name_end + 1));
+  std::string state, skip;
+  unsigned long flags = 0;
+  fields >> state >> skip >> skip >> skip >> skip >> skip >> flags;  // state ppid pgrp sid tty tpgid flags
+  constexpr unsigned long kExiting = 0x4;                            // PF_EXITING
+  if (state == "Z" || state == "X" || (flags & kExiting)) return true;
+  std::ifstream status(dir + "/status");
+  const unsigned long long kill_bit = 1ULL << (SIGKILL - 1);
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("SigPnd:", 0) != 0 && line.rfind("ShdPnd:", 0) != 0) continue;
+    if (std::stoull(line.substr(7), nullptr, 16) & kill_bit) return true;
+  }
+  return false;
 }

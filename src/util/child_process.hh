@@ -43,3 +43,8 @@ int shell_exit_code(int wait_status);
 // /proc/self/task/*/children. A child's pid stays its own until this process reaps it, so the
 // pids can be signalled safely by the only process that reaps them.
 std::vector<pid_t> list_children();
+
+// Whether the process is already on its way out: a zombie, in its exit, or with SIGKILL pending
+// (as a shell's ferry is when its supervisor has just ended: PR_SET_PDEATHSIG). False if it is
+// gone or cannot be read.
+bool process_is_ending(pid_t pid);

@@ -3,6 +3,7 @@
 // signals reset to their defaults, a program that cannot be run; fork_child and wait_for_exit.
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -169,4 +170,26 @@ TEST(ChildProcess, list_children_names_living_and_unreaped_children_only) {
   EXPECT_EQ(wait_for_exit(waiting), 0);
   ::close(gate[0]);
   EXPECT_FALSE(listed(waiting));
+}
+
+TEST(ChildProcess, process_is_ending_tells_zombies_from_the_living) {
+  std::fflush(nullptr);
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  const pid_t living = fork_child("test", [&] {
+    ::close(gate[1]);
+    char byte;
+    return static_cast<int>(::read(gate[0], &byte, 1));
+  });
+  const pid_t zombie = fork_child("test", [] { return 0; });
+  EXPECT_FALSE(process_is_ending(living));
+  // A zombie once it has exited (wait for it without reaping it).
+  siginfo_t info{};
+  ASSERT_EQ(::waitid(P_PID, static_cast<id_t>(zombie), &info, WEXITED | WNOWAIT), 0);
+  EXPECT_TRUE(process_is_ending(zombie));
+  EXPECT_EQ(wait_for_exit(zombie), 0);
+  EXPECT_FALSE(process_is_ending(zombie));  // gone
+  ::close(gate[1]);
+  EXPECT_EQ(wait_for_exit(living), 0);
+  ::close(gate[0]);
 }
