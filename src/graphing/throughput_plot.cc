@@ -81,6 +81,11 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
                   several ? own : Color{0.8, 0.1, 0.1},
                   {}};
     for (size_t k = 0; k < b.size(); k++) {
+      // A last bin the log covers for less than half its width is left out of the chart (the
+      // CSV keeps it, with its end): over so short a time one packet more or less swings its
+      // rate by tens of percent, which would read as a burst or a stall that never happened.
+      const bool short_last = b.size() > 1 && k + 1 == b.size() && b.end_s(k) - b.start_s(k) < b.bin_ms / 2000;
+      if (short_last) continue;
       // Each bin at its middle; a log of a single bin from its start to its end, since a line
       // through one point would not show.
       for (double x : b.size() == 1 ? std::vector<double>{b.start_s(k), b.end_s(k)}
