@@ -76,10 +76,6 @@ test_link_once_ends_the_shell_on_time() {
   [ "$rc" = 3 ] || fail "a command ending before the traces: status $rc, expected 3"
 }
 
-# Whether a process whose command line is exactly "sleep SECONDS" exists (the tests use unusual
-# durations as markers).
-sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
-
 test_link_once_ends_what_the_command_started() {
   printf '100\n200\n500\n' > "$WORLD_TMP/half.trace"
   # A pipeline's members and a background job: before, they outlived the shell (reparented to
@@ -87,9 +83,7 @@ test_link_once_ends_what_the_command_started() {
   AS_USER=$TEST_USER in_world "$BIN/mm-link" --once "$WORLD_TMP/half.trace" "$WORLD_TMP/half.trace" -- \
     bash -c 'sleep 33.11 & sleep 31.11 | cat; echo never' > "$WORLD_TMP/once.out" 2> "$WORLD_TMP/once.err"; rc=$?
   sed 's/^/  stderr: /' "$WORLD_TMP/once.err"
-  for marker in 31.11 33.11; do
-    if sleeping $marker; then pkill -x -f "sleep $marker"; fail "'sleep $marker' outlived the shell"; return 1; fi
-  done
+  none_sleeping 31.11 33.11 || return 1
   [ "$rc" = 124 ] || fail "exit status $rc, expected 124" || return 1
   ! grep -q never "$WORLD_TMP/once.out" || fail "the command went on after the shell ended it" || return 1
   grep -q -E 'ended [0-9]+ process(es)? that the command left running' "$WORLD_TMP/once.err" ||

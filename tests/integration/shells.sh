@@ -206,17 +206,6 @@ test_job_control_stop_and_continue() {
   echo "  command stopped -> shell stopped (T); shell continued -> command continued ($s1)"
 }
 
-# Whether a process whose command line is exactly "sleep SECONDS" exists (unusual durations
-# mark a test's processes).
-sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
-
-# Fails (and ends them) if any of the marked sleeps is still running.
-none_sleeping() {  # SECONDS...
-  for marker in "$@"; do
-    if sleeping "$marker"; then pkill -x -f "sleep $marker"; fail "'sleep $marker' outlived its shell"; return 1; fi
-  done
-}
-
 test_background_jobs_end_with_the_shell() {
   # Before, a background job outlived every shell (as in the original).
   out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 bash -c 'sleep 33.21 & setsid sleep 33.22 & exit 5' 2>&1); rc=$?

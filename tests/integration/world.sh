@@ -142,6 +142,17 @@ rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
   echo "  $* -> $rc: $(echo "$msg" | head -1)"
 }
 
+# Whether a process whose command line is exactly "sleep SECONDS" exists (unusual durations
+# mark a test's processes).
+sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
+
+# Fails (and ends them) if any of the marked sleeps is still running.
+none_sleeping() {  # SECONDS...
+  for marker in "$@"; do
+    if sleeping "$marker"; then pkill -x -f "sleep $marker"; fail "'sleep $marker' outlived its shell"; return 1; fi
+  done
+}
+
 # The state letter of a process (R, S, T, ...; empty once it is gone), and whether it is STATE.
 process_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }  # PID
 process_state_is() { [ "$(process_state "$1")" = "$2" ]; }  # PID STATE
