@@ -8,6 +8,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "util/exception.hh"
@@ -83,6 +84,7 @@ json DevToolsPipe::call(std::string_view method, const json& params, std::string
 }
 
 json DevToolsPipe::wait_reply(int id, std::string_view method, Nanos deadline) {
+  const Nanos waited_from = monotonic_now();
   for (;;) {
     if (const auto found = replies_.find(id); found != replies_.end()) {
       json reply = std::move(found->second);
@@ -96,7 +98,10 @@ json DevToolsPipe::wait_reply(int id, std::string_view method, Nanos deadline) {
       }
       return reply.value("result", json::object());
     }
-    if (!read_some(deadline)) throw DevToolsTimeout(std::string("no answer to ") + std::string(method));
+    if (!read_some(deadline)) {
+      const long seconds = std::lround(static_cast<double>(deadline - waited_from) / 1e9);
+      throw DevToolsTimeout("no answer to " + std::string(method) + " within " + std::to_string(seconds) + " s");
+    }
   }
 }
 
