@@ -24,6 +24,12 @@ struct CertutilResult {
 // password); throws UserError if certutil cannot be run.
 using CertutilRunner = std::function<CertutilResult(const std::vector<std::string>& arguments)>;
 
+// certutil's path on $PATH; throws UserError saying which package installs it when absent.
+std::string certutil_path();
+// Runs certutil (no shell) with standard input from /dev/null, so that it never waits for a
+// password, and collects its output: the CertutilRunner of the programs.
+CertutilResult run_certutil(const std::vector<std::string>& arguments);
+
 // An NSS database directory.
 struct NssDatabase {
   std::filesystem::path directory;
@@ -35,6 +41,14 @@ struct NssDatabase {
 // absolute, else the passwd entry's. Throws UsageError for dbm: or an empty name, UserError if
 // there is no home directory.
 NssDatabase nss_database(const std::optional<std::string>& option);
+
+// Creates an empty database (no password) in db.directory, made private (mode 0700) if absent.
+// Throws UserError with certutil's complaint and `fix`.
+void nss_create(const NssDatabase& db, const CertutilRunner& certutil, const std::string& fix);
+// Imports the PEM certificate file as `nickname`, trusted to identify web sites ("C,,").
+// Throws UserError naming the file and certutil's first line of complaint.
+void nss_add_trusted(const NssDatabase& db, const std::filesystem::path& certificate, const std::string& nickname,
+                     const CertutilRunner& certutil);
 
 // Adds the CA to `db` (creating the database, and its directory with mode 0700, if absent),
 // replacing any certificate under our nickname, and says so on `out`; `default_database` adds the

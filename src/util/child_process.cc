@@ -4,9 +4,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -153,4 +156,20 @@ bool process_is_ending(pid_t pid) {
     if (std::stoull(line.substr(7), nullptr, 16) & kill_bit) return true;
   }
   return false;
+}
+
+std::optional<std::string> find_program(const std::string& name) {
+  const char* path = std::getenv("PATH");
+  std::string directories = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= directories.size()) {
+    const size_t end = std::min(directories.find(':', start), directories.size());
+    const std::string directory = end > start ? directories.substr(start, end - start) : ".";
+    const std::string candidate = directory + "/" + name;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(candidate.c_str(), X_OK) == 0)
+      return candidate;
+    start = end + 1;
+  }
+  return std::nullopt;
 }

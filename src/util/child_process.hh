@@ -48,3 +48,7 @@ std::vector<pid_t> list_children();
 // (as a shell's ferry is when its supervisor has just ended: PR_SET_PDEATHSIG). False if it is
 // gone or cannot be read.
 bool process_is_ending(pid_t pid);
+
+// The first regular, executable file `name` in the directories of $PATH (an empty entry is the
+// current directory), or nullopt.
+std::optional<std::string> find_program(const std::string& name);

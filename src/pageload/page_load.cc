@@ -1,0 +1,520 @@
+// One page load over DevTools (see page_load.hh).
+#include "pageload/page_load.hh"
+
+#include <sys/time.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "util/base64.hh"
+#include "util/exception.hh"
+#include "util/text.hh"
+#include "util/time_text.hh"
+
+using nlohmann::json;
+
+namespace {
+// Commands that set the page up answer in milliseconds; this much silence means a hung browser.
+constexpr Nanos kCommandWait = 10 * kNanosPerSec;
+// After a timeout: how long the browser process gets to show that it still answers, and the
+// renderer to report the paint timings it has.
+constexpr Nanos kHealthWait = 5 * kNanosPerSec;
+constexpr Nanos kLateMetricsWait = 2 * kNanosPerSec;
+// After the load event, frames are captured until the page has not changed for this long, so
+// that the last frame is the page's final state (images decoded and painted after onload) ...
+constexpr Nanos kVisualSettle = 500 * kNanosPerMs;
+// ... but no longer than this after it (a page with an animation never settles).
+constexpr Nanos kMaxSettle = 5 * kNanosPerSec;
+// The frames kept for the speed index: beyond either bound, each new frame replaces the last
+// kept one (the final state always counts; an hour-long animation cannot exhaust memory).
+constexpr size_t kMaxFrames = 3000;
+constexpr size_t kMaxFrameBytes = 512 * 1024 * 1024;
+
+double wall_ms_now() {
+  timeval now{};
+  ::gettimeofday(&now, nullptr);
+  return static_cast<double>(now.tv_sec) * 1e3 + static_cast<double>(now.tv_usec) / 1e3;
+}
+
+std::string seconds_text(Nanos ns) {
+  const double s = static_cast<double>(ns) / 1e9;
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", s);
+  return std::string(text) + " s";
+}
+
+const json* find_path(const json& value, std::initializer_list<const char*> path) {
+  const json* at = &value;
+  for (const char* key : path) {
+    if (!at->is_object()) return nullptr;
+    const auto found = at->find(key);
+    if (found == at->end()) return nullptr;
+    at = &*found;
+  }
+  return at;
+}
+
+std::string string_at(const json& value, std::initializer_list<const char*> path) {
+  const json* found = find_path(value, path);
+  return found && found->is_string() ? found->get<std::string>() : std::string();
+}
+
+std::optional<double> number_at(const json& value, std::initializer_list<const char*> path) {
+  const json* found = find_path(value, path);
+  if (!found || !found->is_number()) return std::nullopt;
+  return found->get<double>();
+}
+
+// What the page reports of itself once loaded (or at a timeout): Navigation Timing, the paint
+// timings, and the last largest-contentful-paint candidate, which only a buffered observer can
+// read (its entries are not in the performance timeline). The observer's first callback brings
+// the buffered entries a task later; a page with no candidate resolves after 100 ms.
+constexpr char kPageMetrics[] = R"JS(
+new Promise(resolve => {
+  const nav = performance.getEntriesByType('navigation')[0];
+  const fcp = performance.getEntriesByName('first-contentful-paint')[0];
+  const out = {timeOrigin: performance.timeOrigin, url: location.href,
+               start: nav ? nav.startTime : null, loadEventEnd: nav ? nav.loadEventEnd : 0,
+               fcp: fcp ? fcp.startTime : null, lcp: null};
+  const done = () => resolve(JSON.stringify(out));
+  try {
+    new PerformanceObserver(list => {
+      const entries = list.getEntries();
+      if (entries.length) out.lcp = entries[entries.length - 1].startTime;
+      done();
+    }).observe({type: 'largest-contentful-paint', buffered: true});
+  } catch (e) {}
+  setTimeout(done, 100);
+}))JS";
+
+// Resolves once Navigation Timing has loadEventEnd (set when the load event's handlers have
+// run, just after Page.loadEventFired): checked at each animation frame, not on a fixed delay.
+constexpr char kLoadEventEnd[] = R"JS(
+new Promise(resolve => {
+  const check = () => {
+    const nav = performance.getEntriesByType('navigation')[0];
+    if (nav && nav.loadEventEnd > 0) resolve(JSON.stringify({timeOrigin: performance.timeOrigin,
+                                                              plt: nav.loadEventEnd - nav.startTime}));
+    else requestAnimationFrame(check);
+  };
+  check();
+}))JS";
+
+// Evaluates one of the scripts above (a promise of a JSON text) in the page.
+json evaluate_json(DevToolsPipe& pipe, const std::string& session, const char* script, Nanos deadline) {
+  const json result = pipe.call(
+      "Runtime.evaluate", {{"expression", script}, {"awaitPromise", true}, {"returnByValue", true}}, session, deadline);
+  if (result.contains("exceptionDetails")) {
+    throw DevToolsCommandError("the page's metrics script failed: " +
+                               string_at(result, {"exceptionDetails", "exception", "description"}));
+  }
+  const std::string text = string_at(result, {"result", "value"});
+  json parsed = json::parse(text, nullptr, false);
+  if (!parsed.is_object()) throw DevToolsCommandError("the page's metrics script returned no object");
+  return parsed;
+}
+
+// The state of one load while its events arrive.
+class LoadRun {
+ public:
+  LoadRun(const LoadOptions& options, Browser& browser, LoadResult& result)
+      : options_(options), browser_(browser), pipe_(browser.pipe()), result_(result) {}
+
+  void run();
+
+ private:
+  void set_up(Nanos deadline);
+  void handle(const json& event);
+  void keep_frame(const json& params);
+  void read_load_timing(Nanos deadline);
+  void read_page_metrics(Nanos deadline);
+  void finish();
+
+  const LoadOptions& options_;
+  Browser& browser_;
+  DevToolsPipe& pipe_;
+  LoadResult& result_;
+  std::string session_;
+  std::string loader_id_;  // the navigation's, which is also its document request's id
+  bool committed_ = false;
+  bool loaded_ = false;
+  std::optional<double> time_origin_ms_;
+  NetworkTally network_;
+  std::vector<ScreencastFrame> frames_;
+  size_t frame_bytes_ = 0;
+  Nanos loaded_at_ = 0, last_frame_at_ = 0;
+  std::string crash_;
+};
+
+void LoadRun::set_up(Nanos deadline) {
+  const json targets = pipe_.call("Target.getTargets", json::object(), "", deadline);
+  std::string target;
+  for (const json& info : targets.value("targetInfos", json::array())) {
+    if (info.value("type", "") == "page") {
+      target = info.value("targetId", "");
+      break;
+    }
+  }
+  if (target.empty()) target = pipe_.call("Target.createTarget", {{"url", "about:blank"}}, "", deadline)["targetId"];
+  session_ = pipe_.call("Target.attachToTarget", {{"targetId", target}, {"flatten", true}}, "", deadline)["sessionId"];
+  for (const char* domain : {"Page.enable", "Network.enable", "Runtime.enable", "Inspector.enable"}) {
+    pipe_.call(domain, json::object(), session_, deadline);
+  }
+  // No cache and no service worker, as in the paper's loads: every object crosses the emulated
+  // network, even one the page asks for twice.
+  pipe_.call("Network.setCacheDisabled", {{"cacheDisabled", true}}, session_, deadline);
+  pipe_.call("Network.setBypassServiceWorker", {{"bypass", true}}, session_, deadline);
+  // The viewport exactly WxH (the window's size includes no browser frame in headless mode, but
+  // the override makes it independent of the version).
+  pipe_.call("Emulation.setDeviceMetricsOverride",
+             {{"width", options_.browser.width},
+              {"height", options_.browser.height},
+              {"deviceScaleFactor", 1},
+              {"mobile", false}},
+             session_, deadline);
+  pipe_.call("Page.startScreencast",
+             {{"format", "png"},
+              {"everyNthFrame", 1},
+              {"maxWidth", options_.browser.width},
+              {"maxHeight", options_.browser.height}},
+             session_, deadline);
+}
+
+void LoadRun::keep_frame(const json& params) {
+  pipe_.notify("Page.screencastFrameAck", {{"sessionId", params.value("sessionId", 0)}}, session_);
+  last_frame_at_ = monotonic_now();
+  const std::optional<double> seconds = number_at(params, {"metadata", "timestamp"});
+  std::optional<std::string> png = base64_decode(string_at(params, {"data"}));
+  if (!seconds || !png) return;
+  ScreencastFrame frame{*seconds * 1e3, std::move(*png)};
+  if (frames_.size() >= kMaxFrames || frame_bytes_ + frame.png.size() > kMaxFrameBytes) {
+    if (frames_.size() < 2) return;
+    frame_bytes_ -= frames_.back().png.size();
+    frames_.pop_back();
+  }
+  frame_bytes_ += frame.png.size();
+  frames_.push_back(std::move(frame));
+}
+
+void LoadRun::handle(const json& event) {
+  if (event.value("sessionId", "") != session_) return;
+  const std::string method = event.value("method", "");
+  const json& params = event.contains("params") ? event["params"] : json::object();
+  if (method == "Page.screencastFrame") {
+    keep_frame(params);
+  } else if (method.starts_with("Network.")) {
+    network_.add(event);
+  } else if (method == "Page.frameNavigated") {
+    // The main frame's document (the page was attached at about:blank, so any main-frame
+    // navigation from now on is this load's); an error page has an unreachableUrl, and then
+    // Page.navigate's reply says why.
+    if (!find_path(params, {"frame", "parentId"}) && !find_path(params, {"frame", "unreachableUrl"})) {
+      committed_ = true;
+      loader_id_ = string_at(params, {"frame", "loaderId"});
+    }
+  } else if (method == "Page.loadEventFired") {
+    if (committed_) loaded_ = true;
+  } else if (method == "Inspector.targetCrashed") {
+    crash_ = "the page's renderer crashed";
+  }
+}
+
+void LoadRun::read_load_timing(Nanos deadline) {
+  const json timing = evaluate_json(pipe_, session_, kLoadEventEnd, deadline);
+  time_origin_ms_ = number_at(timing, {"timeOrigin"});
+  result_.plt_ms = number_at(timing, {"plt"});
+}
+
+void LoadRun::read_page_metrics(Nanos deadline) {
+  const json metrics = evaluate_json(pipe_, session_, kPageMetrics, deadline);
+  if (!time_origin_ms_) time_origin_ms_ = number_at(metrics, {"timeOrigin"});
+  result_.fcp_ms = number_at(metrics, {"fcp"});
+  result_.lcp_ms = number_at(metrics, {"lcp"});
+}
+
+void LoadRun::run() {
+  set_up(monotonic_now() + kCommandWait);
+  result_.started = iso8601_from_us(static_cast<uint64_t>(wall_ms_now() * 1e3));
+  const Nanos start = monotonic_now();
+  const Nanos deadline = start + options_.timeout;
+  const int navigate = pipe_.send("Page.navigate", {{"url", options_.url}}, session_);
+  bool navigating = true;
+
+  for (;;) {
+    Nanos wake = deadline;
+    if (loaded_)
+      wake = std::min({deadline, loaded_at_ + kMaxSettle, std::max(loaded_at_, last_frame_at_) + kVisualSettle});
+    const Nanos now = monotonic_now();
+    if (loaded_ && now >= wake) break;
+    if (!loaded_ && now >= deadline) {
+      // The document's own request may have failed after the navigation committed (a reset).
+      const std::string failure = loader_id_.empty() ? "" : network_.failure_of(loader_id_);
+      if (!failure.empty()) {
+        result_.status = LoadResult::Status::Error;
+        result_.reason = navigation_error_reason(failure);
+      } else {
+        result_.status = LoadResult::Status::Timeout;
+        result_.reason = "no load event within " + seconds_text(options_.timeout) +
+                         (committed_ ? "" : " (the page's document never arrived)");
+      }
+      return finish();
+    }
+    std::optional<json> event = pipe_.next_event(wake, navigating ? navigate : 0);
+    if (navigating) {
+      if (std::optional<json> reply = pipe_.take_reply(navigate)) {
+        navigating = false;
+        if (reply->contains("error")) {
+          result_.status = LoadResult::Status::Error;
+          result_.reason = "the browser refused the URL: " + string_at(*reply, {"error", "message"});
+          return finish();
+        }
+        const std::string error_text = string_at(*reply, {"result", "errorText"});
+        if (!error_text.empty()) {
+          result_.status = LoadResult::Status::Error;
+          result_.reason = navigation_error_reason(error_text);
+          return finish();
+        }
+        if (loader_id_.empty()) loader_id_ = string_at(*reply, {"result", "loaderId"});
+      }
+    }
+    if (event) {
+      handle(*event);
+      if (!crash_.empty()) {
+        result_.status = LoadResult::Status::Error;
+        result_.reason = crash_;
+        return finish();
+      }
+      if (loaded_ && loaded_at_ == 0) {
+        try {
+          read_load_timing(deadline);
+        } catch (const DevToolsTimeout&) {
+          loaded_ = false;  // its handlers did not finish in time: the check above reports it
+          continue;
+        }
+        loaded_at_ = monotonic_now();
+      }
+    }
+  }
+  result_.status = LoadResult::Status::Ok;
+  finish();
+}
+
+void LoadRun::finish() {
+  const bool ok = result_.status == LoadResult::Status::Ok;
+  if (result_.status == LoadResult::Status::Timeout) {
+    // A browser that does not answer even this has hung, not the page.
+    try {
+      pipe_.call("Browser.getVersion", json::object(), "", monotonic_now() + kHealthWait);
+    } catch (const DevToolsTimeout&) {
+      result_.status = LoadResult::Status::Error;
+      result_.reason = "browser hung: no answer to Browser.getVersion within " + seconds_text(kHealthWait) +
+                       " after the load's timeout; killed it";
+      browser_.close(false);
+      return;
+    }
+  }
+  if (committed_ && result_.status != LoadResult::Status::Error) {
+    try {
+      read_page_metrics(monotonic_now() + (ok ? kCommandWait : kLateMetricsWait));
+    } catch (const DevToolsTimeout&) {
+      if (ok) throw;
+      // A page still busy at its timeout (a script in a loop) cannot report: its paints stay empty.
+    } catch (const DevToolsCommandError&) {
+      if (ok) throw;
+    }
+  }
+  result_.bytes = network_.bytes();
+  result_.requests = network_.requests();
+  result_.origins = network_.origins();
+  result_.protocols = network_.protocols();
+  // The speed index's time axis: the frames carry DevTools' metadata.timestamp, wall-clock
+  // seconds taken by the browser when it captured them; the page's times (PLT, FCP) count from
+  // performance.timeOrigin, the navigation's start in wall-clock milliseconds of the same
+  // machine. Both are the one system clock, so frame.wall_ms - timeOrigin puts frames on the
+  // page's own axis; the document request's requestWillBeSent wallTime would be a few ms later
+  // than the navigation start (after beforeunload), and the monotonic timestamps have no
+  // counterpart in the page.
+  if (ok && time_origin_ms_) {
+    std::vector<CapturedFrame> frames = frames_since_navigation(std::move(frames_), *time_origin_ms_);
+    result_.frames = static_cast<double>(frames.size());
+    if (!frames.empty()) {
+      const double end_ms = std::max(frames.back().ms, result_.plt_ms.value_or(0));
+      try {
+        result_.speed_index_ms = speed_index(visual_progress(frames), end_ms);
+      } catch (const UserError&) {
+        // No frame decoded: the speed index stays empty, the frame count says why.
+      }
+    }
+  } else {
+    result_.frames = static_cast<double>(frames_.size());
+  }
+}
+}  // namespace
+
+LoadResult load_page(const LoadOptions& options, BrowserProfileTemplate& profiles, int interrupt_fd) {
+  LoadResult result;
+  result.url = options.url;
+  result.run = options.run;
+  result.started = iso8601_from_us(static_cast<uint64_t>(wall_ms_now() * 1e3));
+  // The browser gets the load's timeout to start, within [10 s, 30 s]: a loaded machine needs
+  // seconds, and a browser that is silent for 30 s will not answer.
+  const Nanos ready_wait = std::clamp<Nanos>(options.timeout, 10 * kNanosPerSec, 30 * kNanosPerSec);
+  std::unique_ptr<Browser> browser;
+  try {
+    browser = std::make_unique<Browser>(options.browser, profiles.new_load_directory(), interrupt_fd,
+                                        monotonic_now() + ready_wait);
+    LoadRun(options, *browser, result).run();
+  } catch (const DevToolsTimeout& e) {
+    const std::string started = result.started;
+    result = LoadResult();
+    result.url = options.url;
+    result.run = options.run;
+    result.started = started;
+    result.status = LoadResult::Status::Error;
+    result.reason = std::string("browser hung: ") + e.what() + "; killed it";
+    if (browser) browser->close(false);
+  } catch (const DevToolsClosed& e) {
+    result.status = LoadResult::Status::Error;
+    result.reason = std::string("the browser exited during the load (") + e.what() +
+                    "): " + (browser ? browser->log_tail() : std::string());
+  } catch (const DevToolsCommandError& e) {
+    result.status = LoadResult::Status::Error;
+    result.reason = std::string("the browser refused a command: ") + e.what();
+  }
+  return result;
+}
+
+// ---- The pure parts
+
+std::optional<std::string> url_origin(const std::string& url) {
+  const size_t colon = url.find("://");
+  if (colon == std::string::npos) return std::nullopt;
+  const std::string scheme = ascii_lowercase(url.substr(0, colon));
+  std::string port;
+  if (scheme == "http" || scheme == "ws") {
+    port = "80";
+  } else if (scheme == "https" || scheme == "wss") {
+    port = "443";
+  } else {
+    return std::nullopt;
+  }
+  const size_t host_start = colon + 3;
+  size_t host_end = url.find_first_of("/?#", host_start);
+  if (host_end == std::string::npos) host_end = url.size();
+  std::string authority = url.substr(host_start, host_end - host_start);
+  if (const size_t at = authority.rfind('@'); at != std::string::npos) authority = authority.substr(at + 1);
+  std::string host = authority;
+  // The port follows the last ':' unless it is inside an IPv6 literal's brackets.
+  if (const size_t last = authority.rfind(':');
+      last != std::string::npos && authority.find(']', last) == std::string::npos) {
+    host = authority.substr(0, last);
+    if (last + 1 < authority.size()) port = authority.substr(last + 1);
+  }
+  if (host.empty()) return std::nullopt;
+  return scheme + "://" + ascii_lowercase(host) + ":" + port;
+}
+
+std::optional<std::string> protocol_short_name(const std::string& protocol) {
+  const std::string p = ascii_lowercase(protocol);
+  if (p.starts_with("http/1") || p == "http/0.9") return "h1";
+  if (p == "h2" || p == "h2c" || p == "spdy" || p.starts_with("spdy/")) return "h2";
+  if (p.starts_with("h3") || p.starts_with("quic") || p.starts_with("http/2+quic")) return "h3";
+  return std::nullopt;
+}
+
+std::string navigation_error_reason(const std::string& error_text) {
+  struct Known {
+    const char* code;
+    const char* meaning;
+  };
+  static const Known known[] = {
+      {"net::ERR_NAME_NOT_RESOLVED", "DNS failure"},
+      {"net::ERR_NAME_RESOLUTION_FAILED", "DNS failure"},
+      {"net::ERR_CONNECTION_REFUSED", "connection refused"},
+      {"net::ERR_CONNECTION_RESET", "connection reset"},
+      {"net::ERR_CONNECTION_CLOSED", "connection closed"},
+      {"net::ERR_CONNECTION_TIMED_OUT", "connection timed out"},
+      {"net::ERR_TIMED_OUT", "timed out"},
+      {"net::ERR_ADDRESS_UNREACHABLE", "address unreachable"},
+      {"net::ERR_NETWORK_UNREACHABLE", "network unreachable"},
+      {"net::ERR_INTERNET_DISCONNECTED", "no network"},
+      {"net::ERR_EMPTY_RESPONSE", "empty response"},
+      {"net::ERR_SSL_PROTOCOL_ERROR", "TLS error"},
+      {"net::ERR_ABORTED", "navigation aborted"},
+  };
+  for (const Known& k : known) {
+    if (error_text == k.code) return std::string(k.meaning) + " (" + error_text + ")";
+  }
+  if (error_text.starts_with("net::ERR_CERT_")) return "certificate error (" + error_text + ")";
+  if (error_text.starts_with("net::ERR_SSL_")) return "TLS error (" + error_text + ")";
+  return "navigation failed (" + error_text + ")";
+}
+
+void NetworkTally::response(const json& response) {
+  const std::optional<std::string> origin = url_origin(string_at(response, {"url"}));
+  if (!origin) return;
+  requests_++;
+  origins_.insert(*origin);
+  if (const auto name = protocol_short_name(string_at(response, {"protocol"}))) protocols_[*origin] = *name;
+}
+
+void NetworkTally::add(const json& event) {
+  const std::string method = event.value("method", "");
+  if (!event.contains("params") || !event["params"].is_object()) return;
+  const json& params = event["params"];
+  const std::string id = params.value("requestId", "");
+  if (method == "Network.requestWillBeSent") {
+    if (const json* redirect = find_path(params, {"redirectResponse"})) {
+      // The redirect's response ends that hop: the same id goes on with the new URL.
+      response(*redirect);
+      bytes_ += number_at(*redirect, {"encodedDataLength"}).value_or(0);
+    }
+    Request& request = requests_by_id_[id];
+    const std::optional<std::string> origin = url_origin(string_at(params, {"request", "url"}));
+    request = Request{.network = origin.has_value(), .origin = origin.value_or("")};
+  } else if (method == "Network.responseReceived") {
+    Request& request = requests_by_id_[id];
+    if (!request.network || request.responded) return;
+    request.responded = true;
+    request.received += number_at(params, {"response", "encodedDataLength"}).value_or(0);
+    response(params["response"]);
+  } else if (method == "Network.dataReceived") {
+    requests_by_id_[id].received += number_at(params, {"encodedDataLength"}).value_or(0);
+  } else if (method == "Network.loadingFinished") {
+    const auto found = requests_by_id_.find(id);
+    if (found == requests_by_id_.end() || !found->second.network) return;
+    bytes_ += number_at(params, {"encodedDataLength"}).value_or(0);
+    requests_by_id_.erase(found);
+  } else if (method == "Network.loadingFailed") {
+    failures_[id] = params.value("errorText", "failed");
+    const auto found = requests_by_id_.find(id);
+    if (found == requests_by_id_.end() || !found->second.network) return;
+    bytes_ += found->second.received;
+    if (!found->second.responded) {
+      requests_++;
+      origins_.insert(found->second.origin);
+    }
+    requests_by_id_.erase(found);
+  }
+}
+
+std::string NetworkTally::failure_of(const std::string& request_id) const {
+  const auto found = failures_.find(request_id);
+  return found == failures_.end() ? "" : found->second;
+}
+
+std::vector<CapturedFrame> frames_since_navigation(std::vector<ScreencastFrame> frames, double time_origin_ms) {
+  std::stable_sort(frames.begin(), frames.end(),
+                   [](const ScreencastFrame& a, const ScreencastFrame& b) { return a.wall_ms < b.wall_ms; });
+  std::vector<CapturedFrame> out;
+  for (ScreencastFrame& frame : frames) {
+    const double ms = frame.wall_ms - time_origin_ms;
+    if (ms <= 0) {
+      out.clear();  // only the last frame before the navigation is its blank start
+      out.push_back(CapturedFrame{0, std::move(frame.png)});
+    } else {
+      out.push_back(CapturedFrame{ms, std::move(frame.png)});
+    }
+  }
+  return out;
+}
