@@ -357,7 +357,7 @@ EOF
 #                  `--- corpus origin N (namespace mmt-qN$$)  10.79.N.2    (N <= 250)
 
 corpus_origins_create() {  # SITES
-  local sites=$1 web=$WORLD_TMP/web/corpus i=0 n
+  local sites=$1 web=$WORLD_TMP/web/corpus i=0 n last=
   [ -n "${ORIGIN_CA:-}" ] || { echo "corpus_origins_create: call origins_create first" >&2; return 1; }
   mkdir -p "$web"
   while read -r n; do
@@ -378,9 +378,11 @@ corpus_origins_create() {  # SITES
     mkdir -p "$web/$n"
     corpus_nginx_conf "$web/$n" "$ip" "$n" "$sites" > "$web/$n/nginx.conf"
     ip netns exec "$ns" nginx -c "$web/$n/nginx.conf" -e "$web/$n/error.log" || { cat "$web/$n/error.log" >&2; return 1; }
+    last=$n
   done < "$sites/hosts"
+  [ -n "$last" ] || { echo "corpus_origins_create: no host in $sites/hosts" >&2; return 1; }
   kill -HUP "$WORLD_DNSMASQ"  # reread the hosts file
-  wait_until 10 corpus_origins_answer "$n" && return 0
+  wait_until 10 corpus_origins_answer "$last" && return 0
   echo "corpus origins did not start" >&2
   return 1
 }
