@@ -246,11 +246,7 @@ origins_create() {
     mkdir -p "$d/tmp"
     for n in $names; do
       printf '%s %s\n' "$ip" "$n" >> "$WORLD_TMP/hosts"
-      openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$d/$n.key" \
-        -out "$d/$n.csr" 2>/dev/null &&
-        openssl x509 -req -in "$d/$n.csr" -CA "$web/ca.pem" -CAkey "$web/ca.key" -CAcreateserial -days 30 \
-          -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$n") -out "$d/$n.pem" 2>/dev/null ||
-        return 1
+      origin_certificate "$d" "$n" || return 1
       origin_content "$d/www/$n" "$n"
     done
     origin_nginx_conf "$d" "$ip" $names > "$d/nginx.conf"
@@ -261,6 +257,15 @@ origins_create() {
   wait_until 10 origins_answer && return 0
   echo "web origins did not start" >&2
   return 1
+}
+
+# DIR/NAME.key and DIR/NAME.pem: a certificate for host NAME from the origins' CA.
+origin_certificate() {  # DIR NAME
+  local web=$WORLD_TMP/web
+  openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$2" -keyout "$1/$2.key" \
+    -out "$1/$2.csr" 2>/dev/null &&
+    openssl x509 -req -in "$1/$2.csr" -CA "$web/ca.pem" -CAkey "$web/ca.key" -CAcreateserial -days 30 \
+      -extfile <(printf 'subjectAltName=DNS:%s\nextendedKeyUsage=serverAuth\n' "$2") -out "$1/$2.pem" 2>/dev/null
 }
 
 origins_answer() { in_world curl -sf -o /dev/null http://c.test/ && world_resolves www.b.test; }
@@ -340,4 +345,85 @@ EOF
 EOF
   done
   echo "}"
+}
+
+# ----- The corpus's origins (scripts/make-corpus): many hosts, each its own origin host with
+# its own name, address and certificate, serving the files scripts/corpus-sites wrote in SITES
+# (SITES/hosts lists the names; SITES/www/NAME is the root of NAME; SITES/conf/NAME.conf holds
+# its extra nginx directives). Call after origins_create; world_destroy removes them.
+#
+#   server host ---+--- corpus origin 1 (namespace mmt-q1$$)  10.79.1.2
+#                  +--- ...
+#                  `--- corpus origin N (namespace mmt-qN$$)  10.79.N.2    (N <= 250)
+
+corpus_origins_create() {  # SITES
+  local sites=$1 web=$WORLD_TMP/web/corpus i=0 n last=
+  [ -n "${ORIGIN_CA:-}" ] || { echo "corpus_origins_create: call origins_create first" >&2; return 1; }
+  mkdir -p "$web"
+  while read -r n; do
+    i=$((i + 1))
+    [ "$i" -le 250 ] || { echo "corpus_origins_create: more than 250 hosts in $sites/hosts" >&2; return 1; }
+    local ns=mmt-q$i$$ ip=10.79.$i.2
+    ip netns add "$ns"
+    ORIGIN_NAMESPACES="${ORIGIN_NAMESPACES:-} $ns"
+    ip link add "$ns" netns "$SERVER" type veth peer name eth0 netns "$ns"
+    ip -n "$SERVER" addr add "10.79.$i.1/30" dev "$ns"
+    ip -n "$SERVER" link set "$ns" up
+    ip -n "$ns" addr add "$ip/30" dev eth0
+    ip -n "$ns" link set lo up
+    ip -n "$ns" link set eth0 up
+    ip -n "$ns" route add default via "10.79.$i.1"
+    printf '%s %s\n' "$ip" "$n" >> "$WORLD_TMP/hosts"
+    origin_certificate "$web" "$n" || return 1
+    mkdir -p "$web/$n"
+    corpus_nginx_conf "$web/$n" "$ip" "$n" "$sites" > "$web/$n/nginx.conf"
+    ip netns exec "$ns" nginx -c "$web/$n/nginx.conf" -e "$web/$n/error.log" || { cat "$web/$n/error.log" >&2; return 1; }
+    last=$n
+  done < "$sites/hosts"
+  [ -n "$last" ] || { echo "corpus_origins_create: no host in $sites/hosts" >&2; return 1; }
+  kill -HUP "$WORLD_DNSMASQ"  # reread the hosts file
+  wait_until 10 corpus_origins_answer "$last" && return 0
+  echo "corpus origins did not start" >&2
+  return 1
+}
+
+corpus_origins_answer() { world_resolves "$1" && in_world curl -s -o /dev/null "http://$1/"; }  # LAST_HOST
+
+corpus_nginx_conf() {  # DIR IP NAME SITES
+  local d=$1 ip=$2 n=$3 sites=$4
+  cat <<EOF
+daemon on;
+user root;
+worker_processes 1;
+pid $d/nginx.pid;
+error_log $d/error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  client_body_temp_path $d/body;
+  proxy_temp_path $d/proxy;
+  fastcgi_temp_path $d/fastcgi;
+  uwsgi_temp_path $d/uwsgi;
+  scgi_temp_path $d/scgi;
+  types {
+    text/html html; text/css css; application/javascript js; image/png png; image/jpeg jpg;
+    image/svg+xml svg; image/x-icon ico; font/ttf ttf;
+  }
+  default_type application/octet-stream;
+  gzip on;
+  gzip_types text/css application/javascript image/svg+xml font/ttf;
+  gzip_min_length 100;
+  keepalive_requests 10000;
+  server { listen $ip:443 ssl default_server; ssl_reject_handshake on; }
+  server {
+    listen $ip:80;
+    listen $ip:443 ssl;
+    server_name $n;
+    ssl_certificate $d/../$n.pem;
+    ssl_certificate_key $d/../$n.key;
+    root $sites/www/$n;
+    include $sites/conf/$n.conf;
+  }
+}
+EOF
 }
