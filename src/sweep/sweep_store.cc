@@ -178,8 +178,8 @@ ResultStore merge_results(const fs::path& out, const std::vector<fs::path>& inpu
                         "--match-user-agent");
     }
     for (const char* key : {"rates_mbps", "rtts_ms", "loss"}) merged[key] = union_of(merged[key], m[key]);
-    if (m.value("http2", false) != merged.value("http2", false)) merged["http2"] = "mixed";
-    if (m.value("single_server", false) != merged.value("single_server", false)) merged["single_server"] = "mixed";
+    for (const char* key : {"http2", "single_server"})  // "mixed" once two sweeps differ
+      if (m.value(key, nlohmann::json()) != merged.value(key, nlohmann::json())) merged[key] = "mixed";
     for (const nlohmann::json& config : m["configurations"]) {
       bool known = false;
       for (const nlohmann::json& c : merged["configurations"]) known = known || c["id"] == config["id"];
