@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <limits>
 
-#include "graphing/csv_table.hh"
+#include "util/csv.hh"
 #include "util/text.hh"
 
 namespace {

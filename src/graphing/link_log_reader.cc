@@ -11,6 +11,7 @@
 
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/statistics.hh"
 
 namespace {
 bool parse_number(std::string_view& rest, double& value) {
@@ -111,14 +112,6 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
   return log;
 }
 
-double percentile(std::vector<double> values, double p) {
-  values.erase(std::remove_if(values.begin(), values.end(), [](double v) { return std::isnan(v); }), values.end());
-  if (values.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const size_t index = std::min(values.size() - 1, static_cast<size_t>(std::ceil(p / 100.0 * values.size())) - 1);
-  std::nth_element(values.begin(), values.begin() + static_cast<long>(index), values.end());
-  return values[index];
-}
-
 std::vector<double> signal_delays(const LinkLog& log) {
   // For each ms t: the least (departure - t) over packets that arrived at or after t. One value
   // per ms of the log's span (at most kMaxSpanMs, bounded by read), computed in place.
@@ -152,8 +145,9 @@ LinkSummary summarize(const LinkLog& log) {
   std::vector<double> delays;
   delays.reserve(log.departures.size());
   for (const auto& d : log.departures) delays.push_back(d.delay);
-  s.queueing_delay_p95_ms = percentile(delays, 95);
-  s.signal_delay_p95_ms = percentile(signal_delays(log), 95);
+  const double none = std::numeric_limits<double>::quiet_NaN();
+  s.queueing_delay_p95_ms = percentile(delays, 95).value_or(none);
+  s.signal_delay_p95_ms = percentile(signal_delays(log), 95).value_or(none);
   for (const auto& d : log.drops) s.dropped_packets += static_cast<uint64_t>(d.packets);
   return s;
 }

@@ -75,8 +75,6 @@ LinkSummary summarize(const LinkLog& log);
 
 // Signal delay for every ms from log.first to log.last (NaN before the first delivery).
 std::vector<double> signal_delays(const LinkLog& log);
-// The p-th percentile of the values that are not NaN; NaN if there is none.
-double percentile(std::vector<double> values, double p);
 
 // A summary's delay for people: "12 ms", or "- (no packets delivered)" for NaN, the reason
 // being that the log has no departures or that none of its departures was sent within it.

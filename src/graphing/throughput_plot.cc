@@ -5,7 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "graphing/csv_table.hh"
+#include "util/csv.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 

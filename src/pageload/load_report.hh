@@ -2,12 +2,15 @@
 // One page load's results as mm-pageload reports them and mm-sweep reads them back: the row of
 // --csv and the object of --json (the same fields, the same names), and the summary (median,
 // p75, p95) printed on standard output. Times are milliseconds since the navigation started.
+#include <cstddef>
 #include <istream>
 #include <map>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
+
+#include "util/statistics.hh"  // percentile (nearest rank), which the summary uses
 
 struct LoadResult {
   enum class Status { Ok, Timeout, Error };
@@ -30,7 +33,7 @@ struct LoadResult {
 
 std::string status_name(LoadResult::Status status);  // "ok", "timeout", "error"
 
-// CSV (RFC 4180, graphing/csv_table.hh quoting): the header line, then one line per load.
+// CSV (RFC 4180, util/csv.hh quoting): the header line, then one line per load.
 // Columns, in order: url,run,status,reason,started,plt_ms,fcp_ms,lcp_ms,speed_index_ms,bytes,
 // requests,origins,frames,protocols ; protocols is "origin=proto" pairs joined by ' ' in origin
 // order; an absent metric is an empty field. extra_columns (mm-sweep's configuration: name and
@@ -42,12 +45,13 @@ std::string load_csv_row(const LoadResult& load, const std::vector<std::string>&
 // object), written as a JSON array of objects by write_load_json.
 void write_load_json(const std::vector<LoadResult>& loads, std::ostream& out);
 // Reads what write_load_json wrote (mm-sweep reads mm-pageload's --json files back). Throws
-// UserError naming `name` and what is wrong when the text is not such an array.
-std::vector<LoadResult> read_load_json(std::istream& in, const std::string& name);
+// UserError naming `name` and what is wrong when the text is not such an array, or is longer
+// than max_bytes (the default is far more than mm-pageload's 10000 runs of a few URLs write).
+// Missing optional members (reason, started, metrics, protocols) read as empty; unknown members
+// are ignored.
+inline constexpr size_t kMaxLoadJsonBytes = 256 * 1024 * 1024;
+std::vector<LoadResult> read_load_json(std::istream& in, const std::string& name, size_t max_bytes = kMaxLoadJsonBytes);
 
 // The summary mm-pageload prints: per URL, loads ok of total, then median, p75 and p95 of each
 // metric over the ok loads (nearest-rank percentiles), as aligned text.
 void write_load_summary(const std::vector<LoadResult>& loads, std::ostream& out);
-
-// Nearest-rank percentile (0 < p <= 100) of values (need not be sorted); nullopt when empty.
-std::optional<double> percentile(std::vector<double> values, double p);

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "graphing/csv_table.hh"
+#include "util/csv.hh"
 
 namespace {
 std::optional<double> median(const std::vector<double>& values) { return percentile(values, 50); }

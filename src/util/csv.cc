@@ -1,5 +1,5 @@
-// CSV fields for --csv (see csv_table.hh).
-#include "graphing/csv_table.hh"
+// CSV fields for --csv (see csv.hh).
+#include "util/csv.hh"
 
 #include <cmath>
 #include <cstdio>

@@ -1,6 +1,7 @@
 #pragma once
-// Fields of the CSV files the graph tools write (--csv): RFC 4180, comma-separated, CRLF-free
-// (one "\n" per row), a field quoted when it holds a comma, a quote or a line break.
+// Fields of the CSV files the tools write (the graph tools' and mm-pageload's --csv): RFC 4180,
+// comma-separated, CRLF-free (one "\n" per row), a field quoted when it holds a comma, a quote or
+// a line break.
 #include <string>
 #include <string_view>
 

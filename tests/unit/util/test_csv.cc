@@ -2,16 +2,16 @@
 #include <cmath>
 
 #include "expect.hh"
-#include "graphing/csv_table.hh"
+#include "util/csv.hh"
 
-TEST(CsvTable, fields_are_quoted_only_when_needed) {
+TEST(Csv, fields_are_quoted_only_when_needed) {
   EXPECT_EQ(csv_field("up.log"), "up.log");
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("two\nlines"), "\"two\nlines\"");
 }
 
-TEST(CsvTable, numbers_have_fixed_decimals_and_nan_is_an_empty_field) {
+TEST(Csv, numbers_have_fixed_decimals_and_nan_is_an_empty_field) {
   EXPECT_EQ(csv_number(12, 3), "12.000");
   EXPECT_EQ(csv_number(0.0005, 3), "0.001");
   EXPECT_EQ(csv_number(7, 0), "7");
