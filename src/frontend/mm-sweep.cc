@@ -1,0 +1,277 @@
+// mm-sweep --recording DIR [OPTION]... --out RESULTS: page loads of a recording over a grid of
+// link rates, round-trip times and loss rates; mm-sweep --merge OUT DIR...: combines results.
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "http/start_line.hh"
+#include "recording/record_file.hh"
+#include "shell/command_lookup.hh"
+#include "sweep/sweep_grid.hh"
+#include "sweep/sweep_report.hh"
+#include "sweep/sweep_runner.hh"
+#include "sweep/sweep_store.hh"
+#include "util/args.hh"
+#include "util/exception.hh"
+#include "util/text.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+const ProgramInfo kInfo{
+    "mm-sweep", "--recording DIR [OPTION]... --out RESULTS\n       mm-sweep --merge OUT DIR...",
+    "Loads the page of a recording in mm-pageload (headless Chromium) once per run in every\n"
+    "configuration of a grid of link rates, round-trip times and loss rates, each load in a fresh\n"
+    "stack of shells:\n"
+    "  mm-replay DIR [--single-server] [--http2] --ignore-user-agent mm-delay RTT/2\n"
+    "    [mm-loss uplink P downlink P] mm-link rate:RMbit/s rate:RMbit/s [queue] --\n"
+    "    mm-pageload --runs 1 --timeout S --json FILE URL\n"
+    "plus the page in mm-replay alone (the 'unemulated' baseline: the browser time and site size\n"
+    "of the optimal page-load time). Writes RESULTS/loads.csv (a row per load), RESULTS/summary.csv\n"
+    "(per configuration: loads ok, median/p75/p95 PLT, median speed index, optimal PLT and the\n"
+    "ratios to optimal) and RESULTS/plots/*.png and *.svg. Resumable: run the same command again\n"
+    "after an interruption and only the missing loads run.\n"
+    "\n"
+    "Options:\n"
+    "  --recording DIR     the recording (mm-record's directory); required\n"
+    "  --url URL           the page to load (default: the recording's main page, the first\n"
+    "                      request, in recorded order, answered 2xx with text/html)\n"
+    "  --rates LIST        link rates in Mbit/s, both directions (default 1,14,25)\n"
+    "  --rtts LIST         minimum round-trip times in ms (default 30,120,300)\n"
+    "  --loss LIST         loss rates, 0 to 0.99, each direction (default 0)\n"
+    "  --queue TYPE[:ARGS] mm-link's queue, both directions (e.g. droptail:packets=100)\n"
+    "  --http2             mm-replay --http2 (h2 on every HTTPS server); loads hint --http2\n"
+    "  --single-server     mm-replay --single-server\n"
+    "  --match-user-agent  do not pass mm-replay --ignore-user-agent\n"
+    "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
+    "  --timeout S         per load, in seconds (default 60; up to 3600)\n"
+    "  --jobs J            loads at once (default: one per two CPUs, at least 1; up to 64)\n"
+    "  --out RESULTS       the results directory (created; the same command continues it)\n"
+    "  --emit-jobs FILE    write one mm-sweep command line per configuration to FILE (each\n"
+    "                      --only ID --out RESULTS/parts/ID) instead of running the sweep\n"
+    "  --only ID           run only configuration ID (as --emit-jobs writes it); no CSV or plots\n"
+    "  --merge OUT DIR...  combine results directories into OUT, then write its CSVs and plots\n"
+    "  --help, --version\n"
+    "\n"
+    "Exit status: 0 when every load of the sweep is stored (whatever each load's status), 1 when\n"
+    "the harness failed (a load gave no result), 2 for a usage error, 128+N when signal N\n"
+    "interrupted it.\n"};
+
+struct Options {
+  std::optional<std::string> recording, url, out, emit_jobs, only, rates, rtts, loss, queue, runs, timeout, jobs;
+  bool http2 = false, single_server = false, match_user_agent = false, merge = false;
+  std::vector<std::string> operands;
+};
+
+// The page a recording was made for: the first request, in the order the requests started
+// (mm-recording ls's order), whose response is 2xx with a text/html Content-Type.
+std::string main_page_url(const fs::path& dir) {
+  std::vector<RecordingEntry> entries = load_recording(dir).entries;
+  std::stable_sort(entries.begin(), entries.end(), [](const RecordingEntry& a, const RecordingEntry& b) {
+    return a.pair.request_start_us < b.pair.request_start_us;
+  });
+  for (const RecordingEntry& entry : entries) {
+    const RecordedPair& pair = entry.pair;
+    const auto status = three_digit_status(split_status_line(pair.response.first_line).code);
+    const auto type = pair.response.header("Content-Type");
+    if (!status || *status < 200 || *status > 299 || !type ||
+        !starts_with_ignoring_case(trim_blanks(*type), "text/html"))
+      continue;
+    const std::string target(split_request_line(pair.request.first_line).target);
+    if (target.rfind("http://", 0) == 0 || target.rfind("https://", 0) == 0) return target;
+    const auto host = pair.request.header("Host");
+    const std::string authority =
+        host ? std::string(trim_blanks(*host)) : (pair.server_name.empty() ? pair.ip : pair.server_name);
+    return std::string(pair.https ? "https" : "http") + "://" + authority + target;
+  }
+  throw UserError("the recording " + dir.string() +
+                  " has no HTML page (a 2xx response with Content-Type text/html): give the page with --url");
+}
+
+// One load per two CPUs this process may use: a Chromium load keeps about two cores busy at its
+// peak (browser, renderer and GPU processes), and loads that wait for a CPU report longer times.
+int default_jobs() {
+  cpu_set_t set;
+  int cpus = 1;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) cpus = CPU_COUNT(&set);
+  return std::max(1, cpus / 2);
+}
+
+SweepPrograms find_programs() {
+  const char* path = std::getenv("PATH");
+  SweepPrograms p;
+  for (std::string* program : {&p.replay, &p.delay, &p.loss, &p.link, &p.pageload}) {
+    try {
+      *program = resolve_command(*program, path);
+    } catch (const StatusError& e) {
+      throw UserError(std::string(e.what()) +
+                      " (mm-sweep runs it from PATH: install mahimahi, or add its bin directory)");
+    }
+  }
+  return p;
+}
+
+void only_with_sweep(const Options& o) {
+  for (const auto& [given, name] :
+       std::vector<std::pair<bool, const char*>>{{o.recording.has_value(), "--recording"},
+                                                 {o.url.has_value(), "--url"},
+                                                 {o.out.has_value(), "--out"},
+                                                 {o.emit_jobs.has_value(), "--emit-jobs"},
+                                                 {o.only.has_value(), "--only"},
+                                                 {o.rates.has_value(), "--rates"},
+                                                 {o.rtts.has_value(), "--rtts"},
+                                                 {o.loss.has_value(), "--loss"},
+                                                 {o.queue.has_value(), "--queue"},
+                                                 {o.runs.has_value(), "--runs"},
+                                                 {o.timeout.has_value(), "--timeout"},
+                                                 {o.jobs.has_value(), "--jobs"},
+                                                 {o.http2, "--http2"},
+                                                 {o.single_server, "--single-server"},
+                                                 {o.match_user_agent, "--match-user-agent"}}) {
+    if (given) throw UsageError(std::string(name) + " does not apply to --merge, which takes OUT DIR... only");
+  }
+}
+
+int merge(const Options& o) {
+  only_with_sweep(o);
+  if (o.operands.size() < 2) throw UsageError("--merge needs OUT and at least one results DIR to merge into it");
+  std::vector<fs::path> inputs(o.operands.begin() + 1, o.operands.end());
+  const ResultStore store = merge_results(o.operands.front(), inputs);
+  const std::vector<SummaryRow> rows = write_sweep_report(store);
+  size_t loads = 0;
+  for (const SummaryRow& row : rows) loads += row.loads_total;
+  std::cerr << "mm-sweep: " << store.dir().string() << ": " << count_of(rows.size(), "configuration") << ", "
+            << count_of(loads, "load") << "; wrote loads.csv, summary.csv and plots/\n";
+  return 0;
+}
+
+int sweep(const Options& o) {
+  if (!o.operands.empty())
+    throw UsageError("unexpected argument \"" + o.operands.front() + "\" (options only; see --help)");
+  if (!o.recording) throw UsageError("--recording DIR is required: the recording to replay (made by mm-record)");
+  if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
+  SweepSettings s;
+  std::error_code error;
+  if (!fs::is_directory(*o.recording, error))
+    throw UserError("--recording " + *o.recording + " is not a directory: give a recording made by mm-record");
+  s.recording = fs::absolute(*o.recording).lexically_normal().string();
+  while (s.recording.size() > 1 && s.recording.back() == '/') s.recording.pop_back();
+  s.rates_mbps = parse_number_list(o.rates.value_or("1,14,25"), "--rates", kMinRateMbps, kMaxRateMbps);
+  s.rtts_ms = parse_number_list(o.rtts.value_or("30,120,300"), "--rtts", 0, kMaxRttMs);
+  s.losses = parse_number_list(o.loss.value_or("0"), "--loss", 0, kMaxLoss);
+  if (o.queue) s.queue = parse_queue_spec(*o.queue);
+  s.variant = Variant{o.http2, o.single_server};
+  s.match_user_agent = o.match_user_agent;
+  if (o.runs) {
+    const uint64_t runs = parse_unsigned(*o.runs, "--runs");
+    if (runs < 1 || runs > static_cast<uint64_t>(kMaxRuns)) throw UsageError("--runs is from 1 to 10000");
+    s.runs = static_cast<int>(runs);
+  } else {
+    s.runs = 3;
+  }
+  if (o.timeout) {
+    s.timeout_s = parse_nonnegative(*o.timeout, "--timeout");
+    if (s.timeout_s < 1 || s.timeout_s > kMaxTimeoutS) throw UsageError("--timeout is from 1 to 3600 seconds");
+  }
+  int jobs = default_jobs();
+  if (o.jobs) {
+    const uint64_t j = parse_unsigned(*o.jobs, "--jobs");
+    if (j < 1 || j > 64) throw UsageError("--jobs is from 1 to 64");
+    jobs = static_cast<int>(j);
+  }
+  if (o.url) {
+    if (o.url->empty() || o.url->size() > kMaxUrl || o.url->find_first_of(" \t\r\n") != std::string::npos ||
+        (o.url->rfind("http://", 0) != 0 && o.url->rfind("https://", 0) != 0))
+      throw UsageError("--url \"" + printable(*o.url, 200) + "\" is not an http:// or https:// URL");
+    s.url = *o.url;
+  } else {
+    s.url = main_page_url(s.recording);
+  }
+  const std::vector<Configuration> all = sweep_configurations(s);
+
+  if (o.emit_jobs) {
+    if (o.only) throw UsageError("--emit-jobs writes every configuration's line: leave out --only");
+    std::string text;
+    for (const std::string& line : job_lines("mm-sweep", s, *o.out)) text += line + "\n";
+    if (*o.emit_jobs == "-") {
+      std::cout << text << std::flush;
+    } else {
+      write_file_atomically(*o.emit_jobs, text);
+    }
+    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << all.size() - 1
+              << " configurations and the unemulated baseline); merge their results with\n  mm-sweep --merge "
+              << shell_quote(*o.out) << " " << shell_quote(*o.out) << "/parts/*\n";
+    return 0;
+  }
+
+  std::vector<Configuration> chosen = all;
+  if (o.only) {
+    const auto found = std::find_if(all.begin(), all.end(), [&](const Configuration& c) { return c.id() == *o.only; });
+    if (found == all.end())
+      throw UsageError("--only " + printable(*o.only, 100) + " is not a configuration of this sweep (e.g. " +
+                       all.back().id() + "; --emit-jobs - lists them)");
+    chosen = {*found};
+  }
+  const SweepPrograms programs = find_programs();
+  const ResultStore store = ResultStore::open_for_sweep(*o.out, sweep_manifest(s));
+  const std::vector<LoadTask> tasks = pending_loads(store, chosen);
+  const size_t total = chosen.size() * static_cast<size_t>(s.runs);
+  std::cerr << "mm-sweep: " << s.url << ": " << count_of(chosen.size(), "configuration") << " x "
+            << count_of(static_cast<size_t>(s.runs), "run") << "; " << count_of(total - tasks.size(), "load")
+            << " already done, " << count_of(tasks.size(), "load") << " to do, " << jobs << " at a time\n";
+  const SweepRun run = run_loads(store, s, programs, tasks, jobs, std::cerr);
+  if (run.outcome == SweepRun::Outcome::Interrupted) {
+    std::cerr << "mm-sweep: stopped; " << count_of(run.stored, "load") << " stored in this run. Continue with the same "
+              << "command.\n";
+    return 128 + run.signal;
+  }
+  if (run.outcome == SweepRun::Outcome::Failed) return 1;
+  if (o.only) {
+    std::cerr << "mm-sweep: " << *o.only << " done in " << store.dir().string()
+              << "; mm-sweep --merge OUT DIR... combines the parts and writes the CSVs and plots\n";
+    return 0;
+  }
+  write_sweep_report(store);
+  std::cerr << "mm-sweep: wrote " << (store.dir() / "loads.csv").string() << ", summary.csv and plots/\n";
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  Options o;
+  auto value = [](std::optional<std::string>& field) {
+    return [&field](std::string_view v) { field = std::string(v); };
+  };
+  auto flag = [](bool& field) { return [&field](std::string_view) { field = true; }; };
+  ArgScanner scanner(kInfo, {{"recording", true, value(o.recording)},
+                             {"url", true, value(o.url)},
+                             {"out", true, value(o.out)},
+                             {"emit-jobs", true, value(o.emit_jobs)},
+                             {"only", true, value(o.only)},
+                             {"rates", true, value(o.rates)},
+                             {"rtts", true, value(o.rtts)},
+                             {"loss", true, value(o.loss)},
+                             {"queue", true, value(o.queue)},
+                             {"runs", true, value(o.runs)},
+                             {"timeout", true, value(o.timeout)},
+                             {"jobs", true, value(o.jobs)},
+                             {"http2", false, flag(o.http2)},
+                             {"single-server", false, flag(o.single_server)},
+                             {"match-user-agent", false, flag(o.match_user_agent)},
+                             {"merge", false, flag(o.merge)}});
+  const std::vector<std::string> rest = scanner.scan(argc, argv, [&](std::string_view word) {
+    o.operands.emplace_back(word);
+    return true;
+  });
+  o.operands.insert(o.operands.end(), rest.begin(), rest.end());
+  return o.merge ? merge(o) : sweep(o);
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_tool("mm-sweep", usage_line(kInfo) + "\n", [&] { return run(argc, argv); });
+}

@@ -1,0 +1,23 @@
+#pragma once
+// The charts of a sweep (drawn by graphing/chart.hh, each written as PNG and SVG):
+//   plt-cdf-RATEmbit       the PLT's CDF of each configuration at that rate (one line each)
+//   median-plt-vs-rtt      median PLT vs RTT, a line per rate (and loss rate, and protocol)
+//   plt-ratio-vs-rtt       median PLT / optimal PLT vs RTT, likewise (the paper's Figure 7)
+//   si-ratio-vs-rtt        median speed index / its optimal bound vs RTT, likewise
+// Protocols (h1, h2) and server layouts (multi, single) of merged sweeps share a chart: h2 and
+// single-server lines are dashed, and each label names its protocol.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "graphing/chart.hh"
+#include "pageload/load_report.hh"
+#include "sweep/sweep_summary.hh"
+
+struct NamedChart {
+  std::string name;  // file name without extension
+  Chart chart;
+};
+
+std::vector<NamedChart> sweep_charts(const std::vector<SummaryRow>& rows,
+                                     const std::map<std::string, std::vector<LoadResult>>& loads);

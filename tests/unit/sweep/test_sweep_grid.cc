@@ -1,0 +1,152 @@
+// The grid of a sweep: lists and their bounds, configuration ids, each load's command line, the
+// manifest and the command lines of --emit-jobs.
+#include <algorithm>
+
+#include "expect.hh"
+#include "sweep/sweep_grid.hh"
+#include "util/exception.hh"
+
+namespace {
+SweepSettings small_sweep() {
+  SweepSettings s;
+  s.recording = "/data/rec";
+  s.url = "http://a.test/index.html";
+  s.rates_mbps = {1, 14};
+  s.rtts_ms = {30, 120};
+  s.losses = {0};
+  s.runs = 2;
+  s.timeout_s = 30;
+  return s;
+}
+}  // namespace
+
+TEST(SweepGrid, lists_are_sorted_bounded_and_without_repeats) {
+  EXPECT_EQ(parse_number_list("25,1,14", "--rates", 0.001, 100000), (std::vector<double>{1, 14, 25}));
+  EXPECT_EQ(parse_number_list("0.2", "--rates", 0.001, 100000), (std::vector<double>{0.2}));
+  EXPECT_THROW_WITH(UsageError, parse_number_list("", "--rtts", 0, 10000), "--rtts needs a comma-separated list");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("1,,2", "--rtts", 0, 10000), "empty value");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("1,", "--rtts", 0, 10000), "empty value");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("1,x", "--rtts", 0, 10000), "--rtts must be a number, not \"x\"");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("1,1", "--rtts", 0, 10000), "lists 1 twice");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("20000", "--rtts", 0, 10000), "out of range (0 to 10000)");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("1", "--loss", 0, 0.99), "out of range (0 to 0.99)");
+  EXPECT_THROW_WITH(UsageError, parse_number_list("-1", "--loss", 0, 0.99), "must not be negative");
+  std::string many;
+  for (int i = 0; i <= 100; i++) many += (i ? "," : "") + std::to_string(i);
+  EXPECT_THROW_WITH(UsageError, parse_number_list(many, "--rtts", 0, 10000), "more than 100 values");
+}
+
+TEST(SweepGrid, queue_spec_names_a_queue_of_mm_link) {
+  EXPECT_EQ(parse_queue_spec("codel"), "codel");
+  EXPECT_EQ(parse_queue_spec("droptail:packets=100"), "droptail:packets=100");
+  EXPECT_THROW_WITH(UsageError, parse_queue_spec("red"), "the queue type is one of infinite, droptail");
+  EXPECT_THROW_WITH(UsageError, parse_queue_spec("droptail:"), "ARGS after the colon");
+  EXPECT_THROW_WITH(UsageError, parse_queue_spec("droptail:packets=1;rm"), "ARGS after the colon");
+  EXPECT_THROW_WITH(UsageError, parse_queue_spec(std::string(201, 'a')), "longer than 200");
+}
+
+TEST(SweepGrid, configurations_start_with_the_baseline_and_have_file_name_ids) {
+  SweepSettings s = small_sweep();
+  s.losses = {0, 0.01};
+  const auto configs = sweep_configurations(s);
+  ASSERT_EQ(configs.size(), 9u);
+  EXPECT_FALSE(configs[0].emulated);
+  EXPECT_EQ(configs[0].id(), "h1-multi-unemulated");
+  EXPECT_EQ(configs[1].id(), "h1-multi-1mbit-30ms-loss0");
+  EXPECT_EQ(configs[2].id(), "h1-multi-1mbit-30ms-loss0.01");
+  EXPECT_EQ(configs[8].id(), "h1-multi-14mbit-120ms-loss0.01");
+  s.variant = Variant{true, true};
+  s.rates_mbps = {0.2};
+  EXPECT_EQ(sweep_configurations(s)[1].id(), "h2-single-0.2mbit-30ms-loss0");
+  SweepSettings big = small_sweep();
+  big.rates_mbps.assign(100, 1);
+  big.rtts_ms.assign(100, 1);
+  big.losses = {0, 0.1};
+  EXPECT_THROW_WITH(UsageError, sweep_configurations(big), "20000 configurations");
+}
+
+TEST(SweepGrid, a_load_runs_mm_pageload_in_the_shells_of_its_configuration) {
+  SweepSettings s = small_sweep();
+  SweepPrograms p;
+  const auto configs = sweep_configurations(s);
+  EXPECT_EQ(
+      load_command(s, configs[0], p, "/r/x.json"),
+      (std::vector<std::string>{"mm-replay", "/data/rec", "--ignore-user-agent", "--", "mm-pageload", "--runs", "1",
+                                "--timeout", "30", "--json", "/r/x.json", "--no-http2", "http://a.test/index.html"}));
+  s.variant = Variant{true, true};
+  s.queue = "droptail:packets=100";
+  s.match_user_agent = true;
+  Configuration c{s.variant, true, 12, 25, 0.02};
+  EXPECT_EQ(load_command(s, c, p, "/r/y.json"), (std::vector<std::string>{"mm-replay",
+                                                                          "/data/rec",
+                                                                          "--single-server",
+                                                                          "--http2",
+                                                                          "mm-delay",
+                                                                          "12.5",
+                                                                          "mm-loss",
+                                                                          "uplink",
+                                                                          "0.02",
+                                                                          "downlink",
+                                                                          "0.02",
+                                                                          "mm-link",
+                                                                          "rate:12Mbit/s",
+                                                                          "rate:12Mbit/s",
+                                                                          "--uplink-queue=droptail",
+                                                                          "--uplink-queue-args=packets=100",
+                                                                          "--downlink-queue=droptail",
+                                                                          "--downlink-queue-args=packets=100",
+                                                                          "--",
+                                                                          "mm-pageload",
+                                                                          "--runs",
+                                                                          "1",
+                                                                          "--timeout",
+                                                                          "30",
+                                                                          "--json",
+                                                                          "/r/y.json",
+                                                                          "--http2",
+                                                                          "http://a.test/index.html"}));
+  // No mm-loss without loss; a queue without arguments gives none.
+  s.queue = "codel";
+  const auto argv = load_command(s, Configuration{s.variant, true, 1, 30, 0}, p, "/r/z.json");
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "mm-loss"), 0);
+  EXPECT_EQ(std::count(argv.begin(), argv.end(), "--uplink-queue=codel"), 1);
+  EXPECT_EQ(std::count_if(argv.begin(), argv.end(), [](const std::string& w) { return w.find("args") != w.npos; }), 0);
+}
+
+TEST(SweepGrid, manifest_lists_the_configurations_and_reads_back) {
+  const SweepSettings s = small_sweep();
+  const nlohmann::json m = sweep_manifest(s);
+  EXPECT_EQ(m["url"], s.url);
+  EXPECT_EQ(m["runs"], 2);
+  EXPECT_EQ(manifest_configurations(m, "m"), sweep_configurations(s));
+  SweepSettings other = s;
+  other.rates_mbps = {1, 25};
+  other.runs = 3;
+  EXPECT_EQ(manifest_differences(m, sweep_manifest(other)),
+            (std::vector<std::string>{"configurations", "rates_mbps", "runs"}));
+  EXPECT_TRUE(manifest_differences(m, sweep_manifest(s)).empty());
+  nlohmann::json broken = m;
+  broken["configurations"][1]["id"] = "../../etc";
+  EXPECT_THROW_WITH(UserError, manifest_configurations(broken, "x/sweep.json"), "x/sweep.json is not an mm-sweep");
+  broken = m;
+  broken["configurations"][1]["rate_mbps"] = -1;
+  EXPECT_THROW_WITH(UserError, manifest_configurations(broken, "m"), "out of bounds");
+  EXPECT_THROW_WITH(UserError, manifest_configurations(nlohmann::json::array(), "m"), "format");
+  EXPECT_THROW_WITH(UserError, manifest_configurations(nlohmann::json{{"format", 3}}, "m"), "format");
+}
+
+TEST(SweepGrid, emitted_jobs_are_one_quoted_command_per_configuration) {
+  SweepSettings s = small_sweep();
+  s.recording = "/data/my rec";
+  s.url = "http://a.test/?q=1&r='x'";
+  const auto lines = job_lines("mm-sweep", s, "out/");
+  ASSERT_EQ(lines.size(), 5u);
+  EXPECT_EQ(lines[0],
+            "mm-sweep --recording '/data/my rec' --url 'http://a.test/?q=1&r='\\''x'\\''' --rates 1,14 --rtts 30,120 "
+            "--loss 0 --runs 2 --timeout 30 --jobs 1 --only h1-multi-unemulated --out out/parts/h1-multi-unemulated");
+  EXPECT_NE(lines[4].find("--only h1-multi-14mbit-120ms-loss0 --out out/parts/h1-multi-14mbit-120ms-loss0"),
+            std::string::npos);
+  EXPECT_EQ(shell_quote("plain-word_1.2:3/x"), "plain-word_1.2:3/x");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+}

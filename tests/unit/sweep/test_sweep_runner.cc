@@ -1,0 +1,40 @@
+// The runner's pure parts: which loads remain (baselines first), and the time-left text.
+#include <algorithm>
+
+#include "expect.hh"
+#include "sweep/sweep_runner.hh"
+#include "temp_files.hh"
+
+TEST(SweepRunner, pending_loads_skip_stored_runs_and_put_baselines_first) {
+  TempDir dir;
+  SweepSettings s;
+  s.recording = "/data/rec";
+  s.url = "http://a.test/";
+  s.rates_mbps = {1};
+  s.rtts_ms = {30, 120};
+  s.losses = {0};
+  s.runs = 2;
+  const ResultStore store = ResultStore::open_for_sweep(dir.path, sweep_manifest(s));
+  auto configs = sweep_configurations(s);
+  std::rotate(configs.begin(), configs.begin() + 1, configs.end());  // baseline last in the list
+  LoadResult load;
+  load.url = s.url;
+  load.status = LoadResult::Status::Ok;
+  store.prepare(configs[0].id());
+  store.store_load(configs[0].id(), 1, load);
+  const auto tasks = pending_loads(store, configs);
+  ASSERT_EQ(tasks.size(), 5u);
+  EXPECT_EQ(tasks[0].config.id(), "h1-multi-unemulated");
+  EXPECT_EQ(tasks[1].config.id(), "h1-multi-unemulated");
+  EXPECT_EQ(tasks[2].config.id(), "h1-multi-1mbit-30ms-loss0");
+  EXPECT_EQ(tasks[2].run, 2);
+  EXPECT_EQ(tasks[4].config.id(), "h1-multi-1mbit-120ms-loss0");
+  EXPECT_TRUE(pending_loads(store, {configs[0]}).size() == 1);
+}
+
+TEST(SweepRunner, time_left_reads_naturally) {
+  EXPECT_EQ(duration_text(4.4), "about 4 s");
+  EXPECT_EQ(duration_text(130), "about 2 min 10 s");
+  EXPECT_EQ(duration_text(3900), "about 1 h 5 min");
+  EXPECT_EQ(duration_text(-3), "about 0 s");
+}

@@ -1,0 +1,105 @@
+// The results directory: the manifest decides whether a command continues a sweep; loads are
+// stored whole under their run; --merge combines directories and refuses conflicts.
+#include <fstream>
+#include <sstream>
+
+#include "expect.hh"
+#include "sweep/sweep_store.hh"
+#include "temp_files.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+SweepSettings sweep_of(std::vector<double> rates, bool http2 = false) {
+  SweepSettings s;
+  s.recording = "/data/rec";
+  s.url = "http://a.test/";
+  s.rates_mbps = std::move(rates);
+  s.rtts_ms = {30};
+  s.losses = {0};
+  s.runs = 2;
+  s.variant.http2 = http2;
+  return s;
+}
+
+LoadResult ok_load(double plt) {
+  LoadResult load;
+  load.url = "http://a.test/";
+  load.status = LoadResult::Status::Ok;
+  load.started = "2026-11-23T09:41:07.123Z";
+  load.plt_ms = plt;
+  load.bytes = 1000;
+  return load;
+}
+}  // namespace
+
+TEST(SweepStore, same_sweep_continues_and_another_is_refused_naming_out) {
+  TempDir dir;
+  const fs::path out = dir.path / "results";
+  const nlohmann::json manifest = sweep_manifest(sweep_of({1}));
+  {
+    const ResultStore store = ResultStore::open_for_sweep(out, manifest);
+    EXPECT_TRUE(fs::is_regular_file(out / "sweep.json"));
+    store.prepare("h1-multi-1mbit-30ms-loss0");
+    store.store_load("h1-multi-1mbit-30ms-loss0", 2, ok_load(500));
+  }
+  const ResultStore again = ResultStore::open_for_sweep(out, manifest);
+  EXPECT_FALSE(again.has_load("h1-multi-1mbit-30ms-loss0", 1));
+  EXPECT_TRUE(again.has_load("h1-multi-1mbit-30ms-loss0", 2));
+  const auto loads = again.read_loads();
+  ASSERT_EQ(loads.at("h1-multi-1mbit-30ms-loss0").size(), 1u);
+  EXPECT_EQ(loads.at("h1-multi-1mbit-30ms-loss0")[0].run, 2);
+  EXPECT_EQ(*loads.at("h1-multi-1mbit-30ms-loss0")[0].plt_ms, 500);
+  EXPECT_TRUE(loads.at("h1-multi-unemulated").empty());
+  EXPECT_THROW_WITH(UserError, ResultStore::open_for_sweep(out, sweep_manifest(sweep_of({1, 14}))),
+                    "holds another sweep (it differs in: configurations, rates_mbps");
+  EXPECT_THROW_WITH(UserError, ResultStore::open_for_sweep(out, sweep_manifest(sweep_of({1, 14}))), "another --out");
+  // No temporary file is left beside what was stored.
+  for (const auto& entry : fs::recursive_directory_iterator(out))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << entry.path();
+}
+
+TEST(SweepStore, a_damaged_manifest_or_load_is_named) {
+  TempDir dir;
+  std::ofstream(dir.path / "sweep.json") << "{not json";
+  EXPECT_THROW_WITH(UserError, ResultStore::open_existing(dir.path), "is not valid JSON");
+  EXPECT_THROW_WITH(UserError, ResultStore::open_existing(dir.path / "none"), "is not a directory");
+  TempDir empty;
+  EXPECT_THROW_WITH(UserError, ResultStore::open_existing(empty.path), "has no sweep.json");
+  std::ofstream(empty.path / "two.json") << "[]";
+  EXPECT_THROW_WITH(UserError, read_single_load(empty.path / "two.json"), "holds 0 loads, not one");
+  EXPECT_THROW_WITH(UserError, read_single_load(empty.path / "missing.json"), "missing.json");
+}
+
+TEST(SweepStore, merge_combines_protocols_and_refuses_conflicting_loads) {
+  TempDir dir;
+  const ResultStore h1 = ResultStore::open_for_sweep(dir.path / "h1", sweep_manifest(sweep_of({1})));
+  const ResultStore h2 = ResultStore::open_for_sweep(dir.path / "h2", sweep_manifest(sweep_of({1, 14}, true)));
+  for (const ResultStore* store : {&h1, &h2}) {
+    for (const Configuration& c : store->configurations()) {
+      store->prepare(c.id());
+      store->store_load(c.id(), 1, ok_load(c.variant.http2 ? 300 : 400));
+    }
+  }
+  const fs::path out = dir.path / "all";
+  const ResultStore merged = merge_results(out, {dir.path / "h1", dir.path / "h2"});
+  EXPECT_EQ(merged.configurations().size(), 5u);  // two baselines, 1 + 2 configurations
+  const auto loads = merged.read_loads();
+  EXPECT_EQ(*loads.at("h1-multi-1mbit-30ms-loss0").at(0).plt_ms, 400);
+  EXPECT_EQ(*loads.at("h2-multi-14mbit-30ms-loss0").at(0).plt_ms, 300);
+  EXPECT_EQ(merged.manifest()["rates_mbps"], nlohmann::json({1.0, 14.0}));
+  EXPECT_EQ(merged.manifest()["http2"], "mixed");
+  // Merging again, and merging OUT with itself, keeps every load once.
+  EXPECT_EQ(merge_results(out, {dir.path / "h1", out}).read_loads().at("h1-multi-1mbit-30ms-loss0").size(), 1u);
+  // The same run with another result is refused, naming both files.
+  h1.store_load("h1-multi-1mbit-30ms-loss0", 1, ok_load(999));
+  EXPECT_THROW_WITH(UserError, merge_results(out, {dir.path / "h1"}), "both hold run 1 of h1-multi-1mbit-30ms-loss0");
+  // Sweeps of another page do not merge.
+  SweepSettings other = sweep_of({1});
+  other.url = "http://b.test/";
+  ResultStore::open_for_sweep(dir.path / "b", sweep_manifest(other));
+  EXPECT_THROW_WITH(UserError, merge_results(dir.path / "ab", {dir.path / "h1", dir.path / "b"}),
+                    "their sweeps differ in \"url\"");
+}
