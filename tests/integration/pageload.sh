@@ -94,7 +94,8 @@ try:
         assert obj["status"] == "ok", obj
         assert 0 < obj["plt_ms"] < 30000, obj["plt_ms"]
         assert 0 < obj["fcp_ms"] and obj["lcp_ms"] >= obj["fcp_ms"], obj
-        assert obj["frames"] >= 2 and 0 < obj["speed_index_ms"], obj
+        # A fast page may paint once, in one frame (blank before it, as the speed index counts).
+        assert obj["frames"] >= 1 and 0 < obj["speed_index_ms"], obj
         assert set(obj["protocols"].values()) <= {"h1", "h2"}, obj["protocols"]
         if obj["url"].endswith("chain.html"):
             # The document, two scripts and the image at least (and the favicon, if asked for).
