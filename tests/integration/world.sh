@@ -304,22 +304,30 @@ EOF
   chmod -R a+rwX "$1"
 }
 
-origin_nginx_conf() {  # DIR IP NAME...
-  local d=$1 ip=$2; shift 2
+# The start of an nginx configuration (up to inside its http block) shared by the origins:
+# one worker as root, its pid and logs in DIR, its temporary files under TMP.
+nginx_conf_prologue() {  # DIR TMP CONNECTIONS
   cat <<EOF
 daemon on;
 user root;
 worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 4096; }
+pid $1/nginx.pid;
+error_log $1/error.log;
+events { worker_connections $3; }
 http {
   access_log off;
-  client_body_temp_path $d/tmp/body;
-  proxy_temp_path $d/tmp/proxy;
-  fastcgi_temp_path $d/tmp/fastcgi;
-  uwsgi_temp_path $d/tmp/uwsgi;
-  scgi_temp_path $d/tmp/scgi;
+  client_body_temp_path $2/body;
+  proxy_temp_path $2/proxy;
+  fastcgi_temp_path $2/fastcgi;
+  uwsgi_temp_path $2/uwsgi;
+  scgi_temp_path $2/scgi;
+EOF
+}
+
+origin_nginx_conf() {  # DIR IP NAME...
+  local d=$1 ip=$2; shift 2
+  nginx_conf_prologue "$d" "$d/tmp" 4096
+  cat <<EOF
   types { text/html html; text/css css; application/javascript js; image/png png; application/octet-stream bin; }
   default_type application/octet-stream;
   gzip on;
@@ -391,20 +399,8 @@ corpus_origins_answer() { world_resolves "$1" && in_world curl -s -o /dev/null "
 
 corpus_nginx_conf() {  # DIR IP NAME SITES
   local d=$1 ip=$2 n=$3 sites=$4
+  nginx_conf_prologue "$d" "$d" 1024
   cat <<EOF
-daemon on;
-user root;
-worker_processes 1;
-pid $d/nginx.pid;
-error_log $d/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  client_body_temp_path $d/body;
-  proxy_temp_path $d/proxy;
-  fastcgi_temp_path $d/fastcgi;
-  uwsgi_temp_path $d/uwsgi;
-  scgi_temp_path $d/scgi;
   types {
     text/html html; text/css css; application/javascript js; image/png png; image/jpeg jpg;
     image/svg+xml svg; image/x-icon ico; font/ttf ttf;
