@@ -22,7 +22,7 @@ struct LoadResult {
   // Metrics; empty when the load did not get that far (a timeout may still have an FCP).
   std::optional<double> plt_ms;                  // Navigation Timing: loadEventEnd - startTime
   std::optional<double> fcp_ms;                  // first contentful paint
-  std::optional<double> lcp_ms;                  // largest contentful paint (last candidate before load)
+  std::optional<double> lcp_ms;                  // largest contentful paint (last candidate after capture)
   std::optional<double> speed_index_ms;          // from the captured frames (pageload/speed_index.hh)
   std::optional<double> bytes;                   // bytes received from the network (encoded, with headers)
   std::optional<double> requests;                // requests that got a response or failed

@@ -20,31 +20,39 @@ Series::Style line_style(const Variant& v, const Variant& first) {
 
 std::string loss_label(double loss) { return "loss " + number_text(loss * 100) + " %"; }
 
-// A chart of `value` vs RTT: one series per (variant, rate, loss), points in RTT order.
-Chart versus_rtt(const std::vector<SummaryRow>& rows, const Labels& labels, const Variant& first,
-                 const std::function<std::optional<double>(const SummaryRow&)>& value, const std::string& title,
-                 const std::string& y_label) {
-  Chart chart{title, "RTT (ms)", y_label, false, {}, ""};
+// What a line chart's x axis is: the RTT (one series per variant, rate and loss rate) or the
+// loss rate (one series per variant, rate and RTT).
+enum class Axis { Rtt, Loss };
+
+// A chart of `value` vs `axis`: one series per combination of the other dimensions, points in
+// axis order. Colours follow the rate; variants other than the first are dashed.
+Chart versus(const std::vector<SummaryRow>& rows, const Labels& labels, const Variant& first, Axis axis,
+             const std::function<std::optional<double>(const SummaryRow&)>& value, const std::string& title,
+             const std::string& y_label) {
+  Chart chart{title, axis == Axis::Rtt ? "RTT (ms)" : "loss rate (%)", y_label, false, {}, ""};
   std::vector<double> rates;
   for (const SummaryRow& r : rows)
     if (r.config.emulated && std::find(rates.begin(), rates.end(), r.config.rate_mbps) == rates.end())
       rates.push_back(r.config.rate_mbps);
+  // The dimension a series holds fixed besides variant and rate, and the point's x.
+  const auto fixed = [axis](const Configuration& c) { return axis == Axis::Rtt ? c.loss : c.rtt_ms; };
+  const auto x_of = [axis](const Configuration& c) { return axis == Axis::Rtt ? c.rtt_ms : c.loss * 100; };
   std::set<std::string> done;
   for (const SummaryRow& row : rows) {
     if (!row.config.emulated) continue;
     const Configuration& key = row.config;
     std::string label = number_text(key.rate_mbps) + " Mbit/s";
-    if (labels.losses) label += ", " + loss_label(key.loss);
+    if (axis == Axis::Loss) label += ", " + number_text(key.rtt_ms) + " ms";
+    if (axis == Axis::Rtt && labels.losses) label += ", " + loss_label(key.loss);
     if (labels.variants) label = variant_label(key.variant) + ", " + label;
     if (!done.insert(label).second) continue;
-    Series series{label, line_style(key.variant, first), palette_color(0), {}};
     const size_t rate_index = std::find(rates.begin(), rates.end(), key.rate_mbps) - rates.begin();
-    series.color = palette_color(rate_index);
+    Series series{label, line_style(key.variant, first), palette_color(rate_index), {}};
     for (const SummaryRow& r : rows) {
       if (!r.config.emulated || r.config.variant != key.variant || r.config.rate_mbps != key.rate_mbps ||
-          r.config.loss != key.loss)
+          fixed(r.config) != fixed(key))
         continue;
-      if (const auto v = value(r)) series.points.emplace_back(r.config.rtt_ms, *v);
+      if (const auto v = value(r)) series.points.emplace_back(x_of(r.config), *v);
     }
     std::sort(series.points.begin(), series.points.end());
     if (series.points.empty()) continue;
@@ -53,6 +61,11 @@ Chart versus_rtt(const std::vector<SummaryRow>& rows, const Labels& labels, cons
   }
   if (chart.series.empty()) chart.note = "no successful loads";
   return chart;
+}
+
+std::optional<double> median_plt_s(const SummaryRow& r) {
+  if (!r.plt_median_ms) return std::nullopt;
+  return *r.plt_median_ms / 1000;
 }
 }  // namespace
 
@@ -105,20 +118,18 @@ std::vector<NamedChart> sweep_charts(const std::vector<SummaryRow>& rows,
     if (chart.series.empty()) chart.note = "no successful loads";
     charts.push_back({"plt-cdf-" + number_text(rate) + "mbit", chart});
   }
-  charts.push_back({"median-plt-vs-rtt", versus_rtt(
-                                             rows, labels, first_variant,
-                                             [](const SummaryRow& r) -> std::optional<double> {
-                                               if (!r.plt_median_ms) return std::nullopt;
-                                               return *r.plt_median_ms / 1000;
-                                             },
-                                             "Median page-load time vs RTT", "median page-load time (s)")});
+  charts.push_back({"median-plt-vs-rtt", versus(rows, labels, first_variant, Axis::Rtt, median_plt_s,
+                                                "Median page-load time vs RTT", "median page-load time (s)")});
   charts.push_back(
-      {"plt-ratio-vs-rtt", versus_rtt(
-                               rows, labels, first_variant, [](const SummaryRow& r) { return r.plt_ratio; },
+      {"plt-ratio-vs-rtt", versus(
+                               rows, labels, first_variant, Axis::Rtt, [](const SummaryRow& r) { return r.plt_ratio; },
                                "Median page-load time / optimal vs RTT", "median PLT / optimal PLT")});
   charts.push_back(
-      {"si-ratio-vs-rtt", versus_rtt(
-                              rows, labels, first_variant, [](const SummaryRow& r) { return r.si_ratio; },
+      {"si-ratio-vs-rtt", versus(
+                              rows, labels, first_variant, Axis::Rtt, [](const SummaryRow& r) { return r.si_ratio; },
                               "Median speed index / optimal bound vs RTT", "median SI / optimal SI bound")});
+  if (labels.losses)
+    charts.push_back({"median-plt-vs-loss", versus(rows, labels, first_variant, Axis::Loss, median_plt_s,
+                                                   "Median page-load time vs loss rate", "median page-load time (s)")});
   return charts;
 }

@@ -4,6 +4,8 @@
 //   median-plt-vs-rtt      median PLT vs RTT, a line per rate (and loss rate, and protocol)
 //   plt-ratio-vs-rtt       median PLT / optimal PLT vs RTT, likewise (the paper's Figure 7)
 //   si-ratio-vs-rtt        median speed index / its optimal bound vs RTT, likewise
+//   median-plt-vs-loss     median PLT vs loss rate, a line per rate and RTT (and protocol); only
+//                          when more than one loss rate was swept
 // Protocols (h1, h2) and server layouts (multi, single) of merged sweeps share a chart: h2 and
 // single-server lines are dashed, and each label names its protocol.
 #include <map>

@@ -21,5 +21,12 @@ test_experiments_quick_versions_complete() {
     fail "a PLT below the optimal" || return 1
   awk '$1 ~ /^h[12]$/ { p[$1 " " $3] = $6 } END { exit !(p["h1 300"] > p["h1 30"]) }' "$out/optimal-gap.txt" ||
     fail "h1's PLT is not further from optimal at 300 ms than at 30 ms" || return 1
+  # The merged folders draw both protocols on one chart: Fig. 7's ratio vs RTT, PLT vs loss.
+  local merged
+  for merged in gap/plots/plt-ratio-vs-rtt loss/plots/median-plt-vs-loss; do
+    [ -s "$out/$merged.png" ] && [ -s "$out/$merged.svg" ] || fail "no $merged.png and .svg" || return 1
+  done
+  awk -F, 'NR > 1 { p[$2] = 1 } END { exit !(p["h1"] && p["h2"]) }' "$out/gap/summary.csv" ||
+    fail "gap/summary.csv does not hold both protocols" || return 1
   wait_until 20 eval '! pgrep -x chromium >/dev/null' || fail "chromium left running"
 }

@@ -220,6 +220,22 @@ ORIGINS="a b c"
 
 origin_ip() { case "$1" in a) echo 10.78.1.2 ;; b) echo 10.78.2.2 ;; c) echo 10.78.3.2 ;; esac; }
 
+# An origin host: namespace NS behind the server host, joined by a veth named NS on the server's
+# side and eth0 on the origin's, on the /30 PREFIX.0 (PREFIX.1 the server's end, PREFIX.2 the
+# origin's). world_destroy removes it with the world.
+origin_host_create() {  # NS PREFIX
+  local ns=$1 prefix=$2
+  ip netns add "$ns" || return 1
+  ORIGIN_NAMESPACES="${ORIGIN_NAMESPACES:-} $ns"
+  ip link add "$ns" netns "$SERVER" type veth peer name eth0 netns "$ns" &&
+    ip -n "$SERVER" addr add "$prefix.1/30" dev "$ns" &&
+    ip -n "$SERVER" link set "$ns" up &&
+    ip -n "$ns" addr add "$prefix.2/30" dev eth0 &&
+    ip -n "$ns" link set lo up &&
+    ip -n "$ns" link set eth0 up &&
+    ip -n "$ns" route add default via "$prefix.1"
+}
+
 origins_create() {
   [ -n "${ORIGIN_CA:-}" ] && return 0
   local web=$WORLD_TMP/web
@@ -233,14 +249,7 @@ origins_create() {
   for o in $ORIGINS; do
     i=$((i + 1))
     local ns=mmt-o$o$$ ip; ip=$(origin_ip "$o")
-    ip netns add "$ns"
-    ip link add "mmt-o$o$$" netns "$SERVER" type veth peer name eth0 netns "$ns"
-    ip -n "$SERVER" addr add "10.78.$i.1/30" dev "mmt-o$o$$"
-    ip -n "$SERVER" link set "mmt-o$o$$" up
-    ip -n "$ns" addr add "$ip/30" dev eth0
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" route add default via "10.78.$i.1"
+    origin_host_create "$ns" "10.78.$i" || return 1
     names="$o.test"; [ "$o" = b ] && names="b.test www.b.test"
     local d=$web/$o n
     mkdir -p "$d/tmp"
@@ -251,7 +260,6 @@ origins_create() {
     done
     origin_nginx_conf "$d" "$ip" $names > "$d/nginx.conf"
     ip netns exec "$ns" nginx -c "$d/nginx.conf" -e "$d/error.log" || { cat "$d/error.log" >&2; return 1; }
-    ORIGIN_NAMESPACES="${ORIGIN_NAMESPACES:-} $ns"
   done
   kill -HUP "$WORLD_DNSMASQ"  # reread the hosts file
   wait_until 10 origins_answer && return 0
@@ -372,15 +380,7 @@ corpus_origins_create() {  # SITES
     i=$((i + 1))
     [ "$i" -le 250 ] || { echo "corpus_origins_create: more than 250 hosts in $sites/hosts" >&2; return 1; }
     local ns=mmt-q$i$$ ip=10.79.$i.2
-    ip netns add "$ns"
-    ORIGIN_NAMESPACES="${ORIGIN_NAMESPACES:-} $ns"
-    ip link add "$ns" netns "$SERVER" type veth peer name eth0 netns "$ns"
-    ip -n "$SERVER" addr add "10.79.$i.1/30" dev "$ns"
-    ip -n "$SERVER" link set "$ns" up
-    ip -n "$ns" addr add "$ip/30" dev eth0
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
-    ip -n "$ns" route add default via "10.79.$i.1"
+    origin_host_create "$ns" "10.79.$i" || return 1
     printf '%s %s\n' "$ip" "$n" >> "$WORLD_TMP/hosts"
     origin_certificate "$web" "$n" || return 1
     mkdir -p "$web/$n"

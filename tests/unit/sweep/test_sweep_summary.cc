@@ -125,3 +125,44 @@ TEST(SweepPlots, charts_draw_cdfs_per_rate_and_lines_vs_rtt) {
   EXPECT_EQ(empty[0].chart.note, "no successful loads");
   EXPECT_EQ(empty[2].chart.note, "no successful loads");
 }
+
+// After --merge of an HTTP/1.1 and an HTTP/2 sweep: both protocols' ratios on one chart, each
+// line labelled with its protocol, h2's dashed in the same colour as h1's at that rate; a sweep
+// over loss rates also gets PLT vs loss.
+TEST(SweepPlots, merged_protocols_share_charts_and_loss_gets_its_own_axis) {
+  std::vector<Configuration> configs;
+  std::map<std::string, std::vector<LoadResult>> loads;
+  for (bool http2 : {false, true}) {
+    configs.push_back(Configuration{Variant{http2, false}, false, 0, 0, 0});
+    loads[configs.back().id()] = {load_of(kOk, 200, 1e5)};
+    for (double loss : {0.0, 0.02})
+      for (double rtt : {30.0, 300.0}) {
+        configs.push_back(Configuration{Variant{http2, false}, true, 14, rtt, loss});
+        loads[configs.back().id()] = {load_of(kOk, (http2 ? 900 : 1000) + rtt * 10 + loss * 1e4, 1e5)};
+      }
+  }
+  const auto charts = sweep_charts(summarize(configs, loads), loads);
+  const auto chart_named = [&](const std::string& name) -> const Chart& {
+    for (const auto& c : charts)
+      if (c.name == name) return c.chart;
+    ADD_FAILURE() << "no chart " << name;
+    return charts.front().chart;
+  };
+  const Chart& ratio = chart_named("plt-ratio-vs-rtt");
+  ASSERT_EQ(ratio.series.size(), 4u);
+  EXPECT_EQ(ratio.series[0].label, "h1, 14 Mbit/s, loss 0 %");
+  EXPECT_EQ(ratio.series[2].label, "h2, 14 Mbit/s, loss 0 %");
+  EXPECT_EQ(ratio.series[0].style, Series::Style::Line);
+  EXPECT_EQ(ratio.series[2].style, Series::Style::DashedLine);
+  EXPECT_EQ(ratio.series[0].color.r, ratio.series[2].color.r);
+  // h1 at 300 ms, no loss: 4000 ms against 300 + 1e5 * 8 / 14e6 s + 200 ms.
+  ASSERT_EQ(ratio.series[0].points.size(), 2u);
+  EXPECT_NEAR(ratio.series[0].points[1].second, 4000 / (300 + 1e5 * 8 / 14e3 + 200), 1e-9);
+  const Chart& by_loss = chart_named("median-plt-vs-loss");
+  EXPECT_EQ(by_loss.x_label, "loss rate (%)");
+  ASSERT_EQ(by_loss.series.size(), 4u);
+  EXPECT_EQ(by_loss.series[1].label, "h1, 14 Mbit/s, 300 ms");
+  ASSERT_EQ(by_loss.series[1].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(by_loss.series[1].points[1].first, 2);
+  EXPECT_DOUBLE_EQ(by_loss.series[1].points[1].second, 4.2);
+}
