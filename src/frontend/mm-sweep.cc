@@ -49,6 +49,8 @@ const ProgramInfo kInfo{
     "  --single-server     mm-replay --single-server\n"
     "  --match-user-agent  do not pass mm-replay --ignore-user-agent\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
+    "  --baseline-runs N   loads of the unemulated baseline (default: as --runs; 0 to 10000;\n"
+    "                      0 leaves out the baseline, and with it the optimal and the ratios)\n"
     "  --timeout S         per load, in seconds (default 60; up to 3600)\n"
     "  --jobs J            loads at once (default: one per two CPUs, at least 1; up to 64)\n"
     "  --out RESULTS       the results directory (created; the same command continues it)\n"
@@ -63,7 +65,8 @@ const ProgramInfo kInfo{
     "interrupted it.\n"};
 
 struct Options {
-  std::optional<std::string> recording, url, out, emit_jobs, only, rates, rtts, loss, queue, runs, timeout, jobs;
+  std::optional<std::string> recording, url, out, emit_jobs, only, rates, rtts, loss, queue, runs, baseline_runs,
+      timeout, jobs;
   bool http2 = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
 };
@@ -128,6 +131,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.loss.has_value(), "--loss"},
                                                  {o.queue.has_value(), "--queue"},
                                                  {o.runs.has_value(), "--runs"},
+                                                 {o.baseline_runs.has_value(), "--baseline-runs"},
                                                  {o.timeout.has_value(), "--timeout"},
                                                  {o.jobs.has_value(), "--jobs"},
                                                  {o.http2, "--http2"},
@@ -174,6 +178,11 @@ int sweep(const Options& o) {
   } else {
     s.runs = 3;
   }
+  if (o.baseline_runs) {
+    const uint64_t runs = parse_unsigned(*o.baseline_runs, "--baseline-runs");
+    if (runs > static_cast<uint64_t>(kMaxRuns)) throw UsageError("--baseline-runs is from 0 to 10000");
+    s.baseline_runs = static_cast<int>(runs);
+  }
   if (o.timeout) {
     s.timeout_s = parse_nonnegative(*o.timeout, "--timeout");
     if (s.timeout_s < 1 || s.timeout_s > kMaxTimeoutS) throw UsageError("--timeout is from 1 to 3600 seconds");
@@ -203,8 +212,9 @@ int sweep(const Options& o) {
     } else {
       write_file_atomically(*o.emit_jobs, text);
     }
-    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << all.size() - 1
-              << " configurations and the unemulated baseline); merge their results with\n  mm-sweep --merge "
+    const size_t baselines = s.baseline_loads() > 0 ? 1 : 0;
+    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << all.size() - baselines << " configurations"
+              << (baselines ? " and the unemulated baseline" : "") << "); merge their results with\n  mm-sweep --merge "
               << shell_quote(*o.out) << " " << shell_quote(*o.out) << "/parts/*\n";
     return 0;
   }
@@ -220,7 +230,8 @@ int sweep(const Options& o) {
   const SweepPrograms programs = find_programs();
   const ResultStore store = ResultStore::open_for_sweep(*o.out, sweep_manifest(s));
   const std::vector<LoadTask> tasks = pending_loads(store, chosen);
-  const size_t total = chosen.size() * static_cast<size_t>(s.runs);
+  size_t total = 0;
+  for (const Configuration& c : chosen) total += static_cast<size_t>(store.runs_of(c));
   std::cerr << "mm-sweep: " << s.url << ": " << count_of(chosen.size(), "configuration") << " x "
             << count_of(static_cast<size_t>(s.runs), "run") << "; " << count_of(total - tasks.size(), "load")
             << " already done, " << count_of(tasks.size(), "load") << " to do, " << jobs << " at a time\n";
@@ -257,6 +268,7 @@ int run(int argc, char** argv) {
                              {"loss", true, value(o.loss)},
                              {"queue", true, value(o.queue)},
                              {"runs", true, value(o.runs)},
+                             {"baseline-runs", true, value(o.baseline_runs)},
                              {"timeout", true, value(o.timeout)},
                              {"jobs", true, value(o.jobs)},
                              {"http2", false, flag(o.http2)},

@@ -89,7 +89,7 @@ std::vector<Configuration> sweep_configurations(const SweepSettings& settings) {
     throw UsageError("the sweep has " + std::to_string(count) + " configurations (rates x rtts x loss), more than " +
                      std::to_string(kMaxConfigurations) + ": split it into several sweeps");
   std::vector<Configuration> configs;
-  configs.push_back(Configuration{settings.variant, false, 0, 0, 0});
+  if (settings.baseline_loads() > 0) configs.push_back(Configuration{settings.variant, false, 0, 0, 0});
   for (double rate : settings.rates_mbps)
     for (double rtt : settings.rtts_ms)
       for (double loss : settings.losses) configs.push_back(Configuration{settings.variant, true, rate, rtt, loss});
@@ -143,19 +143,22 @@ std::vector<std::string> configuration_values(const Configuration& c, const std:
 nlohmann::json sweep_manifest(const SweepSettings& s) {
   nlohmann::json configs = nlohmann::json::array();
   for (const Configuration& c : sweep_configurations(s)) configs.push_back(configuration_json(c));
-  return {{"format", "mm-sweep 1"},
-          {"recording", s.recording},
-          {"url", s.url},
-          {"rates_mbps", s.rates_mbps},
-          {"rtts_ms", s.rtts_ms},
-          {"loss", s.losses},
-          {"queue", s.queue},
-          {"http2", s.variant.http2},
-          {"single_server", s.variant.single_server},
-          {"match_user_agent", s.match_user_agent},
-          {"runs", s.runs},
-          {"timeout_s", s.timeout_s},
-          {"configurations", configs}};
+  nlohmann::json manifest = {{"format", "mm-sweep 1"},
+                             {"recording", s.recording},
+                             {"url", s.url},
+                             {"rates_mbps", s.rates_mbps},
+                             {"rtts_ms", s.rtts_ms},
+                             {"loss", s.losses},
+                             {"queue", s.queue},
+                             {"http2", s.variant.http2},
+                             {"single_server", s.variant.single_server},
+                             {"match_user_agent", s.match_user_agent},
+                             {"runs", s.runs},
+                             {"timeout_s", s.timeout_s},
+                             {"configurations", configs}};
+  // Only when it differs from "runs": a sweep without the option has the manifest it always had.
+  if (s.baseline_loads() != s.runs) manifest["baseline_runs"] = s.baseline_loads();
+  return manifest;
 }
 
 std::vector<Configuration> manifest_configurations(const nlohmann::json& manifest, const std::string& name) {
@@ -224,7 +227,9 @@ std::vector<std::string> job_lines(const std::string& program, const SweepSettin
   if (s.variant.http2) common += " --http2";
   if (s.variant.single_server) common += " --single-server";
   if (s.match_user_agent) common += " --match-user-agent";
-  common += " --runs " + std::to_string(s.runs) + " --timeout " + number_text(s.timeout_s) + " --jobs 1";
+  common += " --runs " + std::to_string(s.runs);
+  if (s.baseline_loads() != s.runs) common += " --baseline-runs " + std::to_string(s.baseline_loads());
+  common += " --timeout " + number_text(s.timeout_s) + " --jobs 1";
   std::string base = out;
   while (base.size() > 1 && base.back() == '/') base.pop_back();
   std::vector<std::string> lines;

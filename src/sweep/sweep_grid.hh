@@ -50,6 +50,8 @@ struct SweepSettings {
   Variant variant;
   bool match_user_agent = false;  // else mm-replay --ignore-user-agent
   int runs = 1;
+  std::optional<int> baseline_runs;  // loads of the unemulated baseline (unset: runs); 0: none, no optimal
+  int baseline_loads() const { return baseline_runs.value_or(runs); }
   double timeout_s = 60;
 };
 
@@ -64,8 +66,8 @@ std::vector<double> parse_number_list(std::string_view text, std::string_view op
 // Returns the text as given; UsageError otherwise.
 std::string parse_queue_spec(std::string_view text);
 
-// Every configuration of the sweep: the baseline first, then rates x rtts x losses in that
-// nesting order. UsageError if there are more than kMaxConfigurations.
+// Every configuration of the sweep: the baseline first (unless baseline_runs is 0), then
+// rates x rtts x losses in that nesting order. UsageError if there are more than kMaxConfigurations.
 std::vector<Configuration> sweep_configurations(const SweepSettings& settings);
 
 // The program paths a load's command line names (found in PATH by the frontend).

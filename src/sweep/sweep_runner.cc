@@ -61,7 +61,7 @@ std::vector<LoadTask> pending_loads(const ResultStore& store, const std::vector<
   for (bool baseline : {true, false}) {
     for (const Configuration& c : configs) {
       if (c.emulated == baseline) continue;
-      for (int run = 1; run <= store.runs(); run++)
+      for (int run = 1; run <= store.runs_of(c); run++)
         if (!store.has_load(c.id(), run)) tasks.push_back({c, run});
     }
   }

@@ -67,6 +67,11 @@ ResultStore::ResultStore(fs::path dir, nlohmann::json manifest) : dir_(std::move
       manifest_["runs"].get<int>() > kMaxRuns)
     throw UserError((dir_ / kManifestName).string() +
                     " has no valid \"runs\": give mm-sweep a results directory it made");
+  if (manifest_.contains("baseline_runs") &&
+      (!manifest_["baseline_runs"].is_number_integer() || manifest_["baseline_runs"].get<int>() < 0 ||
+       manifest_["baseline_runs"].get<int>() > kMaxRuns))
+    throw UserError((dir_ / kManifestName).string() +
+                    " has an invalid \"baseline_runs\": give mm-sweep a results directory it made");
 }
 
 ResultStore ResultStore::open_for_sweep(const fs::path& dir, const nlohmann::json& manifest) {
@@ -100,6 +105,9 @@ ResultStore ResultStore::open_existing(const fs::path& dir) {
 }
 
 int ResultStore::runs() const { return manifest_["runs"].get<int>(); }
+int ResultStore::baseline_runs() const {
+  return manifest_.contains("baseline_runs") ? manifest_["baseline_runs"].get<int>() : runs();
+}
 std::string ResultStore::queue() const {
   return manifest_.contains("queue") && manifest_["queue"].is_string() ? manifest_["queue"].get<std::string>() : "";
 }
@@ -145,7 +153,7 @@ std::map<std::string, std::vector<LoadResult>> ResultStore::read_loads() const {
   std::map<std::string, std::vector<LoadResult>> loads;
   for (const Configuration& c : configurations_) {
     auto& list = loads[c.id()];
-    for (int run = 1; run <= runs(); run++) {
+    for (int run = 1; run <= runs_of(c); run++) {
       if (!has_load(c.id(), run)) continue;
       LoadResult load = read_single_load(load_file(c.id(), run));
       load.run = run;
@@ -178,6 +186,13 @@ ResultStore merge_results(const fs::path& out, const std::vector<fs::path>& inpu
                         "--match-user-agent");
     }
     for (const char* key : {"rates_mbps", "rtts_ms", "loss"}) merged[key] = union_of(merged[key], m[key]);
+    // The baseline's loads of every input are kept: as many runs as the one with the most.
+    const int baseline_runs = std::max(store.baseline_runs(), merged.value("baseline_runs", merged["runs"].get<int>()));
+    if (baseline_runs == merged["runs"].get<int>()) {
+      merged.erase("baseline_runs");
+    } else {
+      merged["baseline_runs"] = baseline_runs;
+    }
     for (const char* key : {"http2", "single_server"})  // "mixed" once two sweeps differ
       if (m.value(key, nlohmann::json()) != merged.value(key, nlohmann::json())) merged[key] = "mixed";
     for (const nlohmann::json& config : m["configurations"]) {
@@ -199,7 +214,7 @@ ResultStore merge_results(const fs::path& out, const std::vector<fs::path>& inpu
   for (const ResultStore& store : stores) {
     if (fs::equivalent(store.dir(), out, error)) continue;
     for (const Configuration& c : store.configurations()) {
-      for (int run = 1; run <= store.runs(); run++) {
+      for (int run = 1; run <= store.runs_of(c); run++) {
         if (!store.has_load(c.id(), run)) continue;
         const fs::path from = store.load_file(c.id(), run), to = target.load_file(c.id(), run);
         read_single_load(from);  // refuse what is not a load before copying it

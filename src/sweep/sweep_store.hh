@@ -34,7 +34,9 @@ class ResultStore {
   const std::filesystem::path& dir() const { return dir_; }
   const nlohmann::json& manifest() const { return manifest_; }
   const std::vector<Configuration>& configurations() const { return configurations_; }
-  int runs() const;
+  int runs() const;           // loads of each emulated configuration
+  int baseline_runs() const;  // loads of the unemulated baseline (the manifest's, else runs())
+  int runs_of(const Configuration& c) const { return c.emulated ? runs() : baseline_runs(); }
   std::string queue() const;
 
   std::filesystem::path load_file(const std::string& id, int run) const;

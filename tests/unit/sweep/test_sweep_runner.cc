@@ -38,3 +38,47 @@ TEST(SweepRunner, time_left_reads_naturally) {
   EXPECT_EQ(duration_text(3900), "about 1 h 5 min");
   EXPECT_EQ(duration_text(-3), "about 0 s");
 }
+
+// --baseline-runs: the baseline gets its own number of loads (0: none at all), the manifest says
+// so only when it differs from --runs (a sweep without the option keeps its manifest), and a
+// merge keeps the baseline loads of the input with the most.
+TEST(SweepRunner, baseline_runs_set_the_baselines_loads_apart_from_the_grids) {
+  TempDir dir;
+  SweepSettings s;
+  s.recording = "/data/rec";
+  s.url = "http://a.test/";
+  s.rates_mbps = {1};
+  s.rtts_ms = {30};
+  s.losses = {0};
+  s.runs = 4;
+  EXPECT_FALSE(sweep_manifest(s).contains("baseline_runs"));
+  s.baseline_runs = 4;
+  EXPECT_FALSE(sweep_manifest(s).contains("baseline_runs"));
+  s.baseline_runs = 1;
+  const ResultStore store = ResultStore::open_for_sweep(dir.path / "one", sweep_manifest(s));
+  const auto configs = sweep_configurations(s);
+  EXPECT_EQ(store.baseline_runs(), 1);
+  const auto tasks = pending_loads(store, configs);
+  ASSERT_EQ(tasks.size(), 5u);  // one baseline load, then the configuration's four
+  EXPECT_FALSE(tasks[0].config.emulated);
+  EXPECT_TRUE(tasks[1].config.emulated);
+  EXPECT_NE(job_lines("mm-sweep", s, "res")[0].find(" --runs 4 --baseline-runs 1 "), std::string::npos);
+
+  s.baseline_runs = 0;
+  const auto without = sweep_configurations(s);
+  ASSERT_EQ(without.size(), 1u);
+  EXPECT_TRUE(without[0].emulated);
+  const ResultStore none = ResultStore::open_for_sweep(dir.path / "none", sweep_manifest(s));
+  EXPECT_EQ(pending_loads(none, without).size(), 4u);
+
+  LoadResult load;
+  load.url = s.url;
+  load.status = LoadResult::Status::Ok;
+  load.plt_ms = 100;
+  store.prepare(configs[0].id());
+  store.store_load(configs[0].id(), 1, load);
+  const ResultStore merged = merge_results(dir.path / "merged", {dir.path / "none", dir.path / "one"});
+  EXPECT_EQ(merged.baseline_runs(), 1);
+  EXPECT_EQ(merged.read_loads().at("h1-multi-unemulated").size(), 1u);
+  EXPECT_EQ(merged.configurations().size(), 2u);
+}
