@@ -5,15 +5,22 @@
 #include "sweep/sweep_runner.hh"
 #include "temp_files.hh"
 
-TEST(SweepRunner, pending_loads_skip_stored_runs_and_put_baselines_first) {
-  TempDir dir;
+namespace {
+SweepSettings sweep_of(std::vector<double> rtts, int runs) {
   SweepSettings s;
   s.recording = "/data/rec";
   s.url = "http://a.test/";
   s.rates_mbps = {1};
-  s.rtts_ms = {30, 120};
+  s.rtts_ms = std::move(rtts);
   s.losses = {0};
-  s.runs = 2;
+  s.runs = runs;
+  return s;
+}
+}  // namespace
+
+TEST(SweepRunner, pending_loads_skip_stored_runs_and_put_baselines_first) {
+  TempDir dir;
+  const SweepSettings s = sweep_of({30, 120}, 2);
   const ResultStore store = ResultStore::open_for_sweep(dir.path, sweep_manifest(s));
   auto configs = sweep_configurations(s);
   std::rotate(configs.begin(), configs.begin() + 1, configs.end());  // baseline last in the list
@@ -44,13 +51,7 @@ TEST(SweepRunner, time_left_reads_naturally) {
 // merge keeps the baseline loads of the input with the most.
 TEST(SweepRunner, baseline_runs_set_the_baselines_loads_apart_from_the_grids) {
   TempDir dir;
-  SweepSettings s;
-  s.recording = "/data/rec";
-  s.url = "http://a.test/";
-  s.rates_mbps = {1};
-  s.rtts_ms = {30};
-  s.losses = {0};
-  s.runs = 4;
+  SweepSettings s = sweep_of({30}, 4);
   EXPECT_FALSE(sweep_manifest(s).contains("baseline_runs"));
   s.baseline_runs = 4;
   EXPECT_FALSE(sweep_manifest(s).contains("baseline_runs"));
