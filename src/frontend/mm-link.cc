@@ -6,6 +6,7 @@
 #include <iostream>
 #include <optional>
 
+#include "frontend/link_meters.hh"
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
 #include "packet/queue_discipline.hh"
@@ -13,6 +14,7 @@
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
 #include "util/random.hh"
+#include "util/text.hh"
 
 namespace {
 const ProgramInfo kInfo{
@@ -45,8 +47,18 @@ const ProgramInfo kInfo{
     "              (a warning at the start if a trace lasts less than a second);\n"
     "              exit status 124 if the traces ran out before COMMAND ended\n"
     "  --seed N    seed PIE's random drops\n"
-    "  --meter-uplink, --meter-downlink, --meter-uplink-delay, --meter-downlink-delay,\n"
-    "  --meter-all live graphs (not available yet: use the logs and mm-throughput-graph)\n"
+    "  --meter-uplink, --meter-downlink\n"
+    "        a live graph of that direction in an X window: the link's capacity (shaded), the\n"
+    "        traffic arriving at the queue and leaving the link, in Mbit/s\n"
+    "  --meter-uplink-delay, --meter-downlink-delay\n"
+    "        a live graph of each packet's delay in the queue and on the link, and the signal delay\n"
+    "  --meter-all  all four; closing a window does not end the shell\n"
+    "  --meter-output=FILE.png|FILE.svg|DIR\n"
+    "        no window: draw the graphs (of the whole run) into FILE, one under the other, or one\n"
+    "        PNG per graph into DIR, when the shell ends (without a --meter-* graph: both\n"
+    "        throughput graphs); works without a display (SSH, CI)\n"
+    "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
+    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n"
     "  --help, --version\n"};
 
 struct Direction {
@@ -75,36 +87,13 @@ FileDescriptor open_log(const std::string& path) {
   return fd;
 }
 
-// The logs of both directions, written by the ferry's main thread.
-class LinkLogs final : public FerryLogs {
- public:
-  LinkLogs() : wake_(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK))) {}
-  int wake_fd() const override { return wake_.get(); }
-  LinkEventRing* add(std::unique_ptr<LinkLogWriter> writer) {
-    writers_.push_back(std::move(writer));
-    rings_.push_back(std::make_unique<LinkEventRing>(wake_.get()));
-    return rings_.back().get();
-  }
-  void drain() override {
-    for (size_t i = 0; i < writers_.size(); i++) writers_[i]->drain(*rings_[i]);
-  }
-  void finish(Nanos end) override {
-    for (auto& w : writers_) w->finish(end);
-  }
-  bool empty() const { return writers_.empty(); }
-
- private:
-  FileDescriptor wake_;
-  std::vector<std::unique_ptr<LinkLogWriter>> writers_;
-  std::vector<std::unique_ptr<LinkEventRing>> rings_;
-};
-
 // What the command line chose, handed to the ferry process.
 struct LinkSettings {
   Direction up{"Uplink", "--uplink-queue"};
   Direction down{"Downlink", "--downlink-queue"};
   bool once = false;
   uint64_t base_seed = 0;
+  MeterOptions meters;
   std::string command_line;  // for the logs' headers
 };
 
@@ -115,26 +104,18 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
   Direction& down = settings.down;
   std::optional<std::string> up_args, down_args;
   std::optional<uint64_t> seed;
-  auto meter = [](std::string_view) {
-    throw UsageError(
-        "live graphs (--meter-*) are not available in this version; log with --uplink-log=FILE / "
-        "--downlink-log=FILE and plot with mm-throughput-graph or mm-delay-graph");
-  };
-  ArgScanner scanner(kInfo, {{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
-                             {"u", true, [&](std::string_view v) { up.log = v; }},
-                             {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
-                             {"d", true, [&](std::string_view v) { down.log = v; }},
-                             {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
-                             {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
-                             {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
-                             {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
-                             {"once", false, [&](std::string_view) { settings.once = true; }},
-                             ArgScanner::seed_option(seed),
-                             {"meter-uplink", false, meter},
-                             {"meter-downlink", false, meter},
-                             {"meter-uplink-delay", false, meter},
-                             {"meter-downlink-delay", false, meter},
-                             {"meter-all", false, meter}});
+  std::vector<ArgScanner::Option> options{{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
+                                          {"u", true, [&](std::string_view v) { up.log = v; }},
+                                          {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
+                                          {"d", true, [&](std::string_view v) { down.log = v; }},
+                                          {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+                                          {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
+                                          {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
+                                          {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
+                                          {"once", false, [&](std::string_view) { settings.once = true; }},
+                                          ArgScanner::seed_option(seed)};
+  settings.meters.add_options(options, true);
+  ArgScanner scanner(kInfo, std::move(options));
   int traces = 0;
   std::vector<std::string> command = scanner.scan(ac, av, [&](std::string_view word) {
     if (traces == 2) return false;
@@ -161,7 +142,7 @@ std::string link_tag(const LinkSettings& settings) {
 }
 
 // The ferry process, as the user: opens the traces and logs with the user's rights and runs
-// both directions.
+// both directions, with their live graphs if asked.
 int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints, const std::function<void()>& ready) {
   const Direction& up = settings.up;
   const Direction& down = settings.down;
@@ -179,23 +160,31 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
   const Nanos origin = monotonic_now();
   const int64_t epoch_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
   uint64_t seeds = settings.base_seed;
-  LinkLogs logs;
-  auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file) {
+  LinkEventSinks sinks;
+  const LinkMeter* meters[2] = {nullptr, nullptr};
+  const MeterOptions& options = settings.meters;
+  auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file, bool metered, int index) {
     auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
-    LinkEventRing* ring = nullptr;
+    std::unique_ptr<LinkLogWriter> writer;
     if (log_file.valid()) {
       std::string header = "# mahimahi mm-link (" + std::string(d.name) + ") [" + trace.name() + "] > " + d.log +
                            "\n# command line: " + settings.command_line + "\n# queue: " + queue->description() +
                            "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
       if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
-      ring =
-          logs.add(std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header));
+      writer = std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header);
     }
+    std::unique_ptr<LinkMeter> meter;
+    if (metered) {
+      meter = std::make_unique<LinkMeter>(&trace, settings.once, origin,
+                                          endpoints.outer_prefix + link_tag(settings) + ascii_lowercase(d.name));
+      meters[index] = meter.get();
+    }
+    LinkEventRing* ring = sinks.add(std::move(writer), std::move(meter));
     return LinkQueue(trace, origin, settings.once, std::move(queue), ring);
   };
-  LinkQueue uplink = make(up, up_trace, up_log);
-  LinkQueue downlink = make(down, down_trace, down_log);
-  return run_ferry_pair(endpoints, uplink, downlink, ready, logs.empty() ? nullptr : &logs);
+  LinkQueue uplink = make(up, up_trace, up_log, options.uplink || options.uplink_delay, 0);
+  LinkQueue downlink = make(down, down_trace, down_log, options.downlink || options.downlink_delay, 1);
+  return run_metered_ferry_pair("mm-link", options, endpoints, uplink, downlink, ready, sinks, meters[0], meters[1]);
 }
 }  // namespace
 
@@ -206,6 +195,7 @@ int main(int argc, char** argv) {
     spec.command = scan_link_arguments(ac, av, settings);
     spec.device_kind = "link";
     spec.tag = link_tag(settings);
+    settings.meters.finish(spec, false);
     spec.ferry = [settings](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
       return run_link_ferry(settings, endpoints, ready);
     };

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <set>
+#include <tuple>
 
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
@@ -59,6 +60,7 @@ double nice_step(double range, int count) {
 }
 
 std::string format_tick(double v) {
+  if (std::abs(v) < 1e-12) v = 0;  // not "-0"
   char text[32];
   if (std::abs(v) >= 1 || v == 0)
     std::snprintf(text, sizeof text, "%g", std::round(v * 1000) / 1000);
@@ -142,9 +144,13 @@ Plot fit_plot(const Chart& chart, int width, int height) {
   }
   if (!std::isfinite(x_min)) x_min = 0, x_max = 1;
   if (x_max <= x_min) x_max = x_min + 1;
+  if (chart.x_range && chart.x_range->second > chart.x_range->first) std::tie(x_min, x_max) = *chart.x_range;
   plot.x_min = x_min;
   plot.x_max = x_max;
-  if (chart.log_y) {
+  const bool fixed_y = chart.y_range && chart.y_range->second > chart.y_range->first && (!chart.log_y || chart.y_range->first > 0);
+  if (fixed_y) {
+    std::tie(plot.y_lo, plot.y_hi) = *chart.y_range;
+  } else if (chart.log_y) {
     if (!std::isfinite(y_min_positive)) y_min_positive = 1;
     plot.y_lo = std::pow(10, std::floor(std::log10(y_min_positive)));
     plot.y_hi = std::pow(10, std::ceil(std::log10(std::max(y_max, plot.y_lo * 10))));
@@ -169,10 +175,12 @@ void draw_grid(cairo_t* cr, Painter& painter, const Plot& plot) {
   }
   std::vector<double> y_ticks;
   if (plot.log_y) {
-    for (double y = plot.y_lo; y <= plot.y_hi * 1.001; y *= 10) y_ticks.push_back(y);
+    for (double y = std::pow(10, std::ceil(std::log10(plot.y_lo) - 1e-9)); y <= plot.y_hi * 1.001; y *= 10)
+      y_ticks.push_back(y);
   } else {
     const double y_step = nice_step(plot.y_hi - plot.y_lo, 6);
-    for (double y = 0; y <= plot.y_hi + 1e-9; y += y_step) y_ticks.push_back(y);
+    for (double y = std::ceil(plot.y_lo / y_step - 1e-9) * y_step; y <= plot.y_hi + 1e-9; y += y_step)
+      y_ticks.push_back(y);
   }
   for (double y : y_ticks) {
     cairo_set_source_rgb(cr, 0.9, 0.9, 0.9);
@@ -300,22 +308,34 @@ void draw_legend(cairo_t* cr, Painter& painter, const Chart& chart, const Legend
   }
 }
 
-// The legend's place: measured with a scratch surface, since the image's height depends on it.
-LegendLayout measure_legend(const Chart& chart, int width, int height) {
-  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
-  cairo_t* cr = cairo_create(scratch);
+// The legend's place below a chart of width x height (the legend not included).
+LegendLayout measure_legend(cairo_t* cr, const Chart& chart, int width, int height) {
   Painter painter(cr);
   std::vector<double> widths;
   for (const auto& s : chart.series) widths.push_back(painter.width(s.label, kLegendFontSize));
-  cairo_destroy(cr);
-  cairo_surface_destroy(scratch);
   const Rect frame = plot_frame(width, height);
   return layout_legend(widths, frame.x, height + kLegendGap, frame.width);
 }
 
+// The same, measured with a scratch surface, since the image's height depends on it.
+LegendLayout measure_legend(const Chart& chart, int width, int height) {
+  cairo_surface_t* scratch = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 1, 1);
+  cairo_t* cr = cairo_create(scratch);
+  LegendLayout legend = measure_legend(cr, chart, width, height);
+  cairo_destroy(cr);
+  cairo_surface_destroy(scratch);
+  return legend;
+}
+
+// The height of the legend's rows and the gaps around them (0 without a legend).
+int legend_rows_height(const LegendLayout& legend) {
+  return legend.height > 0 ? static_cast<int>(std::ceil(legend.height + 2 * kLegendGap)) : 0;
+}
+
 void draw(cairo_t* cr, const Chart& chart, int width, int height, const LegendLayout& legend) {
   cairo_set_source_rgb(cr, 1, 1, 1);
-  cairo_paint(cr);
+  cairo_rectangle(cr, 0, 0, width, height + legend_rows_height(legend));  // this chart's box only
+  cairo_fill(cr);
   const Plot plot = fit_plot(chart, width, height);
   Painter painter(cr);
   draw_grid(cr, painter, plot);
@@ -360,7 +380,19 @@ void check_chart_output(const std::string& output) {
   }
 }
 
+void paint_chart(cairo_t* cr, const Chart& chart, int width, int height) {
+  // The legend's rows are measured for the full height, then the plot is shortened by them
+  // (their count depends on the width only).
+  const int rows = legend_rows_height(measure_legend(cr, chart, width, height));
+  const int plot_height = std::max(height - rows, static_cast<int>(Plot::top + Plot::bottom) + 20);
+  draw(cr, chart, width, plot_height, measure_legend(cr, chart, width, plot_height));
+}
+
 void render_chart(const Chart& chart, const std::string& output, int width, int height) {
+  render_charts({chart}, output, width, height);
+}
+
+void render_charts(const std::vector<Chart>& charts, const std::string& output, int width, int height) {
   check_chart_output(output);
   FileDescriptor file;
   if (!output.empty()) {
@@ -369,13 +401,20 @@ void render_chart(const Chart& chart, const std::string& output, int width, int 
   }
   Sink sink{output.empty() ? 1 : file.get()};
   const bool png = ends_with(output, ".png");
-  const LegendLayout legend = measure_legend(chart, width, height);
-  const int image_height =
-      height + (legend.height > 0 ? static_cast<int>(std::ceil(legend.height + 2 * kLegendGap)) : 0);
+  std::vector<LegendLayout> legends;
+  int image_height = 0;
+  for (const Chart& chart : charts) {
+    legends.push_back(measure_legend(chart, width, height));
+    image_height += height + legend_rows_height(legends.back());
+  }
+  image_height = std::max(image_height, 1);
   cairo_surface_t* surface = png ? cairo_image_surface_create(CAIRO_FORMAT_RGB24, width, image_height)
                                  : cairo_svg_surface_create_for_stream(write_to_sink, &sink, width, image_height);
   cairo_t* cr = cairo_create(surface);
-  draw(cr, chart, width, height, legend);
+  for (size_t i = 0; i < charts.size(); i++) {
+    draw(cr, charts[i], width, height, legends[i]);
+    cairo_translate(cr, 0, height + legend_rows_height(legends[i]));
+  }
   cairo_destroy(cr);
   cairo_status_t status = png ? cairo_surface_write_to_png_stream(surface, write_to_sink, &sink) : CAIRO_STATUS_SUCCESS;
   cairo_surface_finish(surface);

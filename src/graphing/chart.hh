@@ -1,9 +1,12 @@
 #pragma once
 // A static chart (lines, dashed lines, filled areas, dots; linear or logarithmic y) drawn with
 // cairo and pango, written as SVG or PNG. The legend goes below the plot area, never on it.
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+typedef struct _cairo cairo_t;
 
 struct Color {
   double r, g, b;
@@ -24,6 +27,9 @@ struct Chart {
   bool log_y = false;
   std::vector<Series> series;
   std::string note;  // drawn in the middle of the plot area when not empty ("no packets delivered")
+  // Fixed axis ranges (a live meter's scrolling time window and smoothed scale); unset, the axes
+  // are fitted to the points. For a logarithmic y, both ends must be positive.
+  std::optional<std::pair<double, double>> x_range, y_range;
 };
 
 // The plot area (the frame the series are drawn in) of a chart of width x height pixels.
@@ -46,6 +52,12 @@ LegendLayout layout_legend(const std::vector<double>& label_widths, double left,
 // pixels wide and height pixels high plus the legend's rows. Throws UsageError for another
 // extension and UserError if the file cannot be written.
 void render_chart(const Chart& chart, const std::string& output, int width = 1024, int height = 560);
+// Several charts in one image, one under the other, each width x height plus its legend's rows.
+void render_charts(const std::vector<Chart>& charts, const std::string& output, int width = 1024, int height = 560);
+// Draws the chart on cr in a box of width x height pixels at its origin: the plot and its
+// labels, and the legend's rows below them (the plot shrinks to make room for them). For a
+// window of a given size.
+void paint_chart(cairo_t* cr, const Chart& chart, int width, int height);
 // Throws UsageError unless output is "" or ends in .svg or .png.
 void check_chart_output(const std::string& output);
 

@@ -13,10 +13,10 @@ namespace {
 constexpr double kNan = std::numeric_limits<double>::quiet_NaN();
 
 // "Signal delay (95th percentile 42 ms)", "up.log: signal delay (no packets delivered)".
-std::string series_label(const LabeledLog& named, bool name_logs, const std::string& what, double p95) {
-  const std::string label = name_logs ? named.label + ": " + ascii_lowercase(what) : what;
-  if (named.log.empty()) return label + " (no events)";
-  if (named.log.departures.empty()) return label + " (no packets delivered)";
+std::string series_label(const DelaySource& source, bool name_logs, const std::string& what, double p95) {
+  const std::string label = name_logs ? source.label + ": " + ascii_lowercase(what) : what;
+  if (source.no_events) return label + " (no events)";
+  if (source.no_departures) return label + " (no packets delivered)";
   if (std::isnan(p95)) return label + " (none sent within the log delivered)";
   char text[64];
   std::snprintf(text, sizeof text, " (95th percentile %.0f ms)", p95);
@@ -55,31 +55,41 @@ DelayRows delay_rows(const LinkLog& log) {
   return rows;
 }
 
-Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows, const std::string& title,
-                  bool name_logs) {
+Chart delay_chart(const std::vector<DelaySource>& sources, const std::string& title, bool name_logs) {
   Chart chart;
   chart.title = title.empty() ? "Delay" : title;
   chart.x_label = "time (s)";
   chart.y_label = "delay (ms)";
   chart.log_y = true;
-  const bool several = logs.size() > 1;
-  for (size_t i = 0; i < logs.size(); i++) {
-    const LinkSummary s = summarize(logs[i].log);
+  const bool several = sources.size() > 1;
+  for (size_t i = 0; i < sources.size(); i++) {
+    const DelaySource& source = sources[i];
     const Color own = palette_color(i);
-    Series signal{series_label(logs[i], name_logs, "Signal delay", s.signal_delay_p95_ms),
-                  several ? Series::Style::Line : Series::Style::Area,
-                  several ? own : Color{0.95, 0.55, 0.1},
-                  {}};
-    for (size_t r = 0; r < rows[i].size(); r++)
-      signal.points.emplace_back(rows[i].start_s(r), rows[i].signal_delay_ms[r]);
-    Series packets{series_label(logs[i], name_logs, "Per-packet delay", s.queueing_delay_p95_ms),
-                   Series::Style::Dots,
-                   several ? paler(own) : Color{0.15, 0.35, 0.85},
-                   {}};
-    for (const auto& d : logs[i].log.departures) packets.points.emplace_back(d.time / 1000, d.delay);
+    Series signal{series_label(source, name_logs, "Signal delay", source.signal_delay_p95_ms),
+                  several ? Series::Style::Line : Series::Style::Area, several ? own : Color{0.95, 0.55, 0.1},
+                  source.signal};
+    Series packets{series_label(source, name_logs, "Per-packet delay", source.queueing_delay_p95_ms),
+                   Series::Style::Dots, several ? paler(own) : Color{0.15, 0.35, 0.85}, source.packets};
     chart.series.push_back(std::move(signal));
     chart.series.push_back(std::move(packets));
   }
+  return chart;
+}
+
+Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows, const std::string& title,
+                  bool name_logs) {
+  std::vector<DelaySource> sources;
+  for (size_t i = 0; i < logs.size(); i++) {
+    const LinkLog& log = logs[i].log;
+    const LinkSummary s = summarize(log);
+    DelaySource source{logs[i].label, log.empty(), log.departures.empty(), s.queueing_delay_p95_ms,
+                       s.signal_delay_p95_ms, {}, {}};
+    for (size_t r = 0; r < rows[i].size(); r++)
+      source.signal.emplace_back(rows[i].start_s(r), rows[i].signal_delay_ms[r]);
+    for (const auto& d : log.departures) source.packets.emplace_back(d.time / 1000, d.delay);
+    sources.push_back(std::move(source));
+  }
+  Chart chart = delay_chart(sources, title, name_logs);
   chart.note = empty_logs_note(logs);
   return chart;
 }

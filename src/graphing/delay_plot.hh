@@ -2,6 +2,7 @@
 // What mm-delay-graph computes from its logs: the signal delay and the packets' delays per
 // millisecond, the chart, the CSV file (--csv) and the summary it prints.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "graphing/chart.hh"
@@ -27,6 +28,17 @@ struct DelayRows {
 inline constexpr size_t kMaxDelayRows = 1'000'000;
 
 DelayRows delay_rows(const LinkLog& log);
+
+// What one log, or one direction of a live meter, brings to a delay chart.
+struct DelaySource {
+  std::string label;  // its name in the legend, with name_logs
+  bool no_events = false, no_departures = false;
+  double queueing_delay_p95_ms, signal_delay_p95_ms;      // NaN: none
+  std::vector<std::pair<double, double>> signal, packets;  // (s, ms): the signal delay; each packet's at its departure
+};
+
+// The chart of delay_chart below, from its sources (the live meters' and the logs' one).
+Chart delay_chart(const std::vector<DelaySource>& sources, const std::string& title, bool name_logs);
 
 // One chart of every log, on a logarithmic scale: each packet's delay as a dot at its
 // departure, and the signal delay (filled for one log, a line in the log's colour for several).

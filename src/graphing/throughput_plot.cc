@@ -22,9 +22,9 @@ double mean_mbps(const LinkLog& log, double bytes) {
 }
 
 // "Capacity (mean 12.00 Mbit/s)", or "up.log: capacity (...)" when the log is named.
-std::string series_label(const LabeledLog& named, bool name_logs, const std::string& what, double bytes) {
-  const std::string label = name_logs ? named.label + ": " + ascii_lowercase(what) : what;
-  return label + (named.log.empty() ? " (no events)" : " (mean " + mbps_text(mean_mbps(named.log, bytes)) + ")");
+std::string series_label(const ThroughputSource& source, bool name_logs, const std::string& what, double mbps) {
+  const std::string label = name_logs ? source.label + ": " + ascii_lowercase(what) : what;
+  return label + (source.no_events ? " (no events)" : " (mean " + mbps_text(mbps) + ")");
 }
 
 double total_bytes(const std::vector<double>& bins) {
@@ -58,25 +58,25 @@ ThroughputBins bin_throughput(const LinkLog& log, double bin_ms, std::string_vie
   return bins;
 }
 
-Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<ThroughputBins>& bins,
-                       const std::string& title, bool name_logs) {
+Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::string& title, bool name_logs) {
   Chart chart;
   chart.title = title.empty() ? "Throughput" : title;
   chart.x_label = "time (s)";
   chart.y_label = "throughput (Mbit/s)";
-  const bool several = logs.size() > 1;
-  for (size_t i = 0; i < logs.size(); i++) {
-    const ThroughputBins& b = bins[i];
+  const bool several = sources.size() > 1;
+  for (size_t i = 0; i < sources.size(); i++) {
+    const ThroughputSource& source = sources[i];
+    const ThroughputBins& b = source.bins;
     const Color own = palette_color(i);
-    Series capacity{series_label(logs[i], name_logs, "Capacity", total_bytes(b.capacity_bytes)),
+    Series capacity{series_label(source, name_logs, "Capacity", source.capacity_mbps),
                     Series::Style::Area,
                     several ? own : Color{0.85, 0.15, 0.15},
                     {}};
-    Series ingress{series_label(logs[i], name_logs, "Traffic ingress", total_bytes(b.ingress_bytes)),
+    Series ingress{series_label(source, name_logs, "Traffic ingress", source.ingress_mbps),
                    several ? Series::Style::DashedLine : Series::Style::Line,
                    several ? own : Color{0.15, 0.35, 0.85},
                    {}};
-    Series egress{series_label(logs[i], name_logs, "Traffic egress", total_bytes(b.egress_bytes)),
+    Series egress{series_label(source, name_logs, "Traffic egress", source.egress_mbps),
                   Series::Style::Line,
                   several ? own : Color{0.8, 0.1, 0.1},
                   {}};
@@ -95,8 +95,23 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
         egress.points.emplace_back(x, b.mbps(k, b.egress_bytes[k]));
       }
     }
-    chart.series.insert(chart.series.end(), {capacity, ingress, egress});
+    if (source.has_capacity) chart.series.push_back(std::move(capacity));
+    chart.series.push_back(std::move(ingress));
+    chart.series.push_back(std::move(egress));
   }
+  return chart;
+}
+
+Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<ThroughputBins>& bins,
+                       const std::string& title, bool name_logs) {
+  std::vector<ThroughputSource> sources;
+  for (size_t i = 0; i < logs.size(); i++) {
+    const LinkLog& log = logs[i].log;
+    const ThroughputBins& b = bins[i];
+    sources.push_back({logs[i].label, log.empty(), true, mean_mbps(log, total_bytes(b.capacity_bytes)),
+                       mean_mbps(log, total_bytes(b.ingress_bytes)), mean_mbps(log, total_bytes(b.egress_bytes)), b});
+  }
+  Chart chart = throughput_chart(sources, title, name_logs);
   chart.note = empty_logs_note(logs);
   return chart;
 }

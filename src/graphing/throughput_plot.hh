@@ -31,6 +31,18 @@ inline constexpr double kMaxThroughputBins = 1e6;  // a point each in the chart
 // the log would need more than kMaxThroughputBins bins.
 ThroughputBins bin_throughput(const LinkLog& log, double bin_ms, std::string_view bin_text);
 
+// What one log, or one direction of a live meter, brings to a throughput chart.
+struct ThroughputSource {
+  std::string label;  // its name in the legend, with name_logs
+  bool no_events = false;
+  bool has_capacity = true;  // false for mm-meter, which has no link: no capacity series
+  double capacity_mbps = 0, ingress_mbps = 0, egress_mbps = 0;  // the means the legend gives
+  ThroughputBins bins;
+};
+
+// The chart of throughput_chart below, from its sources (the live meters' and the logs' one).
+Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::string& title, bool name_logs);
+
 // One chart of every log: capacity as a filled area, ingress and egress as lines, each plotted
 // at the middle of its bin. With one log the original's colours; with several, one colour per
 // log (ingress dashed). Legend entries start with the log's label when name_logs is set.

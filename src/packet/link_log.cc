@@ -34,20 +34,26 @@ LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos orig
 }
 
 void LinkLogWriter::drain(LinkEventRing& ring) {
-  ring.drain([this](const LinkEvent& e) {
-    opportunities_until(e.time);
-    switch (e.kind) {
-      case '+':
-        line(e.time, '+', e.bytes, 0, 1);
-        break;
-      case '-':
-        line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2);
-        break;
-      case 'd':
-        line(e.time, 'd', e.packets, e.bytes, 2);
-        break;
-    }
-  });
+  ring.drain([this](const LinkEvent& e) { add(e); });
+  drained();
+}
+
+void LinkLogWriter::add(const LinkEvent& e) {
+  opportunities_until(e.time);
+  switch (e.kind) {
+    case '+':
+      line(e.time, '+', e.bytes, 0, 1);
+      break;
+    case '-':
+      line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2);
+      break;
+    case 'd':
+      line(e.time, 'd', e.packets, e.bytes, 2);
+      break;
+  }
+}
+
+void LinkLogWriter::drained() {
   if (buffer_.size() >= (1 << 16)) flush();
 }
 

@@ -56,6 +56,10 @@ class LinkLogWriter {
   LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
                 const std::string& header);
   void drain(LinkEventRing& ring);
+  // The same, one event at a time (when another consumer shares the ring's events), then
+  // drained() once they are all in.
+  void add(const LinkEvent& event);
+  void drained();
   // Writes the opportunities up to `end` and everything buffered.
   void finish(Nanos end);
 

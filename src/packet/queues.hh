@@ -10,6 +10,7 @@
 #include <span>
 #include <utility>
 
+#include "packet/link_log.hh"
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
 #include "util/random.hh"
@@ -111,4 +112,30 @@ class OnOffGate {
 // Lets everything through (the direction a shell does not touch).
 struct OpenGate {
   bool admit(Nanos) { return true; }
+};
+
+// mm-meter's pass-through: every packet leaves as soon as it arrived, and both events go to
+// the meter's ring (no capacity, no queue, no drop).
+class MeterQueue {
+ public:
+  explicit MeterQueue(LinkEventRing* ring) : ring_(ring) {}
+
+  std::span<uint8_t> reserve() { return line_.reserve(); }
+  void commit(Nanos now, uint32_t length) {
+    if (ring_) ring_->push({now, 0, length, 1, '+'});
+    line_.commit(now, length);
+  }
+  Nanos next_departure() const { return line_.next_departure(); }
+  template <class Send>
+  void release(Nanos now, Send&& send) {
+    line_.release(now, [&](std::span<const uint8_t> packet) {
+      send(packet);
+      if (ring_) ring_->push({now, now, static_cast<uint32_t>(packet.size()), 1, '-'});
+    });
+  }
+  bool finished() const { return false; }
+
+ private:
+  LinkEventRing* ring_;
+  DelayLine line_{0, 64 * 1024 * 2};
 };

@@ -326,3 +326,17 @@ std::string short_once_warning(const Trace& uplink, const Trace& downlink) {
          length(end) + ", when both traces have played once" + consequences +
          ". Leave out --once to repeat the traces for as long as the command runs.";
 }
+
+uint64_t Trace::opportunities_until(Nanos elapsed, bool once) const {
+  if (elapsed < 0 || offsets_.empty()) return 0;
+  const uint64_t cycles = static_cast<uint64_t>(elapsed / period_);
+  if (once && cycles > 0) {
+    // Offsets reach up to period_ (and a little past, when the last millisecond is spread).
+    return static_cast<uint64_t>(std::upper_bound(offsets_.begin(), offsets_.end(), elapsed) - offsets_.begin());
+  }
+  const Nanos within = elapsed - static_cast<Nanos>(cycles) * period_;
+  // Earlier cycles count whole (the few opportunities of a spread last millisecond that fall
+  // past period_ count up to 1 ms early).
+  return cycles * offsets_.size() +
+         static_cast<uint64_t>(std::upper_bound(offsets_.begin(), offsets_.end(), within) - offsets_.begin());
+}

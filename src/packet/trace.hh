@@ -53,6 +53,10 @@ class Trace {
   bool whole_milliseconds() const { return whole_milliseconds_; }
   uint64_t written_ms(size_t i) const { return static_cast<uint64_t>(offsets_[i] / kNanosPerMs); }
 
+  // How many opportunities a link playing this trace from time 0 has offered by `elapsed`
+  // (those at elapsed included): in O(log n), for a live meter's capacity.
+  uint64_t opportunities_until(Nanos elapsed, bool once) const;
+
   const std::vector<Nanos>& offsets() const { return offsets_; }
   Nanos period() const { return period_; }
   const std::string& name() const { return name_; }

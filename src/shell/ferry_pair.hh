@@ -18,11 +18,13 @@
 #include "util/signals.hh"
 #include "util/timerfd.hh"
 
-// Logs written off the packet path (mm-link): the main thread drains them every 100 ms and
-// whenever wake_fd() becomes readable, and finishes them when the ferry stops.
+// Logs and live meters fed off the packet path (mm-link, mm-meter): the main thread drains
+// them every period() and whenever wake_fd() becomes readable, and finishes them when the ferry
+// stops.
 class FerryLogs {
  public:
   virtual ~FerryLogs() = default;
+  virtual Nanos period() const { return 100 * kNanosPerMs; }
   virtual int wake_fd() const = 0;
   virtual void drain() = 0;
   virtual void finish(Nanos end) = 0;
@@ -39,7 +41,7 @@ class FerryMainLoop {
     if (logs_) {
       epoll_.add(logs_->wake_fd(), EPOLLIN, kLogWake);
       epoll_.add(log_timer_.fd(), EPOLLIN, kLogTimer);
-      log_timer_.arm(monotonic_now() + kLogPeriod);
+      log_timer_.arm(monotonic_now() + logs_->period());
     }
     if (tuns.dns && tuns.dns->active()) {
       dns_.emplace(std::move(*tuns.dns));
@@ -75,14 +77,13 @@ class FerryMainLoop {
 
  private:
   enum : uint64_t { kTerm = 0, kFinished = 1, kLogWake = 2, kLogTimer = 3, kDnsFirst = 16 };
-  static constexpr Nanos kLogPeriod = 100 * kNanosPerMs;
 
   void drain_logs(bool timer_fired) {
     uint64_t count;
     (void)!::read(logs_->wake_fd(), &count, sizeof count);
     if (timer_fired) {
       log_timer_.fired();
-      log_timer_.arm(monotonic_now() + kLogPeriod);
+      log_timer_.arm(monotonic_now() + logs_->period());
     }
     logs_->drain();
   }

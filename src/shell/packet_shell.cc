@@ -447,6 +447,10 @@ struct ShellPlan {
 ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
                      const UserEnvironment& env) {
   ShellSpec spec = parse(argc, argv);
+  if (!spec.display_needed.empty()) {
+    const char* display = env.get("DISPLAY");
+    if (!display || !*display) throw UsageError(spec.display_needed);
+  }
   const UserIdentity user = check_privileges(info.name);
   const AdministratorConfig config = AdministratorConfig::load();
   const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));

@@ -44,6 +44,9 @@ struct ShellSpec {
   // FerryEndpoints::add_addresses. Until then the supervisor can end it at any time (SIGKILL):
   // it must hold nothing that needs cleaning up before it has its addresses.
   bool isolated = false;
+  // The ferry opens X windows (live graphs): without DISPLAY the shell fails at the start,
+  // before any set-up, with this message (which says what to do instead).
+  std::string display_needed;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

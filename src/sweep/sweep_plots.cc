@@ -29,7 +29,7 @@ enum class Axis { Rtt, Loss };
 Chart versus(const std::vector<SummaryRow>& rows, const Labels& labels, const Variant& first, Axis axis,
              const std::function<std::optional<double>(const SummaryRow&)>& value, const std::string& title,
              const std::string& y_label) {
-  Chart chart{title, axis == Axis::Rtt ? "RTT (ms)" : "loss rate (%)", y_label, false, {}, ""};
+  Chart chart{title, axis == Axis::Rtt ? "RTT (ms)" : "loss rate (%)", y_label, false, {}, "", {}, {}};
   std::vector<double> rates;
   for (const SummaryRow& r : rows)
     if (r.config.emulated && std::find(rates.begin(), rates.end(), r.config.rate_mbps) == rates.end())
@@ -92,7 +92,9 @@ std::vector<NamedChart> sweep_charts(const std::vector<SummaryRow>& rows,
                 "fraction of loads",
                 false,
                 {},
-                ""};
+                "",
+                {},
+                {}};
     size_t index = 0;
     for (const SummaryRow& row : rows) {
       if (!row.config.emulated || row.config.rate_mbps != rate) continue;

@@ -90,7 +90,7 @@ world_is_clean() { [ -z "$(world_leftovers_now)" ]; }
 world_leftovers_now() {
   {
     in_world nft list tables 2>/dev/null | grep mahimahi_ || true
-    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|record)-' || true
+    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|meter|record)-' || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
     for pid in $(ip netns pids "$WORLD" 2>/dev/null); do

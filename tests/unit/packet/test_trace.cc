@@ -228,3 +228,19 @@ TEST(Trace, once_warns_of_short_traces) {
             std::string::npos)
       << mixed;
 }
+
+TEST(Trace, opportunities_until_counts_every_period_and_a_once_trace_only_one) {
+  const Trace trace = Trace::parse("2\n5\n", "t");  // at 2 and 5 ms of each 5 ms period
+  EXPECT_EQ(trace.opportunities_until(0, false), 0u);
+  EXPECT_EQ(trace.opportunities_until(2 * kNanosPerMs - 1, false), 0u);
+  EXPECT_EQ(trace.opportunities_until(2 * kNanosPerMs, false), 1u);
+  EXPECT_EQ(trace.opportunities_until(5 * kNanosPerMs, false), 2u);
+  EXPECT_EQ(trace.opportunities_until(7 * kNanosPerMs, false), 3u);
+  EXPECT_EQ(trace.opportunities_until(10 * kNanosPerMs, false), 4u);
+  EXPECT_EQ(trace.opportunities_until(5000 * kNanosPerMs, false), 2000u);
+  EXPECT_EQ(trace.opportunities_until(100 * kNanosPerMs, true), 2u);
+  EXPECT_EQ(trace.opportunities_until(-1, false), 0u);
+  // A constant rate, a million periods on: as many as the rate says.
+  const Trace fast = Trace::constant_rate(1.2e9, "rate:1.2Gbit/s");  // one per 10 us
+  EXPECT_EQ(fast.opportunities_until(10'000 * kNanosPerMs, false), 1'000'000u);
+}
