@@ -21,9 +21,9 @@
 
 struct MeterOptions {
   bool uplink = false, downlink = false, uplink_delay = false, downlink_delay = false;
-  std::string output;             // --meter-output ("": windows)
+  std::string output;              // --meter-output ("": windows)
   double snapshot_interval_s = 0;  // --meter-snapshot-interval (0: at the end only)
-  bool stats = false;             // --meter-stats
+  bool stats = false;              // --meter-stats
 
   bool any() const { return uplink || downlink || uplink_delay || downlink_delay; }
 
@@ -56,8 +56,9 @@ struct MeterOptions {
   void finish(ShellSpec& spec, bool graphs_by_default) {
     if (!any() && (graphs_by_default || !output.empty())) uplink = downlink = true;
     if (snapshot_interval_s > 0 && output.empty())
-      throw UsageError("--meter-snapshot-interval writes the graphs to --meter-output=FILE.png (or .svg, or a "
-                       "directory): give that too");
+      throw UsageError(
+          "--meter-snapshot-interval writes the graphs to --meter-output=FILE.png (or .svg, or a "
+          "directory): give that too");
     if (any() && output.empty())
       spec.display_needed =
           "the live graphs (--meter-*) open X windows, and DISPLAY is not set; to draw them without a display, give "
@@ -124,8 +125,7 @@ class LinkEventSinks final : public FerryLogs {
 };
 
 // The graphs chosen, in the order of --meter-all: uplink, downlink, uplink delay, downlink delay.
-inline std::vector<MeterGraph> chosen_graphs(const MeterOptions& options, const LinkMeter* up,
-                                             const LinkMeter* down) {
+inline std::vector<MeterGraph> chosen_graphs(const MeterOptions& options, const LinkMeter* up, const LinkMeter* down) {
   std::vector<MeterGraph> graphs;
   if (options.uplink) graphs.push_back({up, MeterGraph::Kind::Throughput, "uplink"});
   if (options.downlink) graphs.push_back({down, MeterGraph::Kind::Throughput, "downlink"});
@@ -157,12 +157,13 @@ int run_metered_ferry_pair(const char* program, const MeterOptions& options, con
   if (options.stats && display) {
     timespec end;
     clock_gettime(CLOCK_MONOTONIC, &end);
-    const double seconds = static_cast<double>(end.tv_sec - start.tv_sec) +
-                           static_cast<double>(end.tv_nsec - start.tv_nsec) / 1e9;
+    const double seconds =
+        static_cast<double>(end.tv_sec - start.tv_sec) + static_cast<double>(end.tv_nsec - start.tv_nsec) / 1e9;
     rusage usage;
     ::getrusage(RUSAGE_SELF, &usage);
     char line[200];
-    std::snprintf(line, sizeof line, "%s: meter: %llu frames in %.1f s (%.1f per second), drawing CPU %.2f s (%.1f %%), ferry "
+    std::snprintf(line, sizeof line,
+                  "%s: meter: %llu frames in %.1f s (%.1f per second), drawing CPU %.2f s (%.1f %%), ferry "
                   "process peak RSS %ld MB\n",
                   program, static_cast<unsigned long long>(display->frames()), seconds,
                   static_cast<double>(display->frames()) / seconds, display->cpu_seconds(),

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <sys/eventfd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <iostream>
 #include <optional>
 
@@ -71,11 +73,33 @@ struct Direction {
   QueueArgs args;
 };
 
+// A word as bash would read it back, on one line (the logs' header is one line per field):
+// 'word', or $'...' with escapes for a word with control characters (a script with newlines).
 std::string shell_quote(const std::string& word) {
   if (!word.empty() &&
       word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
           std::string::npos)
     return word;
+  const bool control = std::any_of(word.begin(), word.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; });
+  if (control) {
+    std::string quoted = "$'";
+    for (char c : word) {
+      if (c == '\n') {
+        quoted += "\\n";
+      } else if (c == '\t') {
+        quoted += "\\t";
+      } else if ((c >= 0 && c < 0x20) || c == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        quoted += hex;
+      } else if (c == '\'' || c == '\\') {
+        quoted += std::string("\\") + c;
+      } else {
+        quoted += c;
+      }
+    }
+    return quoted + "'";
+  }
   std::string quoted = "'";
   for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return quoted + "'";

@@ -6,22 +6,21 @@
 #include "shell/packet_shell.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-meter", "[OPTION]... [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace whose packets cross\n"
-    "unchanged (no delay, no loss, no queue), and graphs the traffic in each direction, in\n"
-    "Mbit/s over a scrolling time axis, in an X window per direction. Put it around or inside\n"
-    "other shells to watch what crosses there: mm-delay 50 mm-meter -- iperf3 -c HOST\n"
-    "\n"
-    "Options (before COMMAND; use -- if COMMAND could be taken for one):\n"
-    "  --meter-uplink, --meter-downlink   graph only that direction (default: both)\n"
-    "  --meter-all                        both directions\n"
-    "  --meter-output=FILE.png|FILE.svg|DIR\n"
-    "        no window: draw the graphs (of the whole run) into FILE, one under the other, or one\n"
-    "        PNG per graph into DIR, when the shell ends; works without a display (SSH, CI)\n"
-    "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
-    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" +
-        std::string(kHelpAndVersionLines)};
+const ProgramInfo kInfo{"mm-meter", "[OPTION]... [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace whose packets cross\n"
+                        "unchanged (no delay, no loss, no queue), and graphs the traffic in each direction, in\n"
+                        "Mbit/s over a scrolling time axis, in an X window per direction. Put it around or inside\n"
+                        "other shells to watch what crosses there: mm-delay 50 mm-meter -- iperf3 -c HOST\n"
+                        "\n"
+                        "Options (before COMMAND; use -- if COMMAND could be taken for one):\n"
+                        "  --meter-uplink, --meter-downlink   graph only that direction (default: both)\n"
+                        "  --meter-all                        both directions\n"
+                        "  --meter-output=FILE.png|FILE.svg|DIR\n"
+                        "        no window: draw the graphs (of the whole run) into FILE, one under the other, or one\n"
+                        "        PNG per graph into DIR, when the shell ends; works without a display (SSH, CI)\n"
+                        "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
+                        "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" +
+                            std::string(kHelpAndVersionLines)};
 }
 
 int main(int argc, char** argv) {
@@ -41,7 +40,8 @@ int main(int argc, char** argv) {
       const LinkMeter* graphs[2] = {nullptr, nullptr};
       auto ring = [&](bool metered, const char* direction, int index) -> LinkEventRing* {
         if (!metered) return nullptr;
-        auto meter = std::make_unique<LinkMeter>(nullptr, false, origin, endpoints.outer_prefix + "[meter] " + direction);
+        auto meter =
+            std::make_unique<LinkMeter>(nullptr, false, origin, endpoints.outer_prefix + "[meter] " + direction);
         graphs[index] = meter.get();
         return sinks.add(nullptr, std::move(meter));
       };

@@ -147,7 +147,8 @@ Plot fit_plot(const Chart& chart, int width, int height) {
   if (chart.x_range && chart.x_range->second > chart.x_range->first) std::tie(x_min, x_max) = *chart.x_range;
   plot.x_min = x_min;
   plot.x_max = x_max;
-  const bool fixed_y = chart.y_range && chart.y_range->second > chart.y_range->first && (!chart.log_y || chart.y_range->first > 0);
+  const bool fixed_y =
+      chart.y_range && chart.y_range->second > chart.y_range->first && (!chart.log_y || chart.y_range->first > 0);
   if (fixed_y) {
     std::tie(plot.y_lo, plot.y_hi) = *chart.y_range;
   } else if (chart.log_y) {

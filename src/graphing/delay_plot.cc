@@ -82,8 +82,8 @@ Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRo
   for (size_t i = 0; i < logs.size(); i++) {
     const LinkLog& log = logs[i].log;
     const LinkSummary s = summarize(log);
-    DelaySource source{logs[i].label, log.empty(), log.departures.empty(), s.queueing_delay_p95_ms,
-                       s.signal_delay_p95_ms, {}, {}};
+    DelaySource source{
+        logs[i].label, log.empty(), log.departures.empty(), s.queueing_delay_p95_ms, s.signal_delay_p95_ms, {}, {}};
     for (size_t r = 0; r < rows[i].size(); r++)
       source.signal.emplace_back(rows[i].start_s(r), rows[i].signal_delay_ms[r]);
     for (const auto& d : log.departures) source.packets.emplace_back(d.time / 1000, d.delay);

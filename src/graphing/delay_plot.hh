@@ -33,7 +33,7 @@ DelayRows delay_rows(const LinkLog& log);
 struct DelaySource {
   std::string label;  // its name in the legend, with name_logs
   bool no_events = false, no_departures = false;
-  double queueing_delay_p95_ms, signal_delay_p95_ms;      // NaN: none
+  double queueing_delay_p95_ms, signal_delay_p95_ms;       // NaN: none
   std::vector<std::pair<double, double>> signal, packets;  // (s, ms): the signal delay; each packet's at its departure
 };
 

@@ -122,12 +122,21 @@ std::vector<double> slot_signal_delays(const MeterSeries& series) {
 }
 
 LinkMeter::LinkMeter(const Trace* trace, bool once, Nanos origin, std::string title)
-    : trace_(trace), once_(once), origin_(origin), title_(std::move(title)) {}
+    : trace_(trace), once_(once), origin_(origin), title_(std::move(title)) {
+  if (trace_ && !trace_->offsets().empty())
+    first_opportunity_ms_ = static_cast<double>(trace_->offsets().front() / kNanosPerMs);
+}
 
 double LinkMeter::bytes_until(double ms) const {
   if (!trace_) return 0;
-  const Nanos t = static_cast<Nanos>(ms * kNanosPerMs);
+  // Those in the milliseconds before ms: an opportunity at 10.5 ms is in the log's line "10".
+  const Nanos t = static_cast<Nanos>(ms * kNanosPerMs) - 1;
   return static_cast<double>(trace_->opportunities_until(t, once_)) * Trace::kOpportunityBytes;
+}
+
+void LinkMeter::begin_at(double ms) {
+  begun_ = true;
+  for (MeterSeries* s : {&live_, &whole_}) s->begin(ms);
 }
 
 void LinkMeter::add(const LinkEvent& event) {
@@ -142,6 +151,7 @@ void LinkMeter::advance(Nanos now) {
 
 void LinkMeter::add_locked(const LinkEvent& e) {
   const double t = ms(e.time);
+  if (!begun_) begin_at(std::min(t, first_opportunity_ms_));
   any_event_ = true;
   switch (e.kind) {
     case '+':
@@ -167,6 +177,8 @@ void LinkMeter::advance_locked(Nanos now) {
   const double t = ms(now);
   if (t <= now_ms_) return;
   now_ms_ = t;
+  if (!begun_ && first_opportunity_ms_ <= t) begin_at(first_opportunity_ms_);
+  if (!begun_) return;
   for (MeterSeries* s : {&live_, &whole_}) s->advance(t, [this](double at) { return bytes_until(at); });
 }
 
@@ -177,8 +189,9 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
   ThroughputBins bins;
   bins.bin_ms = bin_ms;
   if (series.size() > 0) {
-    // Bins aligned on multiples of their width, so that a scrolling chart's points keep still.
-    bins.first_ms = std::floor(series.start_ms(0) / bin_ms) * bin_ms;
+    // A whole run's bins start with it, as mm-throughput-graph's start at a log's first line;
+    // a live window's are aligned on multiples of their width, so that its points keep still.
+    bins.first_ms = scope == MeterScope::Live ? std::floor(series.start_ms(0) / bin_ms) * bin_ms : series.start_ms(0);
     bins.end_ms = std::max(series.covered_ms(), bins.first_ms + 1e-3);
     const size_t count = static_cast<size_t>(std::ceil((bins.end_ms - bins.first_ms) / bin_ms));
     for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets})
@@ -191,7 +204,8 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
       bins.egress_bytes[bin] += s.departed_bytes;
       bins.dropped_packets[bin] += s.dropped_packets;
     }
-    // In a Window the first bin may start before the first slot kept: it is left out.
+    // A live first bin that starts before the first slot (the start, or the window's oldest
+    // slot once it scrolls) holds only part of its time: it is left out.
     if (scope == MeterScope::Live && bins.first_ms < series.start_ms(0) && count > 1) {
       bins.first_ms += bin_ms;
       for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets})
@@ -200,8 +214,13 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
   }
   const double seconds = std::max(now_ms_, 1.0) / 1000;
   const double capacity_mbps = bytes_until(now_ms_) * 8 / seconds / 1e6;
-  ThroughputSource source{title_,          !any_event_ && !trace_, trace_ != nullptr, capacity_mbps,
-                          arrived_bytes_ * 8 / seconds / 1e6, departed_bytes_ * 8 / seconds / 1e6, std::move(bins)};
+  ThroughputSource source{title_,
+                          !any_event_ && !trace_,
+                          trace_ != nullptr,
+                          capacity_mbps,
+                          arrived_bytes_ * 8 / seconds / 1e6,
+                          departed_bytes_ * 8 / seconds / 1e6,
+                          std::move(bins)};
   Chart chart = ::throughput_chart(std::vector<ThroughputSource>{std::move(source)},
                                    title_ + " (" + ms_text(bin_ms) + " ms bins)", false);
   if (scope == MeterScope::Live) {

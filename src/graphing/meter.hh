@@ -65,7 +65,13 @@ class MeterSeries {
     at(ms);  // the slots up to now exist, even empty
   }
 
+  // Where the first slot starts (the first event's millisecond, as a log's bins start at its
+  // first line); only before any slot exists.
+  void begin(double ms) {
+    if (count_ == 0) first_ms_ = covered_ms_ = ms;
+  }
   size_t size() const { return count_; }
+  bool full() const { return count_ == slots_.size(); }
   const MeterSlot& slot(size_t i) const { return slots_[(head_ + i) % slots_.size()]; }
   double slot_ms() const { return slot_ms_; }
   double start_ms(size_t i) const { return first_ms_ + static_cast<double>(i) * slot_ms_; }
@@ -74,7 +80,7 @@ class MeterSeries {
  private:
   MeterSlot* at(double ms);  // the slot holding ms, made if need be; nullptr before the first
   double slot_start(double ms) const { return first_ms_ + std::floor((ms - first_ms_) / slot_ms_) * slot_ms_; }
-  void compact();            // WholeRun: pairs of slots become one of twice the width
+  void compact();  // WholeRun: pairs of slots become one of twice the width
 
   Mode mode_;
   double slot_ms_;
@@ -123,8 +129,11 @@ class LinkMeter {
  private:
   void add_locked(const LinkEvent& event);
   void advance_locked(Nanos now);
-  double ms(Nanos t) const { return static_cast<double>(t - origin_) / kNanosPerMs; }
+  // Whole milliseconds since the start, as the log writes times: a meter's slots and the log's
+  // bins of the same run hold the same events.
+  double ms(Nanos t) const { return static_cast<double>((t - origin_) / kNanosPerMs); }
   double bytes_until(double ms) const;
+  void begin_at(double ms);
 
   const Trace* trace_;
   bool once_;
@@ -137,6 +146,8 @@ class LinkMeter {
   // Running totals, for the legend's means and 95th percentile.
   double arrived_bytes_ = 0, departed_bytes_ = 0, now_ms_ = 0;
   bool any_event_ = false;
+  bool begun_ = false;  // the series start at the first event or opportunity
+  double first_opportunity_ms_ = INFINITY;
   uint64_t departures_ = 0;
   std::array<uint64_t, kDelayClasses> delay_counts_{};
 };

@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include <xcb/xcb.h>
@@ -32,6 +34,16 @@ xcb_atom_t intern(xcb_connection_t* c, const char* name) {
   const xcb_atom_t atom = reply ? reply->atom : static_cast<xcb_atom_t>(XCB_ATOM_NONE);
   std::free(reply);
   return atom;
+}
+
+// The drawing threads run at the ordinary priority (nice 0, or the caller's if lower), not at
+// the ferry's raised one: a frame can wait, a packet cannot. Lowering one's own priority needs
+// no right.
+void leave_the_ferrys_priority() {
+  const pid_t thread = static_cast<pid_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, static_cast<id_t>(thread));
+  if (errno == 0 && current < 0) ::setpriority(PRIO_PROCESS, static_cast<id_t>(thread), 0);
 }
 
 // The y range a live chart's points call for: from 0 to a little over the highest (linear), or
@@ -151,6 +163,7 @@ MeterDisplay::~MeterDisplay() {
 }
 
 void MeterDisplay::run() {
+  leave_the_ferrys_priority();
   Windows& w = *windows_;
   xcb_connection_t* c = w.connection;
   const int timer = ::timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
@@ -284,6 +297,7 @@ void MeterFiles::write_final() {
 }
 
 void MeterFiles::snapshots() {
+  leave_the_ferrys_priority();
   std::unique_lock lock(mutex_);
   const auto period = std::chrono::duration<double>(interval_s_);
   while (!wake_.wait_for(lock, period, [this] { return stopping_; })) {

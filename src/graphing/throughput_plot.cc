@@ -95,7 +95,13 @@ Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::
         egress.points.emplace_back(x, b.mbps(k, b.egress_bytes[k]));
       }
     }
-    if (source.has_capacity) chart.series.push_back(std::move(capacity));
+    if (!source.has_capacity) {
+      // A pass-through (mm-meter): what arrives leaves at once, so one line is the traffic.
+      ingress.label = series_label(source, name_logs, "Traffic", source.ingress_mbps);
+      chart.series.push_back(std::move(ingress));
+      continue;
+    }
+    chart.series.push_back(std::move(capacity));
     chart.series.push_back(std::move(ingress));
     chart.series.push_back(std::move(egress));
   }

@@ -44,6 +44,7 @@ world_create() {
 world_resolves() { in_world getent hosts "$1" >/dev/null 2>&1; }  # NAME
 
 world_destroy() {
+  xvfb_stop
   [ -z "${WORLD_BUILD:-}" ] || { rm -rf "$WORLD_BUILD"; WORLD_BUILD=; }
   [ -n "${WORLD:-}" ] || return 0
   origins_destroy
@@ -174,6 +175,38 @@ iperf_server() {  # PORT
 
 # The receiver's goodput (Mbit/s, 3 decimals) in iperf3 -f k output on standard input.
 iperf_receiver_mbits() { awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Kbits/sec") printf "%.3f\n", $i / 1000 }'; }
+
+# ----- An X server for the live graphs (tests/integration/meter.sh, bench/meter)
+
+# Starts Xvfb (a virtual X server) on a free display, accepting only clients with the X cookie
+# in $XAUTH_FILE, which is readable by XVFB_USER (if set) and root only; sets DISPLAY_NUMBER and
+# XVFB_PID. xvfb_stop ends it.
+xvfb_start() {
+  local n cookie
+  for n in $(seq 70 99); do [ -e "/tmp/.X$n-lock" ] || [ -e "/tmp/.X11-unix/X$n" ] || break; done
+  DISPLAY_NUMBER=$n
+  XAUTH_FILE=$WORLD_TMP/xauth-$n
+  cookie=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+  rm -f "$XAUTH_FILE"
+  touch "$XAUTH_FILE"
+  chmod 600 "$XAUTH_FILE"
+  xauth -q -f "$XAUTH_FILE" add ":$n" MIT-MAGIC-COOKIE-1 "$cookie" || return 1
+  [ -z "${XVFB_USER:-}" ] || chown "$XVFB_USER" "$XAUTH_FILE"
+  Xvfb ":$n" -auth "$XAUTH_FILE" -nolisten tcp -screen 0 1920x1080x24 >"$WORLD_TMP/xvfb-$n.log" 2>&1 &
+  XVFB_PID=$!
+  wait_until 10 env DISPLAY=":$n" XAUTHORITY="$XAUTH_FILE" xwininfo -root >/dev/null 2>&1 && return 0
+  echo "Xvfb :$n did not start: $(cat "$WORLD_TMP/xvfb-$n.log")" >&2
+  xvfb_stop
+  return 1
+}
+
+xvfb_stop() {
+  [ -n "${XVFB_PID:-}" ] || return 0
+  kill "$XVFB_PID" 2>/dev/null
+  wait "$XVFB_PID" 2>/dev/null
+  XVFB_PID=
+  rm -f "$XAUTH_FILE"
+}
 
 # ----- Set-up of the benchmarks and the demo
 
