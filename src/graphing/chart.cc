@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <set>
 #include <tuple>
 
 #include "util/exception.hh"
@@ -194,17 +193,68 @@ void draw_grid(cairo_t* cr, Painter& painter, const Plot& plot) {
 }
 
 void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
-  std::set<std::pair<int, int>> drawn;  // one dot per pixel keeps big logs' SVGs small
+  // Each point is a 2x2 square on whole pixels (as round as a dot can be at this size), marked
+  // in a bitmap of the plot area; the marked pixels are then filled as one rectangle per run
+  // in each column, in one fill. A live delay chart has tens of thousands of points 30 times a
+  // second; this draws them in a few thousand rectangles, and keeps big logs' SVGs small.
+  const int left = static_cast<int>(Plot::left), top = static_cast<int>(Plot::top);
+  const int width = static_cast<int>(plot.pw) + 2, height = static_cast<int>(plot.ph) + 2;
+  std::vector<bool> marked(static_cast<size_t>(width) * static_cast<size_t>(height));
+  auto cell = [&](int x, int y) {
+    return static_cast<size_t>(x) * static_cast<size_t>(height) + static_cast<size_t>(y);
+  };
   for (auto [x, y] : s.points) {
     if (std::isnan(y)) continue;
-    const int ix = static_cast<int>(plot.px(x)), iy = static_cast<int>(plot.py(y));
-    if (!drawn.insert({ix, iy}).second) continue;
-    cairo_arc(cr, ix + 0.5, iy + 0.5, 1.2, 0, 2 * M_PI);
-    cairo_fill(cr);
+    const int cx = static_cast<int>(plot.px(x)) - left, cy = static_cast<int>(plot.py(y)) - top;
+    for (int dx = 0; dx < 2; dx++) {
+      for (int dy = 0; dy < 2; dy++) {
+        if (cx + dx >= 0 && cy + dy >= 0 && cx + dx < width && cy + dy < height) marked[cell(cx + dx, cy + dy)] = true;
+      }
+    }
   }
+  for (int x = 0; x < width; x++) {
+    for (int y = 0; y < height;) {
+      if (!marked[cell(x, y)]) {
+        y++;
+        continue;
+      }
+      const int start = y;
+      while (y < height && marked[cell(x, y)]) y++;
+      cairo_rectangle(cr, left + x, top + start, 1, y - start);
+    }
+  }
+  cairo_fill(cr);
 }
 
 constexpr double kDash[] = {6, 4};
+
+// Boxes, one per pixel column from the line through the points (NaN values skipped) down to
+// the x axis: the area under the line, to the pixel.
+void fill_columns_under(cairo_t* cr, const Plot& plot, const Series& s) {
+  const int first = static_cast<int>(Plot::left), columns = static_cast<int>(plot.pw);
+  std::vector<double> top(static_cast<size_t>(columns), INFINITY);  // the least pixel y per column
+  auto reach = [&](double px, double py) {
+    const int c = static_cast<int>(std::floor(px)) - first;
+    if (c >= 0 && c < columns) top[static_cast<size_t>(c)] = std::min(top[static_cast<size_t>(c)], py);
+  };
+  bool have_previous = false;
+  double x0 = 0, y0 = 0;
+  for (auto [x, y] : s.points) {
+    if (std::isnan(y)) continue;
+    const double x1 = plot.px(x), y1 = plot.py(y);
+    reach(x1, y1);
+    if (have_previous) {
+      for (double c = std::ceil(x0 - 0.5) + 0.5; c < x1; c += 1) reach(c, y0 + (y1 - y0) * (c - x0) / (x1 - x0));
+    }
+    have_previous = true;
+    x0 = x1, y0 = y1;
+  }
+  const double bottom = Plot::top + plot.ph;
+  for (int c = 0; c < columns; c++) {
+    const double t = top[static_cast<size_t>(c)];
+    if (std::isfinite(t) && t < bottom) cairo_rectangle(cr, first + c, std::round(t), 1, bottom - std::round(t));
+  }
+}
 
 // A line through the points (NaN values skipped); for an area, filled down to the x axis too.
 void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
@@ -222,7 +272,18 @@ void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
     last_x = x;
   }
   if (!started) return;
-  if (s.style == Series::Style::Area) {
+  if (s.style == Series::Style::Area && s.points.size() >= plot.pw / 4) {
+    // Dense (a live delay chart's signal delay: a point per 20 ms): filled as one box per pixel
+    // column up to the line, which cairo draws many times faster than the jagged polygon.
+    cairo_path_t* outline = cairo_copy_path(cr);
+    cairo_new_path(cr);
+    fill_columns_under(cr, plot, s);
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
+    cairo_fill(cr);
+    cairo_append_path(cr, outline);
+    cairo_path_destroy(outline);
+    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
+  } else if (s.style == Series::Style::Area) {
     cairo_path_t* outline = cairo_copy_path(cr);
     cairo_line_to(cr, plot.px(last_x), Plot::top + plot.ph);
     cairo_line_to(cr, plot.px(first_x), Plot::top + plot.ph);

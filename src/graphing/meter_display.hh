@@ -1,6 +1,6 @@
 #pragma once
 // Where a shell's live meters are drawn: X windows (xcb, cairo, pango), one per graph, redrawn
-// 30 times a second by a thread of their own; and image files (--meter-output), written by
+// 32 times a second by a thread of their own; and image files (--meter-output), written by
 // another thread every few seconds (--meter-snapshot-interval) and when the shell ends. Both
 // run in the ferry process, with the user's rights only: the X connection is the user's, made
 // with the user's DISPLAY and XAUTHORITY, and the files are written as the user.
@@ -33,7 +33,8 @@ struct MeterGraph {
 // the thread. Closing a window (or its connection failing) stops only the drawing.
 class MeterDisplay {
  public:
-  static constexpr double kFramesPerSecond = 30;
+  // A little over 30, so that a frame drawn late now and then still leaves 30 a second.
+  static constexpr double kFramesPerSecond = 32;
 
   MeterDisplay(std::vector<MeterGraph> graphs, const std::string& program);
   ~MeterDisplay();
@@ -47,6 +48,7 @@ class MeterDisplay {
  private:
   struct Windows;
   void run();
+  bool draw(size_t window);  // one window's next frame; false if skipped
 
   std::unique_ptr<Windows> windows_;
   std::string program_;

@@ -69,7 +69,7 @@ meter_link_windows() {
   [ -z "$(window_titles)" ] || fail "windows left after the shell: $(window_titles)"
 }
 
-test_meter_closing_a_window_leaves_the_shell_and_the_others() {
+test_meter_closing_a_window_leaves_the_shell_and_the_others_and_windows_resize() {
   with_xvfb meter_close_one
 }
 meter_close_one() {
@@ -80,11 +80,21 @@ meter_close_one() {
     "count() { $XPROBE windows | wc -l; }; i=0; until [ \$(count) = 4 ] || [ \$i = 200 ]; do sleep 0.05; i=\$((i+1)); done
      $XPROBE close \$($XPROBE windows | awk -F'\t' '\$2 == \"$up\" { print \$1 }') || exit 3
      i=0; until [ \$(count) = 3 ] || [ \$i = 200 ]; do sleep 0.05; i=\$((i+1)); done
-     $XPROBE windows | cut -f2 | sort > $dir/after; ping -c 3 -i 0.2 -q \$MAHIMAHI_BASE > $dir/ping; exit 7" || rc=$?
+     $XPROBE windows | cut -f2 | sort > $dir/after; ping -c 3 -i 0.2 -q \$MAHIMAHI_BASE > $dir/ping
+     w=\$($XPROBE windows | awk -F'\t' '\$2 ~ / downlink\$/ { print \$1 }')
+     $XPROBE grab \$w $dir/before.png && $XPROBE frame $dir/before.png > $dir/frame-before
+     $XPROBE resize \$w 640 400 || exit 4
+     i=0; until $XPROBE grab \$w $dir/after.png && [ \$($XPROBE frame $dir/after.png) = 616 ] || [ \$i = 200 ]; do
+       sleep 0.05; i=\$((i+1)); done
+     $XPROBE frame $dir/after.png > $dir/frame-after; exit 7" || rc=$?
   [ "$rc" = 7 ] || fail "the shell exited $rc, not with its command's 7" || return 1
   echo "  after closing \"$up\": $(tr '\n' ';' < "$dir/after")"
   [ "$(wc -l < "$dir/after")" = 3 ] && ! grep -qxF "$up" "$dir/after" || fail "windows after the close: $(cat "$dir/after")" || return 1
-  grep -q ' 0% packet loss' "$dir/ping" || fail "the link stopped after the close: $(cat "$dir/ping")"
+  grep -q ' 0% packet loss' "$dir/ping" || fail "the link stopped after the close: $(cat "$dir/ping")" || return 1
+  # Resized from 900x480 to 640x400, the chart is drawn anew to the window's width: the plot's
+  # right edge moves from 876 to 616 (24 pixels of margin).
+  echo "  plot frame's right edge: $(cat "$dir/frame-before") at 900 px wide, $(cat "$dir/frame-after") at 640"
+  [ "$(cat "$dir/frame-before")" = 876 ] && [ "$(cat "$dir/frame-after")" = 616 ] || fail "the chart did not follow the resize"
 }
 
 test_meter_nested_shells_have_their_own_windows() {

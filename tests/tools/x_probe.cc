@@ -3,6 +3,9 @@
 //   x-probe windows                       "ID<TAB>TITLE" for each top-level window with a name
 //   x-probe close ID                      sends WM_DELETE_WINDOW, as a window manager's close button
 //   x-probe grab ID FILE.png              the window's pixels as a PNG
+//   x-probe resize ID WIDTH HEIGHT        resizes the window, as a user dragging its corner
+//   x-probe frame FILE.png                the x of the plot frame's right edge (the rightmost
+//                                         column with 100 frame-grey pixels in a row)
 //   x-probe pixels FILE.png NAME=RRGGBB...
 //       for each colour (within 24 per channel), in the plot area of a chart (one chart per
 //       image, as a window or a --meter-output directory holds): "NAME count min_y median_y max_x"
@@ -18,7 +21,9 @@
 
 namespace {
 int usage() {
-  std::fprintf(stderr, "usage: x-probe windows | close ID | grab ID FILE.png | pixels FILE.png NAME=RRGGBB...\n");
+  std::fprintf(stderr,
+               "usage: x-probe windows | close ID | grab ID FILE.png | resize ID WIDTH HEIGHT | frame FILE.png |\n"
+               "       pixels FILE.png NAME=RRGGBB...\n");
   return 2;
 }
 
@@ -108,6 +113,45 @@ int grab(xcb_window_t id, const char* file) {
   return status == CAIRO_STATUS_SUCCESS ? 0 : 1;
 }
 
+int resize(xcb_window_t id, uint32_t width, uint32_t height) {
+  xcb_connection_t* c = connect_or_die();
+  const uint32_t size[] = {width, height};
+  xcb_generic_error_t* error = xcb_request_check(
+      c, xcb_configure_window_checked(c, id, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, size));
+  xcb_disconnect(c);
+  if (error) {
+    std::fprintf(stderr, "x-probe: cannot resize 0x%x\n", id);
+    std::free(error);
+    return 1;
+  }
+  return 0;
+}
+
+int frame(const char* file) {
+  cairo_surface_t* s = cairo_image_surface_create_from_png(file);
+  if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
+    std::fprintf(stderr, "x-probe: cannot read %s\n", file);
+    return 1;
+  }
+  const int width = cairo_image_surface_get_width(s), height = cairo_image_surface_get_height(s);
+  const int stride = cairo_image_surface_get_stride(s);
+  const uint8_t* data = cairo_image_surface_get_data(s);
+  int right = -1;
+  for (int x = 0; x < width; x++) {
+    int run = 0, longest = 0;
+    for (int y = 0; y < height; y++) {
+      const uint32_t p = *reinterpret_cast<const uint32_t*>(data + y * stride + x * 4);
+      const int r = (p >> 16) & 255, g = (p >> 8) & 255, b = p & 255;
+      run = (std::abs(r - 51) <= 24 && std::abs(g - 51) <= 24 && std::abs(b - 51) <= 24) ? run + 1 : 0;
+      longest = std::max(longest, run);
+    }
+    if (longest >= 100) right = x;
+  }
+  std::printf("%d\n", right);
+  cairo_surface_destroy(s);
+  return 0;
+}
+
 int pixels(const char* file, int count, char** colours) {
   cairo_surface_t* s = cairo_image_surface_create_from_png(file);
   if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
@@ -152,5 +196,10 @@ int main(int argc, char** argv) {
   if (what == "close" && argc == 3) return close_window(static_cast<xcb_window_t>(std::strtoul(argv[2], nullptr, 0)));
   if (what == "grab" && argc == 4) return grab(static_cast<xcb_window_t>(std::strtoul(argv[2], nullptr, 0)), argv[3]);
   if (what == "pixels" && argc >= 4) return pixels(argv[2], argc - 3, argv + 3);
+  if (what == "resize" && argc == 5)
+    return resize(static_cast<xcb_window_t>(std::strtoul(argv[2], nullptr, 0)),
+                  static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 0)),
+                  static_cast<uint32_t>(std::strtoul(argv[4], nullptr, 0)));
+  if (what == "frame" && argc == 3) return frame(argv[2]);
   return usage();
 }
