@@ -5,7 +5,7 @@
 //   x-probe grab ID FILE.png              the window's pixels as a PNG
 //   x-probe resize ID WIDTH HEIGHT        resizes the window, as a user dragging its corner
 //   x-probe frame FILE.png                the x of the plot frame's right edge (the rightmost
-//                                         column with 100 frame-grey pixels in a row)
+//                                         column with 100 pixels of dark grey in a row)
 //   x-probe pixels FILE.png NAME=RRGGBB...
 //       for each colour (within 24 per channel), in the plot area of a chart (one chart per
 //       image, as a window or a --meter-output directory holds): "NAME count min_y median_y max_x"
@@ -142,7 +142,8 @@ int frame(const char* file) {
     for (int y = 0; y < height; y++) {
       const uint32_t p = *reinterpret_cast<const uint32_t*>(data + y * stride + x * 4);
       const int r = (p >> 16) & 255, g = (p >> 8) & 255, b = p & 255;
-      run = (std::abs(r - 51) <= 24 && std::abs(g - 51) <= 24 && std::abs(b - 51) <= 24) ? run + 1 : 0;
+      // The frame's grey, antialiased over two columns: grey darker than the grid lines.
+      run = (std::abs(r - g) <= 3 && std::abs(g - b) <= 3 && r < 200) ? run + 1 : 0;
       longest = std::max(longest, run);
     }
     if (longest >= 100) right = x;
