@@ -228,11 +228,11 @@ void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
 
 constexpr double kDash[] = {6, 4};
 
-// Boxes, one per pixel column from the line through the points (NaN values skipped) down to
-// the x axis: the area under the line, to the pixel.
-void fill_columns_under(cairo_t* cr, const Plot& plot, const Series& s) {
+// The highest pixel (least y) of the line through the points (NaN values skipped) in each
+// pixel column of the plot; INFINITY where the line does not pass.
+std::vector<double> column_tops(const Plot& plot, const Series& s) {
   const int first = static_cast<int>(Plot::left), columns = static_cast<int>(plot.pw);
-  std::vector<double> top(static_cast<size_t>(columns), INFINITY);  // the least pixel y per column
+  std::vector<double> top(static_cast<size_t>(columns), INFINITY);
   auto reach = [&](double px, double py) {
     const int c = static_cast<int>(std::floor(px)) - first;
     if (c >= 0 && c < columns) top[static_cast<size_t>(c)] = std::min(top[static_cast<size_t>(c)], py);
@@ -249,11 +249,31 @@ void fill_columns_under(cairo_t* cr, const Plot& plot, const Series& s) {
     have_previous = true;
     x0 = x1, y0 = y1;
   }
+  return top;
+}
+
+// A dense area (a live delay chart's signal delay: a point per 20 ms) as boxes on whole
+// pixels, which cairo draws many times faster than the jagged polygon and its outline: per
+// pixel column, the fill from the line down to the x axis, and the line itself as the step
+// from the column before.
+void draw_dense_area(cairo_t* cr, const Plot& plot, const Series& s) {
+  const std::vector<double> top = column_tops(plot, s);
   const double bottom = Plot::top + plot.ph;
-  for (int c = 0; c < columns; c++) {
-    const double t = top[static_cast<size_t>(c)];
-    if (std::isfinite(t) && t < bottom) cairo_rectangle(cr, first + c, std::round(t), 1, bottom - std::round(t));
+  const int first = static_cast<int>(Plot::left);
+  for (size_t c = 0; c < top.size(); c++) {
+    const double t = std::round(top[c]);
+    if (std::isfinite(t) && t < bottom) cairo_rectangle(cr, first + static_cast<int>(c), t, 1, bottom - t);
   }
+  cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
+  cairo_fill(cr);
+  for (size_t c = 0; c < top.size(); c++) {
+    if (!std::isfinite(top[c])) continue;
+    const double here = std::round(top[c]);
+    const double before = c > 0 && std::isfinite(top[c - 1]) ? std::round(top[c - 1]) : here;
+    cairo_rectangle(cr, first + static_cast<int>(c), std::min(here, before), 1, std::abs(here - before) + 1);
+  }
+  cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
+  cairo_fill(cr);
 }
 
 // A line through the points (NaN values skipped); for an area, filled down to the x axis too.
@@ -273,17 +293,11 @@ void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
   }
   if (!started) return;
   if (s.style == Series::Style::Area && s.points.size() >= plot.pw / 4) {
-    // Dense (a live delay chart's signal delay: a point per 20 ms): filled as one box per pixel
-    // column up to the line, which cairo draws many times faster than the jagged polygon.
-    cairo_path_t* outline = cairo_copy_path(cr);
     cairo_new_path(cr);
-    fill_columns_under(cr, plot, s);
-    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.25);
-    cairo_fill(cr);
-    cairo_append_path(cr, outline);
-    cairo_path_destroy(outline);
-    cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 0.8);
-  } else if (s.style == Series::Style::Area) {
+    draw_dense_area(cr, plot, s);
+    return;
+  }
+  if (s.style == Series::Style::Area) {
     cairo_path_t* outline = cairo_copy_path(cr);
     cairo_line_to(cr, plot.px(last_x), Plot::top + plot.ph);
     cairo_line_to(cr, plot.px(first_x), Plot::top + plot.ph);

@@ -127,21 +127,39 @@ int resize(xcb_window_t id, uint32_t width, uint32_t height) {
   return 0;
 }
 
-int frame(const char* file) {
-  cairo_surface_t* s = cairo_image_surface_create_from_png(file);
-  if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
-    std::fprintf(stderr, "x-probe: cannot read %s\n", file);
-    return 1;
+// A PNG's pixels (exits with a message if it cannot be read).
+class Png {
+ public:
+  explicit Png(const char* file) : surface_(cairo_image_surface_create_from_png(file)) {
+    if (cairo_surface_status(surface_) != CAIRO_STATUS_SUCCESS) {
+      std::fprintf(stderr, "x-probe: cannot read %s\n", file);
+      std::exit(1);
+    }
+    width = cairo_image_surface_get_width(surface_);
+    height = cairo_image_surface_get_height(surface_);
   }
-  const int width = cairo_image_surface_get_width(s), height = cairo_image_surface_get_height(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  const uint8_t* data = cairo_image_surface_get_data(s);
+  ~Png() { cairo_surface_destroy(surface_); }
+  // Red, green and blue of the pixel at (x, y).
+  void rgb(int x, int y, int& r, int& g, int& b) const {
+    const uint8_t* data = cairo_image_surface_get_data(surface_);
+    const uint32_t p =
+        *reinterpret_cast<const uint32_t*>(data + y * cairo_image_surface_get_stride(surface_) + x * 4);
+    r = (p >> 16) & 255, g = (p >> 8) & 255, b = p & 255;
+  }
+  int width, height;
+
+ private:
+  cairo_surface_t* surface_;
+};
+
+int frame(const char* file) {
+  const Png png(file);
   int right = -1;
-  for (int x = 0; x < width; x++) {
+  for (int x = 0; x < png.width; x++) {
     int run = 0, longest = 0;
-    for (int y = 0; y < height; y++) {
-      const uint32_t p = *reinterpret_cast<const uint32_t*>(data + y * stride + x * 4);
-      const int r = (p >> 16) & 255, g = (p >> 8) & 255, b = p & 255;
+    for (int y = 0; y < png.height; y++) {
+      int r, g, b;
+      png.rgb(x, y, r, g, b);
       // The frame's grey, antialiased over two columns: grey darker than the grid lines.
       run = (std::abs(r - g) <= 3 && std::abs(g - b) <= 3 && r < 200) ? run + 1 : 0;
       longest = std::max(longest, run);
@@ -149,19 +167,12 @@ int frame(const char* file) {
     if (longest >= 100) right = x;
   }
   std::printf("%d\n", right);
-  cairo_surface_destroy(s);
   return 0;
 }
 
 int pixels(const char* file, int count, char** colours) {
-  cairo_surface_t* s = cairo_image_surface_create_from_png(file);
-  if (cairo_surface_status(s) != CAIRO_STATUS_SUCCESS) {
-    std::fprintf(stderr, "x-probe: cannot read %s\n", file);
-    return 1;
-  }
-  const int width = cairo_image_surface_get_width(s), height = cairo_image_surface_get_height(s);
-  const int stride = cairo_image_surface_get_stride(s);
-  const uint8_t* data = cairo_image_surface_get_data(s);
+  const Png png(file);
+  const int width = png.width, height = png.height;
   // The plot area: chart.cc's margins (left 80, right 24, top 48, bottom 58, and a row of legend).
   auto in_plot = [&](int x, int y) { return x > 80 && x < width - 24 && y > 48 && y < height - 58 - 40; };
   for (int i = 0; i < count; i++) {
@@ -173,8 +184,8 @@ int pixels(const char* file, int count, char** colours) {
     int max_x = -1;
     for (int y = 0; y < height; y++) {
       for (int x = 0; x < width; x++) {
-        const uint32_t p = *reinterpret_cast<const uint32_t*>(data + y * stride + x * 4);
-        const int pr = (p >> 16) & 255, pg = (p >> 8) & 255, pb = p & 255;
+        int pr, pg, pb;
+        png.rgb(x, y, pr, pg, pb);
         if (std::abs(pr - r) <= 24 && std::abs(pg - g) <= 24 && std::abs(pb - b) <= 24 && in_plot(x, y)) {
           ys.push_back(y);
           max_x = std::max(max_x, x);
@@ -185,7 +196,6 @@ int pixels(const char* file, int count, char** colours) {
     std::printf("%.*s %zu %d %d %d\n", static_cast<int>(eq - colours[i]), colours[i], ys.size(),
                 ys.empty() ? -1 : ys.front(), ys.empty() ? -1 : ys[ys.size() / 2], max_x);
   }
-  cairo_surface_destroy(s);
   return 0;
 }
 }  // namespace

@@ -46,6 +46,17 @@ void saturate(LinkMeter& meter, std::string& log, int ms, int delay) {
   }
   meter.advance(ms * kMs);
 }
+// A meter of a 12 Mbit/s link saturated for `ms` with 20 ms of queueing, and its log.
+struct Saturated {
+  Saturated(const char* title, int ms) : meter(&trace, false, 0, title) {
+    std::string text;
+    saturate(meter, text, ms, 20);
+    log = LinkLog::parse(text, "l.log");
+  }
+  const Trace trace = Trace::constant_rate(12e6, "rate:12Mbit/s");
+  LinkMeter meter;
+  LinkLog log;
+};
 }  // namespace
 
 TEST(Meter, delay_classes_are_exact_below_64_ms_and_within_5_percent_above) {
@@ -81,11 +92,9 @@ TEST(Meter, a_window_keeps_its_last_slots_and_a_whole_run_coarsens_keeping_every
 }
 
 TEST(Meter, capacity_comes_from_the_trace_and_the_charts_agree_with_the_graph_tools) {
-  const Trace trace = Trace::constant_rate(12e6, "rate:12Mbit/s");
-  LinkMeter meter(&trace, false, 0, "[link] downlink");
-  std::string log_text;
-  saturate(meter, log_text, 3000, 20);
-  const LinkLog log = LinkLog::parse(log_text, "d.log");
+  const Saturated run("[link] downlink", 3000);
+  const LinkMeter& meter = run.meter;
+  const LinkLog& log = run.log;
 
   const Chart whole = meter.throughput_chart(MeterScope::WholeRun);
   expect_finite(whole);
@@ -113,12 +122,9 @@ TEST(Meter, capacity_comes_from_the_trace_and_the_charts_agree_with_the_graph_to
 }
 
 TEST(Meter, the_delay_chart_shows_each_delay_and_the_signal_delay) {
-  const Trace trace = Trace::constant_rate(12e6, "rate:12Mbit/s");
-  LinkMeter meter(&trace, false, 0, "[link] uplink");
-  std::string log_text;
-  saturate(meter, log_text, 2000, 20);
-  const LinkLog log = LinkLog::parse(log_text, "u.log");
-  const LinkSummary summary = summarize(log);
+  const Saturated run("[link] uplink", 2000);
+  const LinkMeter& meter = run.meter;
+  const LinkSummary summary = summarize(run.log);
   for (MeterScope scope : {MeterScope::Live, MeterScope::WholeRun}) {
     const Chart chart = meter.delay_chart(scope);
     expect_finite(chart);
@@ -143,11 +149,8 @@ TEST(Meter, the_delay_chart_shows_each_delay_and_the_signal_delay) {
 }
 
 TEST(Meter, a_live_chart_paints_on_a_window_sized_surface) {
-  const Trace trace = Trace::constant_rate(12e6, "rate:12Mbit/s");
-  LinkMeter meter(&trace, false, 0, "[link] downlink");
-  std::string log_text;
-  saturate(meter, log_text, 6000, 20);
-  Chart chart = meter.throughput_chart(MeterScope::Live);
+  const Saturated run("[link] downlink", 6000);
+  Chart chart = run.meter.throughput_chart(MeterScope::Live);
   SmoothScale scale;
   chart.y_range = scale.next(0, 13.2, false);
   cairo_surface_t* surface = cairo_image_surface_create(CAIRO_FORMAT_RGB24, 900, 480);
