@@ -24,10 +24,6 @@ constexpr double kEntryHeight = 18, kRowGap = 4, kSampleWidth = 18, kSampleGap =
 constexpr int kLegendFontSize = 10;
 constexpr double kSampleDash[] = {4, 3};
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // Where cairo's output goes: a file descriptor, with the first write error kept for the message.
 struct Sink {
   int fd;
@@ -451,7 +447,7 @@ LegendLayout layout_legend(const std::vector<double>& label_widths, double left,
 }
 
 void check_chart_output(const std::string& output) {
-  if (!output.empty() && !ends_with(output, ".svg") && !ends_with(output, ".png")) {
+  if (!output.empty() && !output.ends_with(".svg") && !output.ends_with(".png")) {
     throw UsageError("output file " + output + " must end in .svg or .png (the type is taken from the name)");
   }
 }
@@ -476,7 +472,7 @@ void render_charts(const std::vector<Chart>& charts, const std::string& output, 
     if (!file.valid()) throw UserError("cannot write " + output + ": " + std::strerror(errno));
   }
   Sink sink{output.empty() ? 1 : file.get()};
-  const bool png = ends_with(output, ".png");
+  const bool png = output.ends_with(".png");
   std::vector<LegendLayout> legends;
   int image_height = 0;
   for (const Chart& chart : charts) {

@@ -27,10 +27,6 @@
 namespace {
 constexpr uint16_t kWidth = 900, kHeight = 480;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 xcb_atom_t intern(xcb_connection_t* c, const char* name) {
   xcb_intern_atom_reply_t* reply =
       xcb_intern_atom_reply(c, xcb_intern_atom(c, 0, static_cast<uint16_t>(std::strlen(name)), name), nullptr);
@@ -223,10 +219,13 @@ MeterDisplay::MeterDisplay(std::vector<MeterGraph> graphs, const std::string& pr
                               nullptr,
                               nullptr});
   }
-  // Shared memory, if the server has it and the screen is 24 bits deep (32 bits per pixel, as
-  // cairo's RGB24); SharedImage::make finds out whether it works for us.
+  // Shared memory, if the server has it and its pixels are cairo's RGB24 (24 bits deep in 32,
+  // red in the third byte, least significant byte first); SharedImage::make finds out whether
+  // it works for us.
   const xcb_query_extension_reply_t* shm = xcb_get_extension_data(c, &xcb_shm_id);
-  if (shm && shm->present && screen->root_depth == 24) {
+  const bool rgb24 = screen->root_depth == 24 && visual->red_mask == 0xff0000 && visual->green_mask == 0xff00 &&
+                     visual->blue_mask == 0xff && setup->image_byte_order == XCB_IMAGE_ORDER_LSB_FIRST;
+  if (shm && shm->present && rgb24) {
     windows_->shared_memory = true;
     windows_->shm_completion = static_cast<uint8_t>(shm->first_event + XCB_SHM_COMPLETION);
     windows_->gc = xcb_generate_id(c);
@@ -378,7 +377,7 @@ double MeterDisplay::cpu_seconds() const {
 void MeterFiles::check_output(const std::string& output) {
   if (output.empty()) throw UsageError("--meter-output needs a file (FILE.png, FILE.svg) or a directory");
   const std::string base = output.substr(output.find_last_of('/') + 1);
-  if (base.find('.') != std::string::npos && !ends_with(output, ".png") && !ends_with(output, ".svg"))
+  if (base.find('.') != std::string::npos && !output.ends_with(".png") && !output.ends_with(".svg"))
     throw UsageError("--meter-output=" + output +
                      ": the type is taken from the name; give FILE.png or FILE.svg, or a directory for one PNG per "
                      "graph");
@@ -387,7 +386,7 @@ void MeterFiles::check_output(const std::string& output) {
 MeterFiles::MeterFiles(std::vector<MeterGraph> graphs, std::string output, double interval_s, std::string program)
     : graphs_(std::move(graphs)),
       output_(std::move(output)),
-      directory_(!ends_with(output_, ".png") && !ends_with(output_, ".svg")),
+      directory_(!output_.ends_with(".png") && !output_.ends_with(".svg")),
       interval_s_(interval_s),
       program_(std::move(program)) {
   if (directory_) {
