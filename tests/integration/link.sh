@@ -139,7 +139,6 @@ test_link_bad_input() {
   rc_msg 2 "codel: target must be more than 0 ms" in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --uplink-queue-args=target=0 true || return 1
   rc_msg 2 "\"12Mb\" is not a rate" in_world "$BIN/mm-link" rate:12Mb "$ok" true || return 1
   rc_msg 2 "missing DOWNLINK-TRACE" in_world "$BIN/mm-link" "$ok" || return 1
-  rc_msg 2 "live graphs (--meter-*) are not available" in_world "$BIN/mm-link" "$ok" "$ok" --meter-all true || return 1
 }
 
 test_link_queue_args_without_a_queue_suggest_one() {

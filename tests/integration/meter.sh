@@ -84,7 +84,8 @@ meter_close_one() {
      w=\$($XPROBE windows | awk -F'\t' '\$2 ~ / downlink\$/ { print \$1 }')
      $XPROBE grab \$w $dir/before.png && $XPROBE frame $dir/before.png > $dir/frame-before
      $XPROBE resize \$w 640 400 || exit 4
-     i=0; until $XPROBE grab \$w $dir/after.png && [ \$($XPROBE frame $dir/after.png) -le 617 ] || [ \$i = 200 ]; do
+     i=0; until $XPROBE grab \$w $dir/after.png && f=\$($XPROBE frame $dir/after.png) && [ \$f -ge 610 ] && [ \$f -le 617 ] ||
+       [ \$i = 200 ]; do
        sleep 0.05; i=\$((i+1)); done
      $XPROBE frame $dir/after.png > $dir/frame-after; exit 7" || rc=$?
   [ "$rc" = 7 ] || fail "the shell exited $rc, not with its command's 7" || return 1
