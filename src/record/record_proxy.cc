@@ -24,6 +24,13 @@
 #include "util/text.hh"
 
 namespace {
+// What to do when a client does not finish TLS with the proxy: trust the local CA.
+const std::string kTrustHint =
+    " (does the program trust the local CA? curl: --cacert \"$(mm-ca path)\"; Chromium: mm-ca trust, or "
+    "--ignore-certificate-errors-spki-list=\"$(mm-ca spki)\")";
+}  // namespace
+
+namespace {
 
 constexpr uint64_t kListenerKey = 0;
 constexpr uint64_t kStopKey = 1;
@@ -137,7 +144,15 @@ void RecordProxy::run() {
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
       if (key == kStopKey) {
-        for (auto& [id, c] : connections_) close(*c, false);
+        for (auto& [id, c] : connections_) {
+          // A client that had our certificate and never finished the handshake (it refused the
+          // certificate, and its alert did not get through before the shell ended) failed too.
+          if (!c->dead && c->phase == Connection::Phase::ClientTls) {
+            fail(*c, "TLS with the client for " + c->where() + " did not finish before the shell ended" + kTrustHint);
+          } else {
+            close(*c, false);
+          }
+        }
         connections_.clear();
         if (options_.verbose) {
           timespec cpu;
@@ -362,9 +377,7 @@ bool RecordProxy::client_handshake(Connection& c) {
   if (state == TlsStream::Handshake::Blocked) return false;
   const std::string why = c.client.peer_closed() ? "the client closed the connection" : c.client.error();
   if (c.phase == Phase::ClientTls) {
-    fail(c, "TLS with the client for " + c.where() + " failed: " + why +
-                " (does the program trust the local CA? curl: --cacert \"$(mm-ca path)\"; Chromium: mm-ca "
-                "trust, or --ignore-certificate-errors-spki-list=\"$(mm-ca spki)\")");
+    fail(c, "TLS with the client for " + c.where() + " failed: " + why + kTrustHint);
   } else {
     fail(c, "TLS with the client for " + c.where() + " failed: " + why);
   }
