@@ -43,7 +43,6 @@ void MeterSlot::merge(const MeterSlot& other) {
   capacity_bytes += other.capacity_bytes;
   arrived_bytes += other.arrived_bytes;
   departed_bytes += other.departed_bytes;
-  departed_packets += other.departed_packets;
   dropped_packets += other.dropped_packets;
   earliest_departure_ms = std::min(earliest_departure_ms, other.earliest_departure_ms);
   delays |= other.delays;
@@ -98,7 +97,6 @@ void MeterSeries::arrival(double ms, double bytes) {
 void MeterSeries::departure(double ms, double bytes, double arrival_ms, double delay_ms) {
   if (MeterSlot* s = at(ms)) {
     s->departed_bytes += bytes;
-    s->departed_packets += 1;
     s->delays.set(delay_class(delay_ms));
   }
   if (arrival_ms >= first_ms_ && arrival_ms < start_ms(count_)) {

@@ -29,7 +29,7 @@ double delay_class_value(size_t delay_class);  // the delay a class is drawn at
 
 // One slot of time: what the link offered and carried in it.
 struct MeterSlot {
-  double capacity_bytes = 0, arrived_bytes = 0, departed_bytes = 0, departed_packets = 0, dropped_packets = 0;
+  double capacity_bytes = 0, arrived_bytes = 0, departed_bytes = 0, dropped_packets = 0;
   double earliest_departure_ms = INFINITY;  // of the packets that arrived in this slot
   std::bitset<kDelayClasses> delays;        // the classes of the delays of the packets that left in it
   void merge(const MeterSlot& other);

@@ -63,6 +63,16 @@ int windows() {
   return 0;
 }
 
+// Waits for a checked request's answer and disconnects: 0, or 1 with "x-probe: cannot WHAT".
+int finish_checked(xcb_connection_t* c, xcb_void_cookie_t cookie, const char* what, xcb_window_t id) {
+  xcb_generic_error_t* error = xcb_request_check(c, cookie);
+  xcb_disconnect(c);
+  if (!error) return 0;
+  std::fprintf(stderr, "x-probe: cannot %s 0x%x\n", what, id);
+  std::free(error);
+  return 1;
+}
+
 int close_window(xcb_window_t id) {
   xcb_connection_t* c = connect_or_die();
   xcb_client_message_event_t event{};
@@ -72,16 +82,9 @@ int close_window(xcb_window_t id) {
   event.type = atom(c, "WM_PROTOCOLS");
   event.data.data32[0] = atom(c, "WM_DELETE_WINDOW");
   event.data.data32[1] = XCB_CURRENT_TIME;
-  xcb_void_cookie_t cookie =
-      xcb_send_event_checked(c, 0, id, XCB_EVENT_MASK_NO_EVENT, reinterpret_cast<const char*>(&event));
-  xcb_generic_error_t* error = xcb_request_check(c, cookie);
-  xcb_disconnect(c);
-  if (error) {
-    std::fprintf(stderr, "x-probe: no window 0x%x\n", id);
-    std::free(error);
-    return 1;
-  }
-  return 0;
+  return finish_checked(
+      c, xcb_send_event_checked(c, 0, id, XCB_EVENT_MASK_NO_EVENT, reinterpret_cast<const char*>(&event)), "close",
+      id);
 }
 
 int grab(xcb_window_t id, const char* file) {
@@ -116,15 +119,8 @@ int grab(xcb_window_t id, const char* file) {
 int resize(xcb_window_t id, uint32_t width, uint32_t height) {
   xcb_connection_t* c = connect_or_die();
   const uint32_t size[] = {width, height};
-  xcb_generic_error_t* error = xcb_request_check(
-      c, xcb_configure_window_checked(c, id, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, size));
-  xcb_disconnect(c);
-  if (error) {
-    std::fprintf(stderr, "x-probe: cannot resize 0x%x\n", id);
-    std::free(error);
-    return 1;
-  }
-  return 0;
+  return finish_checked(
+      c, xcb_configure_window_checked(c, id, XCB_CONFIG_WINDOW_WIDTH | XCB_CONFIG_WINDOW_HEIGHT, size), "resize", id);
 }
 
 // A PNG's pixels (exits with a message if it cannot be read).
