@@ -64,7 +64,8 @@ test_onoff_drops_some_and_passes_some() {
 test_nested_six_deep_mixing_kinds() {
   out=$(in_world "$BIN/mm-delay" 2 "$BIN/mm-loss" uplink 0 "$BIN/mm-delay" 3 "$BIN/mm-intermittent" downlink 1000 1 \
         "$BIN/mm-onoff" uplink 1000 0.001 --seed 1 "$BIN/mm-delay" 5 -- \
-        sh -c 'echo "base=$MAHIMAHI_BASE"; echo "prefix=$MAHIMAHI_SHELL_PREFIX"; ping -n -c 5 -i 0.1 -q '"$SERVER_IP")
+        sh -c 'echo "base=$MAHIMAHI_BASE"; echo "prefix=$MAHIMAHI_SHELL_PREFIX"
+               ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null; ping -n -c 5 -i 0.1 -q '"$SERVER_IP")
   echo "$out" | sed 's/^/  /'
   echo "$out" | grep -qx 'base=100.64.0.1' || fail "MAHIMAHI_BASE is not the outermost shell's address" || return 1
   echo "$out" | grep -qF 'prefix=[delay 2 ms] [loss up=0] [delay 3 ms] [intermittent (down) on=1000s off=1s] [onoff (up) on=1000s off=0.001s] [delay 5 ms] ' ||
@@ -72,7 +73,9 @@ test_nested_six_deep_mixing_kinds() {
   set -- $(echo "$out" | ping_stats)
   [ "$1" = 5 ] || fail "received $1 of 5" || return 1
   # 10 ms each way; each ping crosses twelve ferry threads: the fastest reply within 1.5 ms of
-  # 20, the average (with scheduling delay at every hop) within 3 ms.
+  # 20, the average (with scheduling delay at every hop) within 3 ms. One ping first, unmeasured:
+  # a flow's first packet may wait for the world's neighbour resolution (a run saw 50 ms), which
+  # is not the shells' doing and made the average of five a matter of luck.
   check_range "min RTT (ms)" "$2" 20.0 21.5 && check_range "avg RTT (ms)" "$3" 20.0 23.0
 }
 
