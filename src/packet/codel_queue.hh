@@ -10,7 +10,9 @@ class CoDelQueue final : public FifoDiscipline {
         target_ms_(target_ms),
         interval_ms_(interval_ms),
         codel_(ms_to_nanos(target_ms), ms_to_nanos(interval_ms)) {}
-  void enqueue(Nanos now, uint32_t length, DropCount& drops) override { admit_within(limits_, now, length, drops); }
+  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override {
+    admit_within(limits_, now, length, drops, meta);
+  }
   bool next(Nanos now, DropCount& drops) override {
     codel_.dequeue(ring_, now, [&] { drop_front(drops); });
     return !ring_.empty();

@@ -15,11 +15,11 @@ class FifoDiscipline : public QueueDiscipline {
 
  protected:
   // Admits the reserved packet unless that would exceed the limits (drop-tail).
-  void admit_within(const QueueLimits& limits, Nanos now, uint32_t length, DropCount& drops) {
+  void admit_within(const QueueLimits& limits, Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
     if (limits.exceeded(ring_.bytes() + length, ring_.packets() + 1)) {
       drops.add(length);
     } else {
-      ring_.commit(now, length);
+      ring_.commit(now, length, meta);
     }
   }
   void drop_front(DropCount& drops) {

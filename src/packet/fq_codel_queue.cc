@@ -3,12 +3,12 @@
 
 #include <algorithm>
 
-void FqCoDelQueue::enqueue(Nanos now, uint32_t length, DropCount& drops) {
+void FqCoDelQueue::enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
   const uint32_t index = classify(std::span<const uint8_t>(scratch_.get(), length));
   Flow& flow = flows_[index];
   if (!flow.ring) flow.ring = std::make_unique<PacketRing>(8 * 1024, 2048);  // once per flow, then reused
   std::copy_n(scratch_.get(), length, flow.ring->reserve(length).begin());
-  flow.ring->commit(now, length);
+  flow.ring->commit(now, length, meta);
   bytes_ += length;
   packets_++;
   if (!flow.active) {

@@ -23,7 +23,7 @@ class FqCoDelQueue final : public QueueDiscipline {
 
   std::span<uint8_t> reserve() override { return {scratch_.get(), kScratch}; }
 
-  void enqueue(Nanos now, uint32_t length, DropCount& drops) override;
+  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override;
 
   bool next(Nanos now, DropCount& drops) override;
 

@@ -4,6 +4,6 @@
 
 class InfiniteQueue final : public FifoDiscipline {
  public:
-  void enqueue(Nanos now, uint32_t length, DropCount&) override { ring_.commit(now, length); }
+  void enqueue(Nanos now, uint32_t length, DropCount&, uint32_t meta) override { ring_.commit(now, length, meta); }
   std::string description() const override { return "infinite"; }
 };

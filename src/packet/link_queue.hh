@@ -18,13 +18,15 @@ class LinkQueue {
   LinkQueue(const Trace& trace, Nanos start, bool once, std::unique_ptr<QueueDiscipline> queue, LinkEventRing* log)
       : cursor_(trace, start, once), queue_(std::move(queue)), log_(log) {}
 
+  static constexpr bool kWholeSuperPackets = false;  // bytes, queue limits and AQM per wire packet
+
   std::span<uint8_t> reserve() { return queue_->reserve(); }
 
   // The ferry has called release(now) first: every opportunity up to `now` is used.
-  void commit(Nanos now, uint32_t length) {
+  void commit(Nanos now, uint32_t length, uint32_t meta = 0) {
     if (log_) log_->push({now, 0, length, 1, '+'});
     DropCount drops;
-    queue_->enqueue(now, length, drops);
+    queue_->enqueue(now, length, drops, meta);
     log_drops(now, drops);
   }
 
@@ -51,7 +53,7 @@ class LinkQueue {
         budget -= used;
         remaining_ -= used;
         if (remaining_ == 0) {
-          send(std::span<const uint8_t>(sending_buffer_.get(), sending_length_));
+          send(std::span<const uint8_t>(sending_buffer_.get(), sending_length_), sending_meta_);
           if (log_) log_->push({t, sending_arrival_, sending_length_, 1, '-'});
           sending_ = false;
         }
@@ -74,6 +76,7 @@ class LinkQueue {
     if (!ready) return false;
     sending_length_ = queue_->front().length;
     sending_arrival_ = queue_->front().arrival;
+    sending_meta_ = queue_->front().meta;
     std::copy_n(queue_->front_data().data(), sending_length_, sending_buffer_.get());
     queue_->pop();
     remaining_ = sending_length_;
@@ -103,6 +106,7 @@ class LinkQueue {
   std::unique_ptr<uint8_t[]> sending_buffer_{new uint8_t[65536]};
   bool sending_ = false;
   uint32_t sending_length_ = 0;
+  uint32_t sending_meta_ = 0;
   uint32_t remaining_ = 0;
   Nanos sending_arrival_ = 0;
 };

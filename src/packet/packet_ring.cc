@@ -32,14 +32,14 @@ std::span<uint8_t> PacketRing::reserve(size_t bytes) {
   return {buffer_.get() + tail_ + sizeof(Record), round16(bytes)};
 }
 
-void PacketRing::commit(Nanos arrival, uint32_t length, uint32_t tag) {
+void PacketRing::commit(Nanos arrival, uint32_t length, uint32_t meta) {
   // Pops after reserve() may have emptied the ring while the reservation wrapped to the start:
   // the only packet is then the one committed here.
   if (packets_ == 0) head_ = tail_;
   Record* r = record_at(tail_);
   r->arrival = arrival;
   r->length = length;
-  r->tag = tag;
+  r->meta = meta;
   tail_ += record_size(length);
   packets_++;
   bytes_ += length;

@@ -14,7 +14,7 @@ class PacketRing {
   struct Record {
     Nanos arrival;    // when the ferry read the packet
     uint32_t length;  // bytes of packet data that follow
-    uint32_t tag;     // free for the queue's use (e.g. a flow id)
+    uint32_t meta;    // the packet's offload state (packet/offload.hh); 0 for a plain packet
   };
   static_assert(sizeof(Record) == 16);
 
@@ -27,7 +27,7 @@ class PacketRing {
   // Space for a packet of exactly `bytes` (a ring holding copies of known sizes).
   std::span<uint8_t> reserve(size_t bytes);
   // Appends the packet written into the last reserve()d space.
-  void commit(Nanos arrival, uint32_t length, uint32_t tag = 0);
+  void commit(Nanos arrival, uint32_t length, uint32_t meta = 0);
 
   bool empty() const { return packets_ == 0; }
   size_t packets() const { return packets_; }

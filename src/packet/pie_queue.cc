@@ -3,13 +3,13 @@
 
 #include <algorithm>
 
-void PieQueue::enqueue(Nanos now, uint32_t length, DropCount& drops) {
+void PieQueue::enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
   update(now);
   if (should_drop()) {
     drops.add(length);
     return;
   }
-  admit_within(limits_, now, length, drops);
+  admit_within(limits_, now, length, drops, meta);
 }
 
 // Catches up on every 15 ms update period that has passed.

@@ -21,7 +21,7 @@ class PieQueue final : public FifoDiscipline {
         random_(seed),
         burst_allowance_(max_burst_) {}
 
-  void enqueue(Nanos now, uint32_t length, DropCount& drops) override;
+  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override;
   std::string description() const override {
     return "pie [" + limits_.describe() + ", qdelay_ref=" + format_ms(qdelay_ref_ms_) +
            ", max_burst=" + format_ms(max_burst_ms_) + "]";

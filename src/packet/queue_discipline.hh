@@ -36,8 +36,9 @@ class QueueDiscipline {
   virtual ~QueueDiscipline() = default;
   // Space for the packet the ferry reads next.
   virtual std::span<uint8_t> reserve() = 0;
-  // The packet read into reserve() arrived at `now`: queue it, or drop it (or others).
-  virtual void enqueue(Nanos now, uint32_t length, DropCount& drops) = 0;
+  // The packet read into reserve() arrived at `now`: queue it, or drop it (or others). `meta`
+  // is its offload state (packet/offload.hh), kept with it.
+  virtual void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta = 0) = 0;
   // An opportunity at `now` can start a packet: make the one to send the front (an AQM may
   // drop packets first). False if there is none.
   virtual bool next(Nanos now, DropCount& drops) = 0;

@@ -1,10 +1,14 @@
 #pragma once
 // The queues of the simple shells. A queue is what a Ferry needs (see ferry.hh):
 //   std::span<uint8_t> reserve();                  space for the next packet read
-//   void commit(Nanos now, uint32_t length);       that packet arrived at `now`
+//   void commit(Nanos now, uint32_t length, uint32_t meta);   that packet arrived at `now`
+//                                                  (meta: its offload state, packet/offload.hh)
 //   Nanos next_departure() const;                  when release() next has work (kNever: idle)
-//   template <class Send> void release(Nanos now, Send&& send);   hands every due packet to send
+//   template <class Send> void release(Nanos now, Send&& send);   hands every due packet to
+//                                                  send(std::span<const uint8_t>, uint32_t meta)
 //   bool finished() const;                         true once the shell should end (traces exhausted)
+//   static constexpr bool kWholeSuperPackets;      true: the queue takes a TCP super-packet
+//                                                  whole (mm-delay); false: as its wire packets
 #include <algorithm>
 #include <cstdint>
 #include <span>
@@ -22,12 +26,12 @@ class DelayLine {
   DelayLine(Nanos delay, size_t capacity) : delay_(delay), ring_(capacity) {}
 
   std::span<uint8_t> reserve() { return ring_.reserve(); }
-  void commit(Nanos now, uint32_t length) { ring_.commit(now, length); }
+  void commit(Nanos now, uint32_t length, uint32_t meta) { ring_.commit(now, length, meta); }
   Nanos next_departure() const { return ring_.empty() ? kNever : ring_.front().arrival + delay_; }
   template <class Send>
   void release(Nanos now, Send&& send) {
     while (!ring_.empty() && ring_.front().arrival + delay_ <= now) {
-      send(ring_.front_data());
+      send(ring_.front_data(), ring_.front().meta);
       ring_.pop();
     }
   }
@@ -37,9 +41,11 @@ class DelayLine {
   PacketRing ring_;
 };
 
-// Every packet leaves exactly `delay` after it arrived.
+// Every packet leaves exactly `delay` after it arrived; the segments of a super-packet arrived
+// together, so they leave together.
 class DelayQueue : public DelayLine {
  public:
+  static constexpr bool kWholeSuperPackets = true;
   explicit DelayQueue(Nanos delay) : DelayLine(delay, 64 * 1024 * 4) {}
   bool finished() const { return false; }
 };
@@ -48,11 +54,12 @@ class DelayQueue : public DelayLine {
 template <class Gate>
 class GateQueue {
  public:
+  static constexpr bool kWholeSuperPackets = false;  // one decision per wire packet
   explicit GateQueue(Gate gate) : gate_(std::move(gate)) {}
 
   std::span<uint8_t> reserve() { return line_.reserve(); }
-  void commit(Nanos now, uint32_t length) {
-    if (gate_.admit(now)) line_.commit(now, length);
+  void commit(Nanos now, uint32_t length, uint32_t meta) {
+    if (gate_.admit(now)) line_.commit(now, length, meta);
   }
   Nanos next_departure() const { return line_.next_departure(); }
   // Every packet is due at its arrival, which is never after the ferry's `now`.
@@ -118,18 +125,19 @@ struct OpenGate {
 // the meter's ring (no capacity, no queue, no drop).
 class MeterQueue {
  public:
+  static constexpr bool kWholeSuperPackets = false;  // the meters count wire packets
   explicit MeterQueue(LinkEventRing* ring) : ring_(ring) {}
 
   std::span<uint8_t> reserve() { return line_.reserve(); }
-  void commit(Nanos now, uint32_t length) {
+  void commit(Nanos now, uint32_t length, uint32_t meta) {
     if (ring_) ring_->push({now, 0, length, 1, '+'});
-    line_.commit(now, length);
+    line_.commit(now, length, meta);
   }
   Nanos next_departure() const { return line_.next_departure(); }
   template <class Send>
   void release(Nanos now, Send&& send) {
-    line_.release(now, [&](std::span<const uint8_t> packet) {
-      send(packet);
+    line_.release(now, [&](std::span<const uint8_t> packet, uint32_t meta) {
+      send(packet, meta);
       if (ring_) ring_->push({now, now, static_cast<uint32_t>(packet.size()), 1, '-'});
     });
   }

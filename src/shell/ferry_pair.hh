@@ -98,10 +98,11 @@ class FerryMainLoop {
 // Starts one direction's ferry in a new thread; its exception goes to `error`, and its end is
 // counted on the eventfd `finished`.
 template <class Queue>
-std::thread start_ferry_thread(Queue& queue, int in, int out, int stop, int finished, std::exception_ptr& error) {
-  return std::thread([&queue, in, out, stop, finished, &error] {
+std::thread start_ferry_thread(Queue& queue, int in, int out, bool offload, int stop, int finished,
+                               std::exception_ptr& error) {
+  return std::thread([&queue, in, out, offload, stop, finished, &error] {
     try {
-      Ferry ferry(in, out, queue, stop);
+      Ferry ferry(in, out, queue, stop, offload);
       ferry.run();
     } catch (...) {
       error = std::current_exception();
@@ -123,8 +124,10 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   FileDescriptor stop(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   FileDescriptor finished(check_syscall("eventfd", ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)));
   std::exception_ptr errors[2];
-  std::thread up = start_ferry_thread(uplink, tuns.inner, tuns.outer, stop.get(), finished.get(), errors[0]);
-  std::thread down = start_ferry_thread(downlink, tuns.outer, tuns.inner, stop.get(), finished.get(), errors[1]);
+  std::thread up =
+      start_ferry_thread(uplink, tuns.inner, tuns.outer, tuns.offload, stop.get(), finished.get(), errors[0]);
+  std::thread down =
+      start_ferry_thread(downlink, tuns.outer, tuns.inner, tuns.offload, stop.get(), finished.get(), errors[1]);
   ready();
 
   FerryMainLoop main_loop(tuns, term, finished.get(), logs);

@@ -39,7 +39,9 @@ void interface_ioctl(int sock, unsigned long request, ifreq& ifr, const char* wh
 
 }  // namespace
 
-FileDescriptor create_tun(const std::string& name) {
+namespace {
+
+FileDescriptor open_tun_device() {
   FileDescriptor fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {
     if (errno == ENOENT || errno == ENODEV || errno == ENXIO) {
@@ -48,10 +50,41 @@ FileDescriptor create_tun(const std::string& name) {
     }
     throw SystemError("/dev/net/tun");
   }
+  return fd;
+}
+
+}  // namespace
+
+FileDescriptor create_tun(const std::string& name) {
+  FileDescriptor fd = open_tun_device();
   ifreq ifr = request_for(name);
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
   if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) throw SystemError("creating TUN device " + name);
   return fd;
+}
+
+OffloadTun create_offload_tun(const std::string& name, bool header_required) {
+  FileDescriptor fd = open_tun_device();
+  unsigned int features = 0;
+  if (::ioctl(fd.get(), TUNGETFEATURES, &features) < 0 || !(features & IFF_VNET_HDR))
+    return {FileDescriptor(), "the kernel's TUN driver has no IFF_VNET_HDR"};
+  ifreq ifr = request_for(name);
+  ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR;
+  if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) {
+    return {FileDescriptor(), "creating " + name + " with IFF_VNET_HDR: " + std::strerror(errno)};
+  }
+  // What the ferry can take apart: TCP/IPv4 super-packets, with or without ECN's CWR. (The
+  // shells carry no IPv6, and UDP keeps the kernel's own segmentation.)
+  std::string refused;
+  for (unsigned long offloads : {TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN, TUN_F_CSUM | TUN_F_TSO4}) {
+    if (::ioctl(fd.get(), TUNSETOFFLOAD, offloads) == 0) return {std::move(fd), ""};
+    refused = std::string("TUNSETOFFLOAD on ") + name + ": " + std::strerror(errno);
+  }
+  if (header_required) {
+    ::ioctl(fd.get(), TUNSETOFFLOAD, 0UL);
+    return {std::move(fd), refused};
+  }
+  return {FileDescriptor(), refused};
 }
 
 void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, int txqueuelen) {

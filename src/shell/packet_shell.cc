@@ -442,6 +442,8 @@ struct ShellPlan {
   std::optional<Ipv4> base;  // MAHIMAHI_BASE: must stay reachable
   std::string program_path;  // the command's file, found with the caller's rights
   int nice;                  // the ferry's priority (kNoPriorityChange: inherited)
+  bool offload;              // TUN offloads where the kernel has them (MAHIMAHI_OFFLOAD)
+  bool offload_asked;        // MAHIMAHI_OFFLOAD=1: say why, if the kernel refuses
 };
 
 ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -464,7 +466,14 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   const char* realtime_env = env.get(kRealtimeVariable);
   const int nice =
       (realtime_env && std::string_view(realtime_env) == "0") ? kNoPriorityChange : ferry_nice(user, config);
-  return ShellPlan{std::move(spec), user, pool, base, std::move(program_path), nice};
+  // Offloads only change how many packets one system call moves, never what root does.
+  const char* offload_env = env.get(kOffloadVariable);
+  const std::string_view offload_value = offload_env ? offload_env : "";
+  if (offload_env && offload_value != "0" && offload_value != "1")
+    throw UsageError(std::string(kOffloadVariable) + " must be 0 (no TUN offloads) or 1 (offloads), not \"" +
+                     printable(offload_value, 40) + "\"");
+  return ShellPlan{std::move(spec),     user, pool, base, std::move(program_path), nice, offload_value != "0",
+                   offload_value == "1"};
 }
 
 // The command's process, forked by the supervisor: into the shell's namespace (as root), then
@@ -500,7 +509,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (isolated) {
     net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
   } else {
-    net = create_shell_network(spec.device_kind, plan.pool, plan.base);
+    net = create_shell_network(spec.device_kind, plan.pool, plan.base, plan.offload);
+    if (plan.offload_asked && !net.offload_refused.empty())
+      std::cerr << info.name << ": TUN offloads " << (net.offload ? "only in part" : "not used") << ": "
+                << net.offload_refused << "\n";
     if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
   }
 
@@ -522,7 +534,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace.close();
     net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int channel_fd = ferry_channel.get();
-    FerryEndpoints endpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get(), {}};
+    FerryEndpoints endpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get(), {},
+                             net.offload};
     if (isolated) {
       endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
         request_addresses(channel_fd, addresses);

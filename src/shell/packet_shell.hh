@@ -23,6 +23,7 @@ struct FerryEndpoints {
   // already) and returns once they are there; throws UserError with the supervisor's reason if it
   // refused. Call it at most once, before ready(). Other shells: throws std::logic_error.
   std::function<void(const std::vector<Ipv4>&)> add_addresses;
+  bool offload = false;  // both TUN devices carry a virtio-net header (packet/offload.hh)
 };
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends the command

@@ -304,7 +304,8 @@ void enter_namespace(const FileDescriptor& ns) {
   check_syscall("entering the shell's network namespace", ::setns(ns.get(), CLONE_NEWNET));
 }
 
-ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid) {
+ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
+                                  bool offload) {
   MasqueradeTable::remove_stale();
 
   std::vector<Ipv4Net> in_use = networks_in_use();
@@ -325,7 +326,13 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   }
 
   net.outer_device = kind + "-" + std::to_string(::getpid());
-  net.outer_tun = create_tun(net.outer_device);
+  if (offload) {
+    OffloadTun tun = create_offload_tun(net.outer_device, false);
+    net.offload = tun.fd.valid();
+    net.offload_refused = tun.refused;
+    net.outer_tun = std::move(tun.fd);
+  }
+  if (!net.offload) net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
   // If the helper is killed half-way (the user interrupted the set-up), its device is left in
@@ -343,7 +350,15 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   unshare_network_namespace();
   try {
     bring_up("lo");
-    net.inner_tun = create_tun(kInnerDevice);
+    if (net.offload) {
+      // The outer device has the header, so this one must too (offloads are only a bonus).
+      OffloadTun tun = create_offload_tun(kInnerDevice, true);
+      if (!tun.fd.valid()) throw std::runtime_error("offloads: " + tun.refused);
+      if (!tun.refused.empty()) net.offload_refused = tun.refused;
+      net.inner_tun = std::move(tun.fd);
+    } else {
+      net.inner_tun = create_tun(kInnerDevice);
+    }
     disable_ipv6(kInnerDevice);
     configure_point_to_point(kInnerDevice, net.addresses.inner, net.addresses.outer, kTxQueueLength);
     add_default_route(kInnerDevice, net.addresses.outer);

@@ -87,6 +87,8 @@ struct ShellNetwork {
   std::string outer_device;        // e.g. delay-1234, in the caller's namespace
   FileDescriptor outer_tun;        // the caller's side
   FileDescriptor inner_tun;        // "ingress", inside the new namespace
+  bool offload = false;            // both TUN devices carry a virtio-net header
+  std::string offload_refused;     // why not, if offloads were asked for and refused
   FileDescriptor inner_namespace;  // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
   DnsRelaySockets dns;         // empty unless the caller's resolver is on loopback
@@ -98,7 +100,14 @@ constexpr const char* kInnerDevice = "ingress";
 // Creates the namespace, both TUN devices, addresses, routes, sysctls and NAT for a shell of
 // the given kind (a short word used in the device name). avoid is an address that must stay
 // reachable (MAHIMAHI_BASE), never allocated.
-ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid);
+// With `offload`, the TUN devices take and give TCP super-packets where the kernel can
+// (ShellNetwork::offload says whether it could).
+ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
+                                  bool offload);
+
+// MAHIMAHI_OFFLOAD: unset or "1", TUN offloads where the kernel has them ("1": and say why
+// not when it has not); "0", none (one packet per read and write, as before).
+constexpr const char* kOffloadVariable = "MAHIMAHI_OFFLOAD";
 
 // The priority for the ferry (before its threads start): nice -20, the normal scheduler's highest,
 // so that a packet due now is sent now even when other programs keep every core busy (the ferry

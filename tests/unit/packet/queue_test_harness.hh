@@ -43,7 +43,7 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
     });
   };
   auto send = [&](Nanos now) {
-    return [&run, now](std::span<const uint8_t> p) {
+    return [&run, now](std::span<const uint8_t> p, uint32_t) {
       Nanos arrival;
       std::memcpy(&arrival, p.data() + 24, sizeof arrival);
       run.sojourns.emplace_back(now, nanos_to_ms(now - arrival));

@@ -35,7 +35,9 @@ struct LinkHarness {
     release(now);
   }
   void release(Nanos now) {
-    link.release(now, [&](std::span<const uint8_t> p) { sent.push_back({now, static_cast<uint32_t>(p.size())}); });
+    link.release(now, [&](std::span<const uint8_t> p, uint32_t) {
+      sent.push_back({now, static_cast<uint32_t>(p.size())});
+    });
   }
 };
 
@@ -113,14 +115,14 @@ TEST(LinkQueue, idle_fast_link_skips_whole_periods) {
                  nullptr);
   const Nanos hour = 3600LL * 1'000'000'000;
   const auto start = std::chrono::steady_clock::now();
-  link.release(hour, [](std::span<const uint8_t>) {});
+  link.release(hour, [](std::span<const uint8_t>, uint32_t) {});
   auto space = link.reserve();
   std::fill(space.begin(), space.begin() + 100, uint8_t{0x45});
   link.commit(hour, 100);
   const Nanos due = link.next_departure();
   ASSERT_TRUE(due > hour && due <= hour + trace.period());
   int sent = 0;
-  link.release(due, [&](std::span<const uint8_t> p) { sent += static_cast<int>(p.size()); });
+  link.release(due, [&](std::span<const uint8_t> p, uint32_t) { sent += static_cast<int>(p.size()); });
   ASSERT_EQ(sent, 100);
   ASSERT_TRUE(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
   // A trace of several opportunities per period: the cursor lands on the same position.

@@ -13,13 +13,13 @@ void push(Q& q, Nanos now, uint32_t length, uint8_t fill) {
   auto space = q.reserve();
   ASSERT_TRUE(space.size() >= length);
   std::memset(space.data(), fill, length);
-  q.commit(now, length);
+  q.commit(now, length, 0);
 }
 
 template <class Q>
 std::vector<std::pair<uint32_t, uint8_t>> drain(Q& q, Nanos now) {
   std::vector<std::pair<uint32_t, uint8_t>> out;
-  q.release(now, [&](std::span<const uint8_t> p) {
+  q.release(now, [&](std::span<const uint8_t> p, uint32_t) {
     for (auto b : p) ASSERT_TRUE(b == p[0]);  // contents intact
     out.emplace_back(static_cast<uint32_t>(p.size()), p[0]);
   });
