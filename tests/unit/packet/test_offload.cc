@@ -1,0 +1,236 @@
+// Super-packets cut into wire segments and merged back (packet/offload.hh), checked field by
+// field against what the kernel's segmentation makes, and through a real socket for the writes.
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <vector>
+
+#include "expect.hh"
+#include "packet/offload.hh"
+#include "util/file_descriptor.hh"
+
+namespace {
+
+constexpr uint32_t kMss = 1448;
+constexpr uint8_t kAck = 0x10, kPsh = 0x08, kCwr = 0x80, kFin = 0x01;
+
+uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
+uint32_t get32(const uint8_t* p) { return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2); }
+void put16(uint8_t* p, uint32_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+  put16(p, v >> 16);
+  put16(p + 2, v);
+}
+
+// A TCP/IPv4 packet as the kernel hands it over with checksum offload: IP checksum complete,
+// TCP checksum partial (the pseudo-header sum). 12 bytes of options (timestamps, as Linux sends).
+std::vector<uint8_t> tcp_packet(uint32_t payload, uint32_t sequence, uint8_t flags, uint16_t id = 1000,
+                                uint16_t source_port = 40000) {
+  std::vector<uint8_t> p(20 + 32 + payload);
+  p[0] = 0x45;
+  put16(&p[2], static_cast<uint32_t>(p.size()));
+  put16(&p[4], id);
+  put16(&p[6], 0x4000);  // DF
+  p[8] = 64;
+  p[9] = 6;
+  put32(&p[12], 0x0a000001);
+  put32(&p[16], 0x0a000002);
+  put16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
+  uint8_t* tcp = &p[20];
+  put16(tcp, source_port);
+  put16(tcp + 2, 5201);
+  put32(tcp + 4, sequence);
+  put32(tcp + 8, 777777);
+  tcp[12] = 8 << 4;
+  tcp[13] = flags;
+  put16(tcp + 14, 501);
+  const uint8_t options[12] = {1, 1, 8, 10, 0, 0, 0, 42, 0, 0, 0, 7};
+  std::memcpy(tcp + 20, options, sizeof options);
+  for (uint32_t i = 0; i < payload; i++) p[52 + i] = static_cast<uint8_t>((sequence + i) * 7);
+  put16(tcp + 16, checksum_fold(pseudo_header_sum(p, 32 + payload)));
+  return p;
+}
+
+// True if the (completed) TCP checksum and the IP checksum of `p` are right.
+bool checksums_valid(const std::vector<uint8_t>& p) {
+  const uint32_t ip_header = (p[0] & 0xf) * 4u;
+  const uint32_t tcp_length = static_cast<uint32_t>(p.size()) - ip_header;
+  return checksum_fold(checksum_add({p.data(), ip_header})) == 0xffff &&
+         checksum_fold(checksum_add({p.data() + ip_header, tcp_length}, pseudo_header_sum(p, tcp_length))) == 0xffff;
+}
+
+std::vector<std::vector<uint8_t>> cut(const std::vector<uint8_t>& super) {
+  TcpSegments segments;
+  EXPECT_TRUE(segments.parse(super, kMss));
+  std::vector<std::vector<uint8_t>> out;
+  for (uint32_t i = 0; i < segments.count(); i++) {
+    std::vector<uint8_t> segment(20 + 32 + kMss);
+    segment.resize(segments.write(i, segment.data()));
+    out.push_back(segment);
+  }
+  return out;
+}
+
+// What a TUN device opened with IFF_VNET_HDR receives: one message per write.
+struct Written {
+  VnetHeader header;
+  std::vector<uint8_t> packet;
+};
+
+class CoalescerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, fds), 0);
+    writer_ = FileDescriptor(fds[0]);
+    reader_ = FileDescriptor(fds[1]);
+    int size = 4 << 20;
+    ::setsockopt(writer_.get(), SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+  }
+  std::vector<Written> written() {
+    std::vector<Written> out;
+    std::vector<uint8_t> buffer(70000);
+    for (;;) {
+      const ssize_t n = ::recv(reader_.get(), buffer.data(), buffer.size(), 0);
+      if (n <= 0) return out;
+      Written w;
+      std::memcpy(&w.header, buffer.data(), sizeof w.header);
+      w.packet.assign(buffer.begin() + sizeof w.header, buffer.begin() + n);
+      out.push_back(w);
+    }
+  }
+  // Completes the partial checksum of a written packet, as the kernel would.
+  static std::vector<uint8_t> completed(const Written& w) {
+    std::vector<uint8_t> p = w.packet;
+    if (w.header.flags & vnet::kNeedsChecksum) complete_checksum(p, w.header.csum_start, w.header.csum_offset);
+    return p;
+  }
+  FileDescriptor writer_, reader_;
+};
+
+}  // namespace
+
+TEST(TcpSegments, cuts_as_the_kernel_does) {
+  const std::vector<uint8_t> super = tcp_packet(3 * kMss + 500, 1'000'000, kAck | kPsh | kCwr);
+  const auto segments = cut(super);
+  ASSERT_EQ(segments.size(), 4u);
+  std::vector<uint8_t> payload;
+  for (size_t i = 0; i < segments.size(); i++) {
+    const std::vector<uint8_t>& s = segments[i];
+    const uint32_t length = i < 3 ? kMss : 500;
+    ASSERT_EQ(s.size(), 52 + length);
+    EXPECT_EQ(get16(&s[2]), 52 + length);                    // IP total length
+    EXPECT_EQ(get16(&s[4]), 1000 + i);                       // consecutive IDs
+    EXPECT_EQ(get32(&s[24]), 1'000'000 + i * kMss);          // sequence numbers
+    EXPECT_EQ(get32(&s[28]), 777777u);                       // same acknowledgement
+    EXPECT_EQ((s[33] & kCwr) != 0, i == 0) << i;             // CWR on the first only
+    EXPECT_EQ((s[33] & kPsh) != 0, i == 3) << i;             // PSH on the last only
+    EXPECT_EQ(std::memcmp(&s[40], &super[40], 12), 0) << i;  // options copied
+    std::vector<uint8_t> done = s;
+    complete_checksum(done, 20, 16);
+    EXPECT_TRUE(checksums_valid(done)) << i;
+    payload.insert(payload.end(), s.begin() + 52, s.end());
+  }
+  EXPECT_EQ(payload, std::vector<uint8_t>(super.begin() + 52, super.end()));
+}
+
+TEST(TcpSegments, refuses_what_is_not_a_tcp_super_packet) {
+  TcpSegments segments;
+  std::vector<uint8_t> udp = tcp_packet(3000, 1, kAck);
+  udp[9] = 17;
+  EXPECT_FALSE(segments.parse(udp, kMss));
+  EXPECT_FALSE(segments.parse(tcp_packet(0, 1, kAck), kMss));  // no payload
+  std::vector<uint8_t> truncated = tcp_packet(3000, 1, kAck);
+  truncated.resize(1000);  // total length disagrees
+  EXPECT_FALSE(segments.parse(truncated, kMss));
+  EXPECT_FALSE(segments.parse(tcp_packet(3000, 1, kAck), 0));
+}
+
+TEST(PacketMeta, keeps_the_header_in_32_bits) {
+  VnetHeader h{vnet::kNeedsChecksum, vnet::kGsoTcp4 | vnet::kGsoEcn, 52, 1448, 20, 16};
+  const auto meta = packet_meta::from_header(h);
+  ASSERT_TRUE(meta.has_value());
+  const std::vector<uint8_t> p = tcp_packet(5000, 1, kAck);
+  const VnetHeader back = packet_meta::to_header(*meta, p);
+  EXPECT_EQ(back.flags, h.flags);
+  EXPECT_EQ(back.gso_type, h.gso_type);
+  EXPECT_EQ(back.gso_size, 1448);
+  EXPECT_EQ(back.hdr_len, 52);  // from the packet's own headers
+  EXPECT_EQ(back.csum_start, 20);
+  EXPECT_EQ(back.csum_offset, 16);
+  EXPECT_EQ(packet_meta::from_header(VnetHeader{}), 0u);                                // plain
+  EXPECT_FALSE(packet_meta::from_header(VnetHeader{0, 3, 0, 1400, 0, 0}).has_value());  // UDP UFO
+  EXPECT_FALSE(packet_meta::from_header(VnetHeader{vnet::kNeedsChecksum, 0, 0, 0, 300, 16}).has_value());
+  EXPECT_EQ(*packet_meta::from_header(VnetHeader{vnet::kNeedsChecksum, 0, 0, 0, 20, 16}), packet_meta::partial_tcp(20));
+}
+
+TEST_F(CoalescerTest, merges_the_segments_back_into_the_same_super_packet) {
+  const std::vector<uint8_t> super = tcp_packet(3 * kMss + 500, 5000, kAck | kPsh);
+  Coalescer coalescer(writer_.get());
+  for (const auto& s : cut(super)) coalescer.send(s, packet_meta::partial_tcp(20));
+  coalescer.flush();
+  const auto out = written();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].header.gso_type, vnet::kGsoTcp4);
+  EXPECT_EQ(out[0].header.gso_size, kMss);
+  EXPECT_EQ(out[0].header.hdr_len, 52);
+  EXPECT_EQ(out[0].header.flags, vnet::kNeedsChecksum);
+  EXPECT_EQ(out[0].header.csum_start, 20);
+  EXPECT_EQ(out[0].header.csum_offset, 16);
+  EXPECT_EQ(out[0].packet, super);  // byte for byte, partial checksum included
+}
+
+TEST_F(CoalescerTest, splits_where_a_segment_is_missing_and_keeps_the_order) {
+  const auto segments = cut(tcp_packet(4 * kMss, 5000, kAck));
+  std::vector<uint8_t> ping(84, 0);
+  ping[0] = 0x45;
+  ping[9] = 1;
+  Coalescer coalescer(writer_.get());
+  coalescer.send(segments[0], packet_meta::partial_tcp(20));
+  coalescer.send(segments[1], packet_meta::partial_tcp(20));
+  coalescer.send(ping, 0);                                    // not TCP: written alone, after what came before it
+  coalescer.send(segments[3], packet_meta::partial_tcp(20));  // 2 was dropped
+  coalescer.flush();
+  const auto out = written();
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].header.gso_type, vnet::kGsoTcp4);
+  EXPECT_EQ(out[0].packet.size(), 52 + 2 * kMss);
+  EXPECT_EQ(get32(&out[0].packet[24]), 5000u);
+  EXPECT_TRUE(checksums_valid(completed(out[0])));
+  EXPECT_EQ(out[1].packet, ping);
+  EXPECT_EQ(out[1].header.flags, 0);
+  EXPECT_EQ(out[2].header.gso_type, vnet::kGsoNone);  // one segment: as it came
+  EXPECT_EQ(out[2].packet, segments[3]);
+  EXPECT_TRUE(checksums_valid(completed(out[2])));
+}
+
+TEST_F(CoalescerTest, never_merges_across_flows_push_fin_or_a_short_segment) {
+  Coalescer coalescer(writer_.get());
+  const uint32_t p = packet_meta::partial_tcp(20);
+  coalescer.send(tcp_packet(kMss, 0, kAck, 1), p);
+  coalescer.send(tcp_packet(kMss, kMss, kAck, 2, 40001), p);  // another flow
+  coalescer.send(tcp_packet(kMss, 2 * kMss, kAck | kPsh, 3, 40001), p);
+  coalescer.send(tcp_packet(kMss, 3 * kMss, kAck, 4, 40001), p);  // after PSH
+  coalescer.send(tcp_packet(100, 4 * kMss, kAck, 5, 40001), p);
+  coalescer.send(tcp_packet(kMss, 4 * kMss + 100, kAck, 6, 40001), p);         // after a short one
+  coalescer.send(tcp_packet(kMss, 5 * kMss + 100, kAck | kFin, 8, 40001), p);  // ID gap
+  coalescer.send(tcp_packet(kMss, 6 * kMss + 100, kAck, 9, 40001), p);         // after FIN
+  coalescer.flush();
+  const auto out = written();
+  std::vector<size_t> sizes;
+  for (const auto& w : out) sizes.push_back(w.packet.size());
+  EXPECT_EQ(sizes, (std::vector<size_t>{52 + kMss, 52 + 2 * kMss, 52 + kMss + 100, 52 + kMss, 52 + kMss, 52 + kMss}));
+  for (const auto& w : out) EXPECT_TRUE(checksums_valid(completed(w)));
+}
+
+TEST(Checksum, completes_a_partial_checksum_like_a_full_one) {
+  std::vector<uint8_t> p = tcp_packet(999, 12345, kAck);  // odd length: the pad byte counts
+  complete_checksum(p, 20, 16);
+  EXPECT_TRUE(checksums_valid(p));
+  p[60] ^= 1;
+  EXPECT_FALSE(checksums_valid(p));
+}
