@@ -7,31 +7,22 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/byte_order.hh"
+
 namespace {
 
 constexpr uint8_t kTcpProtocol = 6;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10, kUrg = 0x20, kCwr = 0x80;
 constexpr uint32_t kMaxIpLength = 65535;
 
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get32(const uint8_t* p) { return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2); }
-void put16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-  put16(p, v >> 16);
-  put16(p + 2, v);
-}
-
 void set_ip_checksum(uint8_t* ip, uint32_t header_length) {
-  put16(ip + 10, 0);
-  put16(ip + 10, static_cast<uint16_t>(~checksum_fold(checksum_add({ip, header_length}))));
+  store_be16(ip + 10, 0);
+  store_be16(ip + 10, static_cast<uint16_t>(~checksum_fold(checksum_add({ip, header_length}))));
 }
 
 // The TCP checksum field of a segment whose checksum the kernel completes (NEEDS_CSUM).
 void set_partial_tcp_checksum(uint8_t* ip, uint32_t ip_header_length, uint32_t tcp_length) {
-  put16(ip + ip_header_length + 16, checksum_fold(pseudo_header_sum({ip, 20}, tcp_length)));
+  store_be16(ip + ip_header_length + 16, checksum_fold(pseudo_header_sum({ip, 20}, tcp_length)));
 }
 
 }  // namespace
@@ -94,21 +85,22 @@ uint16_t checksum_fold(uint64_t sum) {
 
 uint64_t pseudo_header_sum(std::span<const uint8_t> ip_packet, uint32_t transport_length) {
   const uint8_t* ip = ip_packet.data();
-  return uint64_t{get16(ip + 12)} + get16(ip + 14) + get16(ip + 16) + get16(ip + 18) + ip[9] + transport_length;
+  return uint64_t{load_be16(ip + 12)} + load_be16(ip + 14) + load_be16(ip + 16) + load_be16(ip + 18) + ip[9] +
+         transport_length;
 }
 
 void complete_checksum(std::span<uint8_t> packet, uint32_t csum_start, uint32_t csum_offset) {
   if (csum_start + csum_offset + 2 > packet.size()) return;
   const uint16_t folded = checksum_fold(checksum_add(packet.subspan(csum_start)));
   const uint16_t value = static_cast<uint16_t>(~folded);
-  put16(packet.data() + csum_start + csum_offset, value == 0 ? 0xffff : value);
+  store_be16(packet.data() + csum_start + csum_offset, value == 0 ? 0xffff : value);
 }
 
 bool TcpSegments::parse(std::span<const uint8_t> packet, uint32_t mss) {
   const uint8_t* ip = packet.data();
   if (packet.size() < 40 || (ip[0] >> 4) != 4 || ip[9] != kTcpProtocol || mss == 0) return false;
   ip_header_ = (ip[0] & 0xf) * 4u;
-  if (ip_header_ < 20 || get16(ip + 2) != packet.size() || (get16(ip + 6) & 0x3fff) != 0) return false;
+  if (ip_header_ < 20 || load_be16(ip + 2) != packet.size() || (load_be16(ip + 6) & 0x3fff) != 0) return false;
   if (packet.size() < ip_header_ + 20) return false;
   headers_ = ip_header_ + (ip[ip_header_ + 12] >> 4) * 4u;
   if (headers_ < ip_header_ + 20 || headers_ >= packet.size()) return false;
@@ -126,11 +118,11 @@ uint32_t TcpSegments::write(uint32_t i, uint8_t* out) const {
   std::memcpy(out + headers_, packet_ + headers_ + offset, length);
   // As the kernel's own segmentation: lengths, consecutive IDs, advancing sequence numbers, CWR
   // on the first segment only, PSH and FIN on the last only.
-  put16(out + 2, headers_ + length);
-  put16(out + 4, get16(packet_ + 4) + i);
+  store_be16(out + 2, headers_ + length);
+  store_be16(out + 4, load_be16(packet_ + 4) + i);
   set_ip_checksum(out, ip_header_);
   uint8_t* tcp = out + ip_header_;
-  put32(tcp + 4, get32(packet_ + ip_header_ + 4) + offset);
+  store_be32(tcp + 4, load_be32(packet_ + ip_header_ + 4) + offset);
   if (i > 0) tcp[13] &= static_cast<uint8_t>(~kCwr);
   if (i + 1 < count_) tcp[13] &= static_cast<uint8_t>(~(kPsh | kFin));
   set_partial_tcp_checksum(out, ip_header_, headers_ - ip_header_ + length);
@@ -143,7 +135,7 @@ bool Coalescer::mergeable(std::span<const uint8_t> packet, uint32_t meta) const 
   // A data segment of a TCP/IPv4 flow with no IP options, its checksum left to the kernel.
   if (meta != packet_meta::partial_tcp(20) || packet.size() < 41) return false;
   const uint8_t* ip = packet.data();
-  if (ip[0] != 0x45 || ip[9] != kTcpProtocol || (get16(ip + 6) & 0x3fff) != 0 || get16(ip + 2) != packet.size())
+  if (ip[0] != 0x45 || ip[9] != kTcpProtocol || (load_be16(ip + 6) & 0x3fff) != 0 || load_be16(ip + 2) != packet.size())
     return false;
   const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
   const uint8_t flags = ip[33];
@@ -158,7 +150,7 @@ bool Coalescer::follows(std::span<const uint8_t> packet) const {
   if (closed_ || last_payload_ != mss_ || payload > mss_ || length_ + payload > kMaxIpLength) return false;
   // IP: version, TOS, fragment field, TTL, protocol and addresses as the first's; the next ID.
   if (std::memcmp(ip, first, 2) != 0 || std::memcmp(ip + 6, first + 6, 4) != 0 ||
-      std::memcmp(ip + 12, first + 12, 8) != 0 || get16(ip + 4) != next_id_)
+      std::memcmp(ip + 12, first + 12, 8) != 0 || load_be16(ip + 4) != next_id_)
     return false;
   // TCP: ports, acknowledgement, header length, window and options as the first's; flags too
   // but PSH and FIN; the next sequence number.
@@ -166,7 +158,7 @@ bool Coalescer::follows(std::span<const uint8_t> packet) const {
   const uint8_t* first_tcp = first + 20;
   return std::memcmp(tcp, first_tcp, 4) == 0 && std::memcmp(tcp + 8, first_tcp + 8, 5) == 0 &&
          ((tcp[13] ^ first_tcp[13]) & ~(kPsh | kFin)) == 0 && std::memcmp(tcp + 14, first_tcp + 14, 2) == 0 &&
-         std::memcmp(tcp + 20, first_tcp + 20, headers - 40) == 0 && get32(tcp + 4) == next_sequence_;
+         std::memcmp(tcp + 20, first_tcp + 20, headers - 40) == 0 && load_be32(tcp + 4) == next_sequence_;
 }
 
 void Coalescer::send(std::span<const uint8_t> packet, uint32_t meta) {
@@ -198,8 +190,8 @@ void Coalescer::send(std::span<const uint8_t> packet, uint32_t meta) {
   segments_ = 1;
   const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
   mss_ = last_payload_ = length_ - headers;
-  next_sequence_ = get32(ip + 24) + mss_;
-  next_id_ = static_cast<uint16_t>(get16(ip + 4) + 1);
+  next_sequence_ = load_be32(ip + 24) + mss_;
+  next_id_ = static_cast<uint16_t>(load_be16(ip + 4) + 1);
   closed_ = (ip[33] & (kPsh | kFin)) != 0;
 }
 
@@ -211,7 +203,7 @@ void Coalescer::flush() {
     header = packet_meta::to_header(meta_, {ip, length_});
   } else {
     const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
-    put16(ip + 2, length_);
+    store_be16(ip + 2, length_);
     set_ip_checksum(ip, 20);
     set_partial_tcp_checksum(ip, 20, length_ - 20);
     header = VnetHeader{};

@@ -8,6 +8,7 @@
 
 #include "expect.hh"
 #include "packet/offload.hh"
+#include "util/byte_order.hh"
 #include "util/file_descriptor.hh"
 
 namespace {
@@ -15,43 +16,32 @@ namespace {
 constexpr uint32_t kMss = 1448;
 constexpr uint8_t kAck = 0x10, kPsh = 0x08, kCwr = 0x80, kFin = 0x01;
 
-uint16_t get16(const uint8_t* p) { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get32(const uint8_t* p) { return static_cast<uint32_t>(get16(p)) << 16 | get16(p + 2); }
-void put16(uint8_t* p, uint32_t v) {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void put32(uint8_t* p, uint32_t v) {
-  put16(p, v >> 16);
-  put16(p + 2, v);
-}
-
 // A TCP/IPv4 packet as the kernel hands it over with checksum offload: IP checksum complete,
 // TCP checksum partial (the pseudo-header sum). 12 bytes of options (timestamps, as Linux sends).
 std::vector<uint8_t> tcp_packet(uint32_t payload, uint32_t sequence, uint8_t flags, uint16_t id = 1000,
                                 uint16_t source_port = 40000) {
   std::vector<uint8_t> p(20 + 32 + payload);
   p[0] = 0x45;
-  put16(&p[2], static_cast<uint32_t>(p.size()));
-  put16(&p[4], id);
-  put16(&p[6], 0x4000);  // DF
+  store_be16(&p[2], static_cast<uint32_t>(p.size()));
+  store_be16(&p[4], id);
+  store_be16(&p[6], 0x4000);  // DF
   p[8] = 64;
   p[9] = 6;
-  put32(&p[12], 0x0a000001);
-  put32(&p[16], 0x0a000002);
-  put16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
+  store_be32(&p[12], 0x0a000001);
+  store_be32(&p[16], 0x0a000002);
+  store_be16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
   uint8_t* tcp = &p[20];
-  put16(tcp, source_port);
-  put16(tcp + 2, 5201);
-  put32(tcp + 4, sequence);
-  put32(tcp + 8, 777777);
+  store_be16(tcp, source_port);
+  store_be16(tcp + 2, 5201);
+  store_be32(tcp + 4, sequence);
+  store_be32(tcp + 8, 777777);
   tcp[12] = 8 << 4;
   tcp[13] = flags;
-  put16(tcp + 14, 501);
+  store_be16(tcp + 14, 501);
   const uint8_t options[12] = {1, 1, 8, 10, 0, 0, 0, 42, 0, 0, 0, 7};
   std::memcpy(tcp + 20, options, sizeof options);
   for (uint32_t i = 0; i < payload; i++) p[52 + i] = static_cast<uint8_t>((sequence + i) * 7);
-  put16(tcp + 16, checksum_fold(pseudo_header_sum(p, 32 + payload)));
+  store_be16(tcp + 16, checksum_fold(pseudo_header_sum(p, 32 + payload)));
   return p;
 }
 
@@ -123,10 +113,10 @@ TEST(TcpSegments, cuts_as_the_kernel_does) {
     const std::vector<uint8_t>& s = segments[i];
     const uint32_t length = i < 3 ? kMss : 500;
     ASSERT_EQ(s.size(), 52 + length);
-    EXPECT_EQ(get16(&s[2]), 52 + length);                    // IP total length
-    EXPECT_EQ(get16(&s[4]), 1000 + i);                       // consecutive IDs
-    EXPECT_EQ(get32(&s[24]), 1'000'000 + i * kMss);          // sequence numbers
-    EXPECT_EQ(get32(&s[28]), 777777u);                       // same acknowledgement
+    EXPECT_EQ(load_be16(&s[2]), 52 + length);                // IP total length
+    EXPECT_EQ(load_be16(&s[4]), 1000 + i);                   // consecutive IDs
+    EXPECT_EQ(load_be32(&s[24]), 1'000'000 + i * kMss);      // sequence numbers
+    EXPECT_EQ(load_be32(&s[28]), 777777u);                   // same acknowledgement
     EXPECT_EQ((s[33] & kCwr) != 0, i == 0) << i;             // CWR on the first only
     EXPECT_EQ((s[33] & kPsh) != 0, i == 3) << i;             // PSH on the last only
     EXPECT_EQ(std::memcmp(&s[40], &super[40], 12), 0) << i;  // options copied
@@ -199,7 +189,7 @@ TEST_F(CoalescerTest, splits_where_a_segment_is_missing_and_keeps_the_order) {
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out[0].header.gso_type, vnet::kGsoTcp4);
   EXPECT_EQ(out[0].packet.size(), 52 + 2 * kMss);
-  EXPECT_EQ(get32(&out[0].packet[24]), 5000u);
+  EXPECT_EQ(load_be32(&out[0].packet[24]), 5000u);
   EXPECT_TRUE(checksums_valid(completed(out[0])));
   EXPECT_EQ(out[1].packet, ping);
   EXPECT_EQ(out[1].header.flags, 0);
