@@ -62,7 +62,7 @@ class Ferry {
  public:
   Ferry(int in, int out, Queue& queue, int stop, bool offload = false)
       : in_(in), out_(out), queue_(queue), stop_(stop), offload_(offload), coalescer_(out) {
-    if (offload_ && !Queue::kWholeSuperPackets) super_packet_.reset(new uint8_t[65536]);
+    if (offload_ && !Queue::kWholeSuperPackets) super_packet_.reset(new uint8_t[kSuperPacketBytes]);
   }
 
   void run() {
@@ -107,10 +107,14 @@ class Ferry {
  private:
   enum : uint64_t { kInput, kStop, kTimer };
   static constexpr int kReadBatch = 64;  // bound the time between two release() calls
+  static constexpr size_t kSuperPacketBytes = 65536;
 
   void read_available() {
     for (int i = 0; i < kReadBatch; i++) {
-      auto space = queue_.reserve();
+      // A queue of wire packets (segments cut from super-packets) has every packet read aside,
+      // then copied in; the others read straight into the queue.
+      const std::span<uint8_t> space =
+          super_packet_ ? std::span<uint8_t>(super_packet_.get(), kSuperPacketBytes) : queue_.reserve();
       VnetHeader header;
       iovec parts[2] = {{&header, sizeof header}, {space.data(), space.size()}};
       const ssize_t n = offload_ ? ::readv(in_, parts, 2) : ::read(in_, space.data(), space.size());
@@ -140,20 +144,24 @@ class Ferry {
       // here and carry it plain (a super-packet of another kind cannot be: dropped).
       if (header.gso_type != vnet::kGsoNone) return;
       if (header.flags & vnet::kNeedsChecksum) complete_checksum(packet, header.csum_start, header.csum_offset);
-      queue_.commit(now, static_cast<uint32_t>(packet.size()), 0);
+      commit(now, packet, 0);
       return;
     }
     if (Queue::kWholeSuperPackets || !(*meta & packet_meta::kTcp4Super)) {
-      queue_.commit(now, static_cast<uint32_t>(packet.size()), *meta);
+      commit(now, packet, *meta);
       return;
     }
-    // The queue's next reservation is where the super-packet lies: cut it from a copy.
-    std::memcpy(super_packet_.get(), packet.data(), packet.size());
-    if (!segments_.parse({super_packet_.get(), packet.size()}, header.gso_size)) return;
+    if (!segments_.parse(packet, header.gso_size)) return;
     for (uint32_t i = 0; i < segments_.count(); i++) {
       auto space = queue_.reserve();
       queue_.commit(now, segments_.write(i, space.data()), segments_.meta());
     }
+  }
+
+  // Queues `packet`, read into the queue's reservation or aside.
+  void commit(Nanos now, std::span<const uint8_t> packet, uint32_t meta) {
+    if (super_packet_) std::memcpy(queue_.reserve().data(), packet.data(), packet.size());
+    queue_.commit(now, static_cast<uint32_t>(packet.size()), meta);
   }
 
   void release(Nanos now) {
@@ -174,5 +182,5 @@ class Ferry {
   WakeLatency latency_;
   Coalescer coalescer_;
   TcpSegments segments_;
-  std::unique_ptr<uint8_t[]> super_packet_;  // a super-packet being cut (queues of wire packets)
+  std::unique_ptr<uint8_t[]> super_packet_;  // where packets are read (queues of wire packets)
 };

@@ -48,7 +48,22 @@ class LinkQueue {
     while (cursor_.next() <= now) {
       const Nanos t = cursor_.next();
       uint32_t budget = Trace::kOpportunityBytes;
-      while (budget > 0 && (sending_ || start_sending(t))) {
+      while (budget > 0) {
+        if (!sending_) {
+          DropCount drops;
+          const bool ready = queue_->next(t, drops);
+          log_drops(t, drops);
+          if (!ready) break;
+          const PacketRing::Record& front = queue_->front();
+          if (front.length <= budget) {  // wholly within this opportunity: sent from the queue itself
+            send(queue_->front_data(), front.meta);
+            if (log_) log_->push({t, front.arrival, front.length, 1, '-'});
+            budget -= front.length;
+            queue_->pop();
+            continue;
+          }
+          take_front();
+        }
         const uint32_t used = std::min(budget, remaining_);
         budget -= used;
         remaining_ -= used;
@@ -69,11 +84,9 @@ class LinkQueue {
   bool finished() const { return cursor_.exhausted(); }
 
  private:
-  bool start_sending(Nanos t) {
-    DropCount drops;
-    const bool ready = queue_->next(t, drops);
-    log_drops(t, drops);
-    if (!ready) return false;
+  // The front packet spans opportunities: it leaves the discipline now (which then holds only
+  // waiting packets), and the link when its last byte has an opportunity.
+  void take_front() {
     sending_length_ = queue_->front().length;
     sending_arrival_ = queue_->front().arrival;
     sending_meta_ = queue_->front().meta;
@@ -81,7 +94,6 @@ class LinkQueue {
     queue_->pop();
     remaining_ = sending_length_;
     sending_ = true;
-    return true;
   }
 
   // Nothing to send: opportunities up to `now` pass unused (the log writer still lists them).
