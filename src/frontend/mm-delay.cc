@@ -22,8 +22,8 @@ int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
     std::optional<double> delay_ms;
     std::string typed;
-    ArgScanner scanner(kInfo, {});
     ShellSpec spec;
+    ArgScanner scanner(kInfo, {ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (delay_ms) return false;
       delay_ms = parse_nonnegative(word, "DELAY-MS");

@@ -60,7 +60,7 @@ const ProgramInfo kInfo{
     "        PNG per graph into DIR, when the shell ends (without a --meter-* graph: both\n"
     "        throughput graphs); works without a display (SSH, CI)\n"
     "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
-    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n"
+    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" MM_VERBOSE_HELP_LINE
     "  --help, --version\n"};
 
 struct Direction {
@@ -119,6 +119,7 @@ struct LinkSettings {
   uint64_t base_seed = 0;
   MeterOptions meters;
   std::string command_line;  // for the logs' headers
+  bool verbose = false;
 };
 
 // Reads mm-link's own arguments into `settings` and returns the user's command. Bad queues and
@@ -137,7 +138,8 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
                                           {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
                                           {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
                                           {"once", false, [&](std::string_view) { settings.once = true; }},
-                                          ArgScanner::seed_option(seed)};
+                                          ArgScanner::seed_option(seed),
+                                          ArgScanner::verbose_option(settings.verbose)};
   settings.meters.add_options(options, true);
   ArgScanner scanner(kInfo, std::move(options));
   int traces = 0;
@@ -217,6 +219,7 @@ int main(int argc, char** argv) {
     LinkSettings settings;
     ShellSpec spec;
     spec.command = scan_link_arguments(ac, av, settings);
+    spec.verbose = settings.verbose;
     spec.device_kind = "link";
     spec.tag = link_tag(settings);
     settings.meters.finish(spec, false);

@@ -25,8 +25,8 @@ int main(int argc, char** argv) {
     std::string typed[2];
     std::optional<uint64_t> seed;
     std::optional<Direction> pending;
-    ArgScanner scanner(kInfo, {ArgScanner::seed_option(seed)});
     ShellSpec spec;
+    ArgScanner scanner(kInfo, {ArgScanner::seed_option(seed), ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (pending) {
         rate[*pending] = parse_probability(word, "loss rate");

@@ -26,10 +26,10 @@ const ProgramInfo kInfo{"mm-meter", "[OPTION]... [--] [COMMAND...]",
 int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
     MeterOptions meters;
-    std::vector<ArgScanner::Option> options;
+    ShellSpec spec;
+    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose)};
     meters.add_options(options, false);
     ArgScanner scanner(kInfo, std::move(options));
-    ShellSpec spec;
     spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });
     spec.device_kind = "meter";
     spec.tag = "[meter] ";

@@ -41,7 +41,8 @@ const ProgramInfo kInfo{
     "  --upstream-ca=FILE    trust the servers whose certificates FILE's CAs issued (PEM), instead\n"
     "                        of the system's CAs (SSL_CERT_FILE does the same)\n"
     "  --insecure-upstream   do not check servers' certificates\n"
-    "  --verbose             a line per connection on standard error\n"
+    "  --verbose             a line per connection on standard error, and one saying whether the\n"
+    "                        TUN offloads are used\n"
     "  --help, --version\n"
     "\n"
     "Also installed as mm-webrecord. Example:\n"
@@ -74,14 +75,14 @@ int main(int argc, char** argv) {
     std::optional<std::string> ca_dir;
     bool allow_quic = false, append = false;
     RecordProxyOptions options;
+    ShellSpec spec;
     ArgScanner scanner(kInfo,
                        {{"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
                         {"append", false, [&](std::string_view) { append = true; }},
                         {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
-                        {"verbose", false, [&](std::string_view) { options.verbose = true; }}});
-    ShellSpec spec;
+                        {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }}});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (dir) return false;
       dir = std::string(word);

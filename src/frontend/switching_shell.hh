@@ -13,12 +13,12 @@ inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, c
     std::vector<double> seconds;
     std::vector<std::string> typed;
     std::optional<uint64_t> seed;
-    std::vector<ArgScanner::Option> options;
+    ShellSpec spec;
+    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose)};
     if (durations == OnOffGate::Durations::Exponential) {
       options.push_back(ArgScanner::seed_option(seed));
     }
     ArgScanner scanner(info, options);
-    ShellSpec spec;
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (!uplink) {
         if (word != "uplink" && word != "downlink")

@@ -433,6 +433,16 @@ class Supervisor {
   bool ended_by_once_ = false;  // the ferry's traces ran out while the command was running
 };
 
+// --verbose's line on the TUN offloads (ShellNetwork::offload).
+std::string offload_summary(bool asked, const ShellNetwork& net) {
+  if (!asked) return std::string("TUN offloads off (") + kOffloadVariable + "=0): one packet per read and write";
+  if (!net.offload) return "TUN offloads not used (" + net.offload_refused + "): one packet per read and write";
+  if (!net.offload_refused.empty())
+    return "TUN offloads only in part (" + net.offload_refused + "): super-packets leave the shell, none enter";
+  return "TUN offloads on (checksum, TCP/IPv4 segmentation): TCP crosses the ferry in super-packets of up to "
+         "64 KiB, the emulation still acts per wire packet";
+}
+
 // What the supervisor decides before any set-up, from the command line, the caller's identity,
 // the administrator's file and the captured environment; every check of them is made here.
 struct ShellPlan {
@@ -510,9 +520,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
   } else {
     net = create_shell_network(spec.device_kind, plan.pool, plan.base, plan.offload);
-    if (plan.offload_asked && !net.offload_refused.empty())
-      std::cerr << info.name << ": TUN offloads " << (net.offload ? "only in part" : "not used") << ": "
-                << net.offload_refused << "\n";
+    if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
+      std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
     if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
   }
 

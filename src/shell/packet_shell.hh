@@ -48,6 +48,7 @@ struct ShellSpec {
   // The ferry opens X windows (live graphs): without DISPLAY the shell fails at the start,
   // before any set-up, with this message (which says what to do instead).
   std::string display_needed;
+  bool verbose = false;  // --verbose: say whether the TUN offloads are used, and if not why
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

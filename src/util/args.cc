@@ -49,6 +49,10 @@ ArgScanner::Option ArgScanner::seed_option(std::optional<uint64_t>& seed) {
   return {"seed", true, [&seed](std::string_view v) { seed = parse_unsigned(v, "--seed"); }};
 }
 
+ArgScanner::Option ArgScanner::verbose_option(bool& verbose) {
+  return {"verbose", false, [&verbose](std::string_view) { verbose = true; }};
+}
+
 ArgScanner::ArgScanner(const ProgramInfo& info, std::vector<Option> options)
     : info_(info), options_(std::move(options)) {}
 

@@ -23,8 +23,11 @@ struct ProgramInfo {
 
 std::string usage_line(const ProgramInfo& info);
 
+// The --verbose line of the packet shells' option lists (ArgScanner::verbose_option); a macro
+// so that a help text written as one literal can include it.
+#define MM_VERBOSE_HELP_LINE "  --verbose   say on standard error whether the TUN offloads are used, and if not why\n"
 // The last lines of the shells' option lists in their --help text.
-inline constexpr std::string_view kHelpAndVersionLines =
+inline constexpr std::string_view kHelpAndVersionLines = MM_VERBOSE_HELP_LINE
     "  --help      show this help\n"
     "  --version   show the version\n";
 
@@ -42,6 +45,8 @@ class ArgScanner {
 
   // --seed N (a non-negative integer) into `seed`: the option of every shell with random drops.
   static Option seed_option(std::optional<uint64_t>& seed);
+  // --verbose into `verbose`: the option of every packet shell (kVerboseLine).
+  static Option verbose_option(bool& verbose);
 
   ArgScanner(const ProgramInfo& info, std::vector<Option> options);
   // positional(word) returns true if it consumed the word, false if its arguments are complete

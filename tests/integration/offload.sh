@@ -105,9 +105,18 @@ test_offload_udp_crosses_the_shells_unchanged() {
   check_range "datagrams lost (of ${lost#*/})" "${lost%/*}" 0 2
 }
 
-test_offload_variable_is_checked() {
+test_offload_variable_and_verbose() {
   rc_msg 2 "MAHIMAHI_OFFLOAD must be 0" in_world env MAHIMAHI_OFFLOAD=yes "$BIN/mm-delay" 0 true || return 1
   # 1 asks for offloads and says why if the kernel refuses; this one has them: nothing to say.
   out=$(in_world env MAHIMAHI_OFFLOAD=1 "$BIN/mm-delay" 0 true 2>&1)
-  [ -z "$out" ] || fail "unexpected output: $out"
+  [ -z "$out" ] || fail "unexpected output: $out" || return 1
+  # --verbose says which path the shell took, in every kind of packet shell.
+  out=$(in_world "$BIN/mm-delay" 0 --verbose "$BIN/mm-loss" --verbose uplink 0 \
+        "$BIN/mm-link" --verbose rate:1Gbit/s rate:1Gbit/s -- true 2>&1)
+  echo "$out" | sed 's/^/  /'
+  [ "$(echo "$out" | grep -c ': TUN offloads on (checksum, TCP/IPv4 segmentation)')" = 3 ] ||
+    fail "expected a line from each of the three shells" || return 1
+  out=$(in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-onoff" --verbose uplink 1000 0 true 2>&1)
+  [ "$out" = "mm-onoff: TUN offloads off (MAHIMAHI_OFFLOAD=0): one packet per read and write" ] ||
+    fail "MAHIMAHI_OFFLOAD=0 --verbose: $out"
 }
