@@ -1,0 +1,189 @@
+// The ferry with offloads, end to end but without devices: datagram socket pairs stand in for
+// the two TUN devices (each message a virtio-net header and a packet, as a TUN device opened
+// with IFF_VNET_HDR reads and writes), and the ferry's thread runs the real queues.
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "expect.hh"
+#include "packet/ferry.hh"
+#include "packet/offload.hh"
+#include "packet/queues.hh"
+#include "util/byte_order.hh"
+#include "util/file_descriptor.hh"
+
+namespace {
+
+constexpr uint32_t kMss = 1448;
+
+// A TCP/IPv4 super-packet as the kernel hands it over: `segments` full segments of payload,
+// IP checksum complete, TCP checksum partial.
+std::vector<uint8_t> super_packet(uint32_t segments) {
+  const uint32_t payload = segments * kMss;
+  std::vector<uint8_t> p(40 + payload);
+  p[0] = 0x45;
+  store_be16(&p[2], static_cast<uint32_t>(p.size()));
+  store_be16(&p[4], 100);
+  store_be16(&p[6], 0x4000);
+  p[8] = 64;
+  p[9] = 6;
+  store_be32(&p[12], 0x0a000001);
+  store_be32(&p[16], 0x0a000002);
+  store_be16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
+  store_be16(&p[20], 40000);
+  store_be16(&p[22], 5201);
+  store_be32(&p[24], 1);
+  store_be32(&p[28], 1);
+  p[32] = 5 << 4;
+  p[33] = 0x10 | 0x08;  // ACK, PSH
+  store_be16(&p[34], 1000);
+  for (uint32_t i = 0; i < payload; i++) p[40 + i] = static_cast<uint8_t>(i * 13);
+  store_be16(&p[36], checksum_fold(pseudo_header_sum(p, 20 + payload)));
+  return p;
+}
+
+struct Message {
+  VnetHeader header;
+  std::vector<uint8_t> packet;
+};
+
+// Runs a Ferry over `queue` between two socket pairs; send() is what the kernel hands the
+// ferry, received() what the ferry wrote, once `count` messages have come out (or 5 s passed).
+template <class Queue>
+class FerryRig {
+ public:
+  explicit FerryRig(Queue& queue) {
+    int in[2], out[2];
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, in), 0);
+    EXPECT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, out), 0);
+    kernel_in_ = FileDescriptor(in[0]);
+    ferry_in_ = FileDescriptor(in[1]);
+    ferry_out_ = FileDescriptor(out[0]);
+    kernel_out_ = FileDescriptor(out[1]);
+    for (int fd : {kernel_in_.get(), ferry_out_.get()}) {
+      int size = 4 << 20;
+      ::setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+    }
+    stop_ = FileDescriptor(::eventfd(0, EFD_NONBLOCK));
+    thread_ = std::thread(
+        [this, &queue] { Ferry<Queue>(ferry_in_.get(), ferry_out_.get(), queue, stop_.get(), true).run(); });
+  }
+  ~FerryRig() {
+    const uint64_t one = 1;
+    (void)!::write(stop_.get(), &one, sizeof one);
+    thread_.join();
+  }
+  void send(const VnetHeader& header, const std::vector<uint8_t>& packet) {
+    std::vector<uint8_t> message(sizeof header + packet.size());
+    std::memcpy(message.data(), &header, sizeof header);
+    std::memcpy(message.data() + sizeof header, packet.data(), packet.size());
+    ASSERT_EQ(::send(kernel_in_.get(), message.data(), message.size(), 0), static_cast<ssize_t>(message.size()));
+  }
+  std::vector<Message> received(size_t count) {
+    std::vector<Message> out;
+    std::vector<uint8_t> buffer(70000);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (out.size() < count && std::chrono::steady_clock::now() < deadline) {
+      const ssize_t n = ::recv(kernel_out_.get(), buffer.data(), buffer.size(), 0);
+      if (n < 0) {
+        std::this_thread::yield();
+        continue;
+      }
+      Message m;
+      std::memcpy(&m.header, buffer.data(), sizeof m.header);
+      m.packet.assign(buffer.begin() + sizeof m.header, buffer.begin() + n);
+      out.push_back(m);
+    }
+    return out;
+  }
+
+ private:
+  FileDescriptor kernel_in_, ferry_in_, ferry_out_, kernel_out_, stop_;
+  std::thread thread_;
+};
+
+const VnetHeader kTso{vnet::kNeedsChecksum, vnet::kGsoTcp4, 40, kMss, 20, 16};
+
+// Drops the wire packets whose numbers (from 1) are listed.
+struct DropListed {
+  std::vector<int> listed;
+  int seen = 0;
+  bool admit(Nanos) {
+    seen++;
+    for (int n : listed)
+      if (n == seen) return false;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST(FerryOffload, delay_queue_carries_a_super_packet_whole) {
+  DelayQueue queue(0);
+  FerryRig rig(queue);
+  const auto packet = super_packet(30);
+  rig.send(kTso, packet);
+  const auto out = rig.received(1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet, packet);
+  EXPECT_EQ(out[0].header.gso_type, vnet::kGsoTcp4);
+  EXPECT_EQ(out[0].header.gso_size, kMss);
+  EXPECT_EQ(out[0].header.hdr_len, 40);
+  EXPECT_EQ(out[0].header.flags, vnet::kNeedsChecksum);
+}
+
+TEST(FerryOffload, a_gate_passing_everything_gives_back_the_same_super_packet) {
+  GateQueue queue{OpenGate{}};
+  FerryRig rig(queue);
+  const auto packet = super_packet(30);
+  rig.send(kTso, packet);
+  const auto out = rig.received(1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet, packet);  // cut into 30 wire packets, merged back byte for byte
+}
+
+TEST(FerryOffload, a_gate_decides_per_wire_packet_and_the_rest_is_merged_around_the_hole) {
+  GateQueue queue{DropListed{{3, 10}}};
+  FerryRig rig(queue);
+  const auto packet = super_packet(12);
+  rig.send(kTso, packet);
+  const auto out = rig.received(3);
+  ASSERT_EQ(out.size(), 3u);
+  // Segments 1-2, 4-9 and 11-12 (of 12): three super-packets, their payloads where they were.
+  const uint32_t first[3] = {0, 3, 10}, count[3] = {2, 6, 2};
+  for (int i = 0; i < 3; i++) {
+    const auto& m = out[i];
+    EXPECT_EQ(m.header.gso_type, vnet::kGsoTcp4) << i;
+    ASSERT_EQ(m.packet.size(), 40 + count[i] * kMss) << i;
+    EXPECT_EQ(load_be32(&m.packet[24]), 1 + first[i] * kMss) << i;
+    EXPECT_EQ(load_be16(&m.packet[4]), 100 + first[i]) << i;  // the IP ID its first segment had
+    EXPECT_EQ((m.packet[33] & 0x08) != 0, i == 2) << i;       // PSH only where the original ended
+    EXPECT_EQ(std::memcmp(&m.packet[40], &packet[40 + first[i] * kMss], count[i] * kMss), 0) << i;
+    std::vector<uint8_t> done = m.packet;
+    complete_checksum(done, 20, 16);
+    EXPECT_EQ(checksum_fold(checksum_add({done.data() + 20, done.size() - 20},
+                                         pseudo_header_sum(done, static_cast<uint32_t>(done.size() - 20)))),
+              0xffff)
+        << i;
+  }
+}
+
+TEST(FerryOffload, plain_packets_keep_their_header) {
+  GateQueue queue{OpenGate{}};
+  FerryRig rig(queue);
+  std::vector<uint8_t> ping(84, 0);
+  ping[0] = 0x45;
+  ping[9] = 1;
+  store_be16(&ping[2], 84);
+  rig.send(VnetHeader{vnet::kDataValid, 0, 0, 0, 0, 0}, ping);
+  const auto out = rig.received(1);
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].packet, ping);
+  EXPECT_EQ(out[0].header.flags, vnet::kDataValid);
+  EXPECT_EQ(out[0].header.gso_type, vnet::kGsoNone);
+}
