@@ -153,7 +153,7 @@ class Ferry {
       commit(now, packet, 0);
       return;
     }
-    if (Queue::kWholeSuperPackets || !(*meta & packet_meta::kTcp4Super)) {
+    if (Queue::kWholeSuperPackets || !(*meta & packet_meta::kSuper)) {
       commit(now, packet, *meta);
       return;
     }
@@ -187,6 +187,6 @@ class Ferry {
   bool offload_;
   WakeLatency latency_;
   Coalescer coalescer_;
-  TcpSegments segments_;
+  Segments segments_;
   std::unique_ptr<uint8_t[]> super_packet_;  // where packets are read (queues of wire packets)
 };

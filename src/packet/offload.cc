@@ -11,7 +11,7 @@
 
 namespace {
 
-constexpr uint8_t kTcpProtocol = 6;
+constexpr uint8_t kTcpProtocol = 6, kUdpProtocol = 17;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10, kUrg = 0x20, kCwr = 0x80;
 constexpr uint32_t kMaxIpLength = 65535;
 
@@ -24,6 +24,9 @@ void set_ip_checksum(uint8_t* ip, uint32_t header_length) {
 void set_partial_tcp_checksum(uint8_t* ip, uint32_t ip_header_length, uint32_t tcp_length) {
   store_be16(ip + ip_header_length + 16, checksum_fold(pseudo_header_sum({ip, 20}, tcp_length)));
 }
+void set_partial_udp_checksum(uint8_t* ip, uint32_t ip_header_length, uint32_t udp_length) {
+  store_be16(ip + ip_header_length + 6, checksum_fold(pseudo_header_sum({ip, 20}, udp_length)));
+}
 
 }  // namespace
 
@@ -32,8 +35,8 @@ namespace packet_meta {
 std::optional<uint32_t> from_header(const VnetHeader& header) {
   uint32_t meta = header.flags & kFlagsMask;
   const uint8_t gso = header.gso_type & ~vnet::kGsoEcn;
-  if (gso == vnet::kGsoTcp4) {
-    meta |= kTcp4Super | static_cast<uint32_t>(header.gso_size) << 16;
+  if (gso == vnet::kGsoTcp4 || gso == vnet::kGsoUdpL4) {
+    meta |= kSuper | static_cast<uint32_t>(header.gso_size) << 16;
     if (header.gso_type & vnet::kGsoEcn) meta |= kEcn;
   } else if (gso != vnet::kGsoNone) {
     return std::nullopt;
@@ -53,11 +56,14 @@ VnetHeader to_header(uint32_t meta, std::span<const uint8_t> packet) {
     header.csum_offset = static_cast<uint16_t>((meta >> 4 & 0xf) * 2);
     header.hdr_len = static_cast<uint16_t>(header.csum_start + header.csum_offset + 2);
   }
-  if (meta & kTcp4Super) {
-    header.gso_type = vnet::kGsoTcp4 | ((meta & kEcn) ? vnet::kGsoEcn : 0);
+  if ((meta & kSuper) && packet.size() >= 20) {
+    const uint32_t ip_header = (packet[0] & 0xf) * 4u;
     header.gso_size = static_cast<uint16_t>(meta >> 16);
-    if (packet.size() >= 20) {
-      const uint32_t ip_header = (packet[0] & 0xf) * 4u;
+    if (packet[9] == kUdpProtocol) {
+      header.gso_type = vnet::kGsoUdpL4;
+      header.hdr_len = static_cast<uint16_t>(ip_header + 8);
+    } else {
+      header.gso_type = vnet::kGsoTcp4 | ((meta & kEcn) ? vnet::kGsoEcn : 0);
       if (packet.size() >= ip_header + 13)
         header.hdr_len = static_cast<uint16_t>(ip_header + (packet[ip_header + 12] >> 4) * 4u);
     }
@@ -68,6 +74,8 @@ VnetHeader to_header(uint32_t meta, std::span<const uint8_t> packet) {
 uint32_t partial_tcp(uint32_t ip_header_length) {
   return vnet::kNeedsChecksum | (16u / 2) << 4 | ip_header_length << 8;
 }
+
+uint32_t partial_udp(uint32_t ip_header_length) { return vnet::kNeedsChecksum | (6u / 2) << 4 | ip_header_length << 8; }
 
 }  // namespace packet_meta
 
@@ -96,14 +104,16 @@ void complete_checksum(std::span<uint8_t> packet, uint32_t csum_start, uint32_t 
   store_be16(packet.data() + csum_start + csum_offset, value == 0 ? 0xffff : value);
 }
 
-bool TcpSegments::parse(std::span<const uint8_t> packet, uint32_t mss) {
+bool Segments::parse(std::span<const uint8_t> packet, uint32_t mss) {
   const uint8_t* ip = packet.data();
-  if (packet.size() < 40 || (ip[0] >> 4) != 4 || ip[9] != kTcpProtocol || mss == 0) return false;
+  if (packet.size() < 28 || (ip[0] >> 4) != 4 || (ip[9] != kTcpProtocol && ip[9] != kUdpProtocol) || mss == 0)
+    return false;
+  udp_ = ip[9] == kUdpProtocol;
   ip_header_ = (ip[0] & 0xf) * 4u;
   if (ip_header_ < 20 || load_be16(ip + 2) != packet.size() || (load_be16(ip + 6) & 0x3fff) != 0) return false;
-  if (packet.size() < ip_header_ + 20) return false;
-  headers_ = ip_header_ + (ip[ip_header_ + 12] >> 4) * 4u;
-  if (headers_ < ip_header_ + 20 || headers_ >= packet.size()) return false;
+  if (packet.size() < ip_header_ + (udp_ ? 8 : 20)) return false;
+  headers_ = ip_header_ + (udp_ ? 8 : (ip[ip_header_ + 12] >> 4) * 4u);
+  if (headers_ < ip_header_ + (udp_ ? 8 : 20) || headers_ >= packet.size()) return false;
   packet_ = ip;
   payload_ = static_cast<uint32_t>(packet.size()) - headers_;
   mss_ = mss;
@@ -111,16 +121,21 @@ bool TcpSegments::parse(std::span<const uint8_t> packet, uint32_t mss) {
   return true;
 }
 
-uint32_t TcpSegments::write(uint32_t i, uint8_t* out) const {
+uint32_t Segments::write(uint32_t i, uint8_t* out) const {
   const uint32_t offset = i * mss_;
   const uint32_t length = std::min(mss_, payload_ - offset);
   std::memcpy(out, packet_, headers_);
   std::memcpy(out + headers_, packet_ + headers_ + offset, length);
-  // As the kernel's own segmentation: lengths, consecutive IDs, advancing sequence numbers, CWR
-  // on the first segment only, PSH and FIN on the last only.
+  // As the kernel's own segmentation: lengths, consecutive IDs; TCP: advancing sequence numbers,
+  // CWR on the first segment only, PSH and FIN on the last only.
   store_be16(out + 2, headers_ + length);
   store_be16(out + 4, load_be16(packet_ + 4) + i);
   set_ip_checksum(out, ip_header_);
+  if (udp_) {  // a datagram of its own: its length, its checksum
+    store_be16(out + ip_header_ + 4, 8 + length);
+    set_partial_udp_checksum(out, ip_header_, 8 + length);
+    return headers_ + length;
+  }
   uint8_t* tcp = out + ip_header_;
   store_be32(tcp + 4, load_be32(packet_ + ip_header_ + 4) + offset);
   if (i > 0) tcp[13] &= static_cast<uint8_t>(~kCwr);

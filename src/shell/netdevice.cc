@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <initializer_list>
 
 #include "util/exception.hh"
 
@@ -32,6 +33,9 @@ void set_sockaddr(sockaddr& sa, Ipv4 a) {
   const sockaddr_in sin = socket_address(a, 0);
   std::memcpy(&sa, &sin, sizeof sin);
 }
+
+// UDP segmentation offload (linux/if_tun.h of 6.2; older headers lack them).
+constexpr unsigned long kTunUso4 = 0x20, kTunUso6 = 0x40;
 
 void interface_ioctl(int sock, unsigned long request, ifreq& ifr, const char* what) {
   if (::ioctl(sock, request, &ifr) < 0) throw SystemError(std::string(what) + " on " + ifr.ifr_name);
@@ -67,24 +71,31 @@ OffloadTun create_offload_tun(const std::string& name, bool header_required) {
   FileDescriptor fd = open_tun_device();
   unsigned int features = 0;
   if (::ioctl(fd.get(), TUNGETFEATURES, &features) < 0 || !(features & IFF_VNET_HDR))
-    return {FileDescriptor(), "the kernel's TUN driver has no IFF_VNET_HDR"};
+    return {FileDescriptor(), "the kernel's TUN driver has no IFF_VNET_HDR", ""};
   ifreq ifr = request_for(name);
   ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR;
   if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) {
-    return {FileDescriptor(), "creating " + name + " with IFF_VNET_HDR: " + std::strerror(errno)};
+    return {FileDescriptor(), "creating " + name + " with IFF_VNET_HDR: " + std::strerror(errno), ""};
   }
-  // What the ferry can take apart: TCP/IPv4 super-packets, with or without ECN's CWR. (The
-  // shells carry no IPv6, and UDP keeps the kernel's own segmentation.)
+  // What the ferry can take apart: TCP/IPv4 super-packets, with or without ECN's CWR, and UDP
+  // ones where the kernel has UDP segmentation offload (6.2 and later; it takes USO4 only with
+  // USO6, and the shells carry no IPv6: those would be dropped as any IPv6 packet is).
   std::string refused;
-  for (unsigned long offloads : {TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN, TUN_F_CSUM | TUN_F_TSO4}) {
-    if (::ioctl(fd.get(), TUNSETOFFLOAD, offloads) == 0) return {std::move(fd), ""};
+  for (unsigned long offloads :
+       std::initializer_list<unsigned long>{TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN | kTunUso4 | kTunUso6,
+                                            TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO_ECN, TUN_F_CSUM | TUN_F_TSO4}) {
+    if (::ioctl(fd.get(), TUNSETOFFLOAD, offloads) == 0) {
+      std::string enabled = "checksum, TCP/IPv4 segmentation";
+      if (offloads & kTunUso4) enabled += ", UDP segmentation";
+      return {std::move(fd), "", enabled};
+    }
     refused = std::string("TUNSETOFFLOAD on ") + name + ": " + std::strerror(errno);
   }
   if (header_required) {
     ::ioctl(fd.get(), TUNSETOFFLOAD, 0UL);
-    return {std::move(fd), refused};
+    return {std::move(fd), refused, ""};
   }
-  return {FileDescriptor(), refused};
+  return {FileDescriptor(), refused, ""};
 }
 
 void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, int txqueuelen) {

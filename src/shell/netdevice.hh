@@ -19,6 +19,7 @@ FileDescriptor create_tun(const std::string& name);
 struct OffloadTun {
   FileDescriptor fd;
   std::string refused;  // why not, when fd is invalid (or why without offloads)
+  std::string enabled;  // the offloads the device took, in words
 };
 OffloadTun create_offload_tun(const std::string& name, bool header_required);
 

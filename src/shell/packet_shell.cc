@@ -439,8 +439,8 @@ std::string offload_summary(bool asked, const ShellNetwork& net) {
   if (!net.offload) return "TUN offloads not used (" + net.offload_refused + "): one packet per read and write";
   if (!net.offload_refused.empty())
     return "TUN offloads only in part (" + net.offload_refused + "): super-packets leave the shell, none enter";
-  return "TUN offloads on (checksum, TCP/IPv4 segmentation): TCP crosses the ferry in super-packets of up to "
-         "64 KiB, the emulation still acts per wire packet";
+  return "TUN offloads on (" + net.offload_features +
+         "): super-packets of up to 64 KiB cross the ferry, the emulation still acts per wire packet";
 }
 
 // What the supervisor decides before any set-up, from the command line, the caller's identity,

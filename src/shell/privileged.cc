@@ -330,6 +330,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     OffloadTun tun = create_offload_tun(net.outer_device, false);
     net.offload = tun.fd.valid();
     net.offload_refused = tun.refused;
+    net.offload_features = tun.enabled;
     net.outer_tun = std::move(tun.fd);
   }
   if (!net.offload) net.outer_tun = create_tun(net.outer_device);

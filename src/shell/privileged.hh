@@ -89,6 +89,7 @@ struct ShellNetwork {
   FileDescriptor inner_tun;        // "ingress", inside the new namespace
   bool offload = false;            // both TUN devices carry a virtio-net header
   std::string offload_refused;     // why not, if offloads were asked for and refused
+  std::string offload_features;    // what the devices took, in words
   FileDescriptor inner_namespace;  // where the user's command runs
   std::unique_ptr<MasqueradeTable> nat;
   DnsRelaySockets dns;         // empty unless the caller's resolver is on loopback

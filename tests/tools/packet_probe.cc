@@ -5,7 +5,7 @@
 // DEVICE is a name, or a prefix ending in '*' (delay-*: a shell's outer device, whose name has
 // the shell's pid). Runs COMMAND, then prints, on standard error:
 //   packet-probe: DEVICE packets N largest BYTES above-1500 K
-// and exits with COMMAND's status. Only IPv4 TCP packets are counted.
+// and exits with COMMAND's status. Only IPv4 TCP and UDP packets are counted.
 #include <arpa/inet.h>
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
@@ -56,7 +56,7 @@ int main(int argc, char** argv) {
       // MSG_TRUNC: the packet's whole length, however little of it is copied.
       const ssize_t n = ::recvfrom(sock, head, sizeof head, MSG_TRUNC, reinterpret_cast<sockaddr*>(&from), &from_length);
       if (n < 0) break;
-      if (from.sll_protocol != htons(ETH_P_IP) || n < 20 || head[9] != 6) continue;
+      if (from.sll_protocol != htons(ETH_P_IP) || n < 20 || (head[9] != 6 && head[9] != 17)) continue;
       if (from.sll_ifindex != matched_index) {
         char name[IF_NAMESIZE] = "";
         if (!::if_indextoname(static_cast<unsigned>(from.sll_ifindex), name)) continue;

@@ -54,7 +54,7 @@ bool checksums_valid(const std::vector<uint8_t>& p) {
 }
 
 std::vector<std::vector<uint8_t>> cut(const std::vector<uint8_t>& super) {
-  TcpSegments segments;
+  Segments segments;
   EXPECT_TRUE(segments.parse(super, kMss));
   std::vector<std::vector<uint8_t>> out;
   for (uint32_t i = 0; i < segments.count(); i++) {
@@ -104,7 +104,7 @@ class CoalescerTest : public ::testing::Test {
 
 }  // namespace
 
-TEST(TcpSegments, cuts_as_the_kernel_does) {
+TEST(Segments, cuts_as_the_kernel_does) {
   const std::vector<uint8_t> super = tcp_packet(3 * kMss + 500, 1'000'000, kAck | kPsh | kCwr);
   const auto segments = cut(super);
   ASSERT_EQ(segments.size(), 4u);
@@ -128,11 +128,50 @@ TEST(TcpSegments, cuts_as_the_kernel_does) {
   EXPECT_EQ(payload, std::vector<uint8_t>(super.begin() + 52, super.end()));
 }
 
-TEST(TcpSegments, refuses_what_is_not_a_tcp_super_packet) {
-  TcpSegments segments;
-  std::vector<uint8_t> udp = tcp_packet(3000, 1, kAck);
-  udp[9] = 17;
-  EXPECT_FALSE(segments.parse(udp, kMss));
+TEST(Segments, cuts_a_udp_super_packet_into_datagrams) {
+  // As a program sending with UDP_SEGMENT 1400 hands the kernel 4300 bytes: 4 datagrams.
+  std::vector<uint8_t> p(28 + 4300);
+  p[0] = 0x45;
+  store_be16(&p[2], static_cast<uint32_t>(p.size()));
+  store_be16(&p[4], 7);
+  p[8] = 64;
+  p[9] = 17;
+  store_be32(&p[12], 0x0a000001);
+  store_be32(&p[16], 0x0a000002);
+  store_be16(&p[20], 5000);
+  store_be16(&p[22], 6000);
+  store_be16(&p[24], 8 + 4300);
+  for (uint32_t i = 0; i < 4300; i++) p[28 + i] = static_cast<uint8_t>(i);
+  store_be16(&p[26], checksum_fold(pseudo_header_sum(p, 8 + 4300)));
+  Segments segments;
+  ASSERT_TRUE(segments.parse(p, 1400));
+  ASSERT_EQ(segments.count(), 4u);
+  EXPECT_EQ(segments.meta(), packet_meta::partial_udp(20));
+  for (uint32_t i = 0; i < 4; i++) {
+    std::vector<uint8_t> d(28 + 1400);
+    d.resize(segments.write(i, d.data()));
+    const uint32_t length = i < 3 ? 1400 : 100;
+    ASSERT_EQ(d.size(), 28 + length);
+    EXPECT_EQ(load_be16(&d[2]), 28 + length);
+    EXPECT_EQ(load_be16(&d[4]), 7 + i);
+    EXPECT_EQ(load_be16(&d[24]), 8 + length);  // UDP length
+    EXPECT_EQ(d[28], static_cast<uint8_t>(i * 1400));
+    complete_checksum(d, 20, 6);
+    EXPECT_EQ(checksum_fold(checksum_add({d.data(), 20})), 0xffff);
+    EXPECT_EQ(checksum_fold(checksum_add({d.data() + 20, d.size() - 20}, pseudo_header_sum(d, 8 + length))), 0xffff);
+  }
+  // Written whole (mm-delay), it keeps its kind.
+  const VnetHeader h = packet_meta::to_header(packet_meta::kSuper | 1400u << 16 | packet_meta::partial_udp(20), p);
+  EXPECT_EQ(h.gso_type, vnet::kGsoUdpL4);
+  EXPECT_EQ(h.hdr_len, 28);
+  EXPECT_EQ(h.gso_size, 1400);
+}
+
+TEST(Segments, refuses_what_is_not_a_tcp_or_udp_super_packet) {
+  Segments segments;
+  std::vector<uint8_t> icmp = tcp_packet(3000, 1, kAck);
+  icmp[9] = 1;
+  EXPECT_FALSE(segments.parse(icmp, kMss));
   EXPECT_FALSE(segments.parse(tcp_packet(0, 1, kAck), kMss));  // no payload
   std::vector<uint8_t> truncated = tcp_packet(3000, 1, kAck);
   truncated.resize(1000);  // total length disagrees
