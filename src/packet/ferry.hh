@@ -5,8 +5,9 @@
 // allocates, logs or sleeps in between, so a packet leaves within microseconds of its due time.
 //
 // With offloads (devices opened with IFF_VNET_HDR, see packet/offload.hh) a read may bring a
-// TCP super-packet of up to 64 KiB: a queue that decides per packet is given its wire segments
-// (cut into its ring), and the segments that leave together are merged again on the way out.
+// TCP or UDP super-packet of up to 64 KiB: a queue that decides per packet is given its wire
+// segments (read aside, cut into its ring), and the TCP segments that leave together are merged
+// again on the way out.
 #include <sys/prctl.h>
 #include <sys/uio.h>
 #include <unistd.h>
