@@ -232,7 +232,6 @@ void Coalescer::flush() {
   std::memcpy(buffer_.get(), &header, sizeof header);
   // A packet the kernel refuses (device going away, no memory) is dropped, as a link would.
   (void)!::write(fd_, buffer_.get(), sizeof header + length_);
-  writes_++;
   length_ = 0;
   segments_ = 0;
   closed_ = false;
@@ -242,5 +241,4 @@ void Coalescer::write_single(std::span<const uint8_t> packet, uint32_t meta) {
   VnetHeader header = packet_meta::to_header(meta, packet);
   iovec parts[2] = {{&header, sizeof header}, {const_cast<uint8_t*>(packet.data()), packet.size()}};
   (void)!::writev(fd_, parts, 2);
-  writes_++;
 }

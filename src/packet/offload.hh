@@ -98,7 +98,6 @@ class Coalescer {
   explicit Coalescer(int fd);
   void send(std::span<const uint8_t> packet, uint32_t meta);
   void flush();
-  uint64_t writes() const { return writes_; }
 
  private:
   bool mergeable(std::span<const uint8_t> packet, uint32_t meta) const;
@@ -115,5 +114,4 @@ class Coalescer {
   uint16_t next_id_ = 0;        // the IP ID it must carry
   uint32_t last_payload_ = 0;   // the last segment's payload
   bool closed_ = false;         // the last segment had PSH or FIN
-  uint64_t writes_ = 0;
 };
