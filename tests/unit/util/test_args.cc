@@ -138,7 +138,18 @@ TEST(Args, run_tool_turns_errors_into_exit_status) {
 }
 
 TEST(Args, shells_help_lines) {
-  ASSERT_EQ(std::string(kHelpAndVersionLines), "  --help      show this help\n  --version   show the version\n");
+  ASSERT_EQ(std::string(kHelpAndVersionLines),
+            "  --verbose   say on standard error whether the TUN offloads are used, and if not why\n"
+            "  --help      show this help\n  --version   show the version\n");
+}
+
+TEST(Args, verbose_option) {
+  bool verbose = false;
+  const ArgScanner::Option option = ArgScanner::verbose_option(verbose);
+  ASSERT_EQ(option.name, "verbose");
+  ASSERT_FALSE(option.takes_value);
+  option.apply("");
+  ASSERT_TRUE(verbose);
 }
 
 TEST(Args, seed_option) {
