@@ -56,8 +56,7 @@ class LinkQueue {
           if (!ready) break;
           const PacketRing::Record& front = queue_->front();
           if (front.length <= budget) {  // wholly within this opportunity: sent from the queue itself
-            send(queue_->front_data(), front.meta);
-            if (log_) log_->push({t, front.arrival, front.length, 1, '-'});
+            depart(send, t, queue_->front_data(), front.meta, front.arrival);
             budget -= front.length;
             queue_->pop();
             continue;
@@ -68,8 +67,7 @@ class LinkQueue {
         budget -= used;
         remaining_ -= used;
         if (remaining_ == 0) {
-          send(std::span<const uint8_t>(sending_buffer_.get(), sending_length_), sending_meta_);
-          if (log_) log_->push({t, sending_arrival_, sending_length_, 1, '-'});
+          depart(send, t, {sending_buffer_.get(), sending_length_}, sending_meta_, sending_arrival_);
           sending_ = false;
         }
       }
@@ -84,6 +82,13 @@ class LinkQueue {
   bool finished() const { return cursor_.exhausted(); }
 
  private:
+  // A packet leaves the link at opportunity `t`.
+  template <class Send>
+  void depart(Send& send, Nanos t, std::span<const uint8_t> packet, uint32_t meta, Nanos arrival) {
+    send(packet, meta);
+    if (log_) log_->push({t, arrival, static_cast<uint32_t>(packet.size()), 1, '-'});
+  }
+
   // The front packet spans opportunities: it leaves the discipline now (which then holds only
   // waiting packets), and the link when its last byte has an opportunity.
   void take_front() {

@@ -15,6 +15,9 @@ constexpr uint8_t kTcpProtocol = 6, kUdpProtocol = 17;
 constexpr uint8_t kFin = 0x01, kSyn = 0x02, kRst = 0x04, kPsh = 0x08, kAck = 0x10, kUrg = 0x20, kCwr = 0x80;
 constexpr uint32_t kMaxIpLength = 65535;
 
+// IP and TCP header bytes of a TCP/IPv4 packet without IP options (what the coalescer merges).
+uint32_t tcp4_headers(const uint8_t* ip) { return 20 + (ip[32] >> 4) * 4u; }
+
 void set_ip_checksum(uint8_t* ip, uint32_t header_length) {
   store_be16(ip + 10, 0);
   store_be16(ip + 10, static_cast<uint16_t>(~checksum_fold(checksum_add({ip, header_length}))));
@@ -152,7 +155,7 @@ bool Coalescer::mergeable(std::span<const uint8_t> packet, uint32_t meta) const 
   const uint8_t* ip = packet.data();
   if (ip[0] != 0x45 || ip[9] != kTcpProtocol || (load_be16(ip + 6) & 0x3fff) != 0 || load_be16(ip + 2) != packet.size())
     return false;
-  const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
+  const uint32_t headers = tcp4_headers(ip);
   const uint8_t flags = ip[33];
   return headers >= 40 && headers < packet.size() && (flags & kAck) && !(flags & (kSyn | kRst | kUrg | kCwr));
 }
@@ -160,7 +163,7 @@ bool Coalescer::mergeable(std::span<const uint8_t> packet, uint32_t meta) const 
 bool Coalescer::follows(std::span<const uint8_t> packet) const {
   const uint8_t* first = buffer_.get() + sizeof(VnetHeader);
   const uint8_t* ip = packet.data();
-  const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
+  const uint32_t headers = tcp4_headers(ip);
   const uint32_t payload = static_cast<uint32_t>(packet.size()) - headers;
   if (closed_ || last_payload_ != mss_ || payload > mss_ || length_ + payload > kMaxIpLength) return false;
   // IP: version, TOS, fragment field, TTL, protocol and addresses as the first's; the next ID.
@@ -180,7 +183,7 @@ void Coalescer::send(std::span<const uint8_t> packet, uint32_t meta) {
   const bool candidate = mergeable(packet, meta);
   const uint8_t* ip = packet.data();
   if (candidate && length_ > 0 && follows(packet)) {
-    const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
+    const uint32_t headers = tcp4_headers(ip);
     const uint32_t payload = static_cast<uint32_t>(packet.size()) - headers;
     std::memcpy(buffer_.get() + sizeof(VnetHeader) + length_, ip + headers, payload);
     length_ += payload;
@@ -203,7 +206,7 @@ void Coalescer::send(std::span<const uint8_t> packet, uint32_t meta) {
   length_ = static_cast<uint32_t>(packet.size());
   meta_ = meta;
   segments_ = 1;
-  const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
+  const uint32_t headers = tcp4_headers(ip);
   mss_ = last_payload_ = length_ - headers;
   next_sequence_ = load_be32(ip + 24) + mss_;
   next_id_ = static_cast<uint16_t>(load_be16(ip + 4) + 1);
@@ -217,7 +220,7 @@ void Coalescer::flush() {
   if (segments_ == 1) {
     header = packet_meta::to_header(meta_, {ip, length_});
   } else {
-    const uint32_t headers = 20 + (ip[32] >> 4) * 4u;
+    const uint32_t headers = tcp4_headers(ip);
     store_be16(ip + 2, length_);
     set_ip_checksum(ip, 20);
     set_partial_tcp_checksum(ip, 20, length_ - 20);

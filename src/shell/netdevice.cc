@@ -41,10 +41,6 @@ void interface_ioctl(int sock, unsigned long request, ifreq& ifr, const char* wh
   if (::ioctl(sock, request, &ifr) < 0) throw SystemError(std::string(what) + " on " + ifr.ifr_name);
 }
 
-}  // namespace
-
-namespace {
-
 FileDescriptor open_tun_device() {
   FileDescriptor fd(::open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK));
   if (!fd.valid()) {

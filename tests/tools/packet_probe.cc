@@ -12,6 +12,7 @@
 #include <net/if.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,12 +44,14 @@ int main(int argc, char** argv) {
     std::perror(argv[3]);
     _exit(127);
   }
+  const int exited = static_cast<int>(::syscall(SYS_pidfd_open, child, 0));
   unsigned long packets = 0, above = 0, largest = 0;
   int matched_index = -1;
   int status = 0;
   for (;;) {
-    pollfd p{sock, POLLIN, 0};
-    ::poll(&p, 1, 20);
+    // Woken by a packet or by the command's end (its pidfd), never by a clock.
+    pollfd p[2] = {{sock, POLLIN, 0}, {exited, POLLIN, 0}};
+    ::poll(p, exited >= 0 ? 2 : 1, exited >= 0 ? -1 : 20);
     for (;;) {
       uint8_t head[64];
       sockaddr_ll from{};

@@ -14,43 +14,14 @@
 #include "packet/ferry.hh"
 #include "packet/offload.hh"
 #include "packet/queues.hh"
+#include "tcp_packets.hh"
 #include "util/byte_order.hh"
 #include "util/file_descriptor.hh"
 
 namespace {
 
-constexpr uint32_t kMss = 1448;
-
-// A TCP/IPv4 super-packet as the kernel hands it over: `segments` full segments of payload,
-// IP checksum complete, TCP checksum partial.
-std::vector<uint8_t> super_packet(uint32_t segments) {
-  const uint32_t payload = segments * kMss;
-  std::vector<uint8_t> p(40 + payload);
-  p[0] = 0x45;
-  store_be16(&p[2], static_cast<uint32_t>(p.size()));
-  store_be16(&p[4], 100);
-  store_be16(&p[6], 0x4000);
-  p[8] = 64;
-  p[9] = 6;
-  store_be32(&p[12], 0x0a000001);
-  store_be32(&p[16], 0x0a000002);
-  store_be16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
-  store_be16(&p[20], 40000);
-  store_be16(&p[22], 5201);
-  store_be32(&p[24], 1);
-  store_be32(&p[28], 1);
-  p[32] = 5 << 4;
-  p[33] = 0x10 | 0x08;  // ACK, PSH
-  store_be16(&p[34], 1000);
-  for (uint32_t i = 0; i < payload; i++) p[40 + i] = static_cast<uint8_t>(i * 13);
-  store_be16(&p[36], checksum_fold(pseudo_header_sum(p, 20 + payload)));
-  return p;
-}
-
-struct Message {
-  VnetHeader header;
-  std::vector<uint8_t> packet;
-};
+// `segments` full segments of payload, as one super-packet (ACK, PSH; IP ID 100, sequence 1).
+std::vector<uint8_t> super_packet(uint32_t segments) { return tcp_packet(segments * kMss, 1, kAck | kPsh, 100); }
 
 // Runs a Ferry over `queue` between two socket pairs; send() is what the kernel hands the
 // ferry, received() what the ferry wrote, once `count` messages have come out (or 5 s passed).
@@ -84,8 +55,8 @@ class FerryRig {
     std::memcpy(message.data() + sizeof header, packet.data(), packet.size());
     ASSERT_EQ(::send(kernel_in_.get(), message.data(), message.size(), 0), static_cast<ssize_t>(message.size()));
   }
-  std::vector<Message> received(size_t count) {
-    std::vector<Message> out;
+  std::vector<TunMessage> received(size_t count) {
+    std::vector<TunMessage> out;
     std::vector<uint8_t> buffer(70000);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
     while (out.size() < count && std::chrono::steady_clock::now() < deadline) {
@@ -94,7 +65,7 @@ class FerryRig {
         std::this_thread::yield();
         continue;
       }
-      Message m;
+      TunMessage m;
       std::memcpy(&m.header, buffer.data(), sizeof m.header);
       m.packet.assign(buffer.begin() + sizeof m.header, buffer.begin() + n);
       out.push_back(m);
@@ -107,7 +78,7 @@ class FerryRig {
   std::thread thread_;
 };
 
-const VnetHeader kTso{vnet::kNeedsChecksum, vnet::kGsoTcp4, 40, kMss, 20, 16};
+const VnetHeader kTso{vnet::kNeedsChecksum, vnet::kGsoTcp4, 52, kMss, 20, 16};
 
 // Drops the wire packets whose numbers (from 1) are listed.
 struct DropListed {
@@ -133,7 +104,7 @@ TEST(FerryOffload, delay_queue_carries_a_super_packet_whole) {
   EXPECT_EQ(out[0].packet, packet);
   EXPECT_EQ(out[0].header.gso_type, vnet::kGsoTcp4);
   EXPECT_EQ(out[0].header.gso_size, kMss);
-  EXPECT_EQ(out[0].header.hdr_len, 40);
+  EXPECT_EQ(out[0].header.hdr_len, 52);
   EXPECT_EQ(out[0].header.flags, vnet::kNeedsChecksum);
 }
 
@@ -159,17 +130,14 @@ TEST(FerryOffload, a_gate_decides_per_wire_packet_and_the_rest_is_merged_around_
   for (int i = 0; i < 3; i++) {
     const auto& m = out[i];
     EXPECT_EQ(m.header.gso_type, vnet::kGsoTcp4) << i;
-    ASSERT_EQ(m.packet.size(), 40 + count[i] * kMss) << i;
+    ASSERT_EQ(m.packet.size(), 52 + count[i] * kMss) << i;
     EXPECT_EQ(load_be32(&m.packet[24]), 1 + first[i] * kMss) << i;
     EXPECT_EQ(load_be16(&m.packet[4]), 100 + first[i]) << i;  // the IP ID its first segment had
-    EXPECT_EQ((m.packet[33] & 0x08) != 0, i == 2) << i;       // PSH only where the original ended
-    EXPECT_EQ(std::memcmp(&m.packet[40], &packet[40 + first[i] * kMss], count[i] * kMss), 0) << i;
+    EXPECT_EQ((m.packet[33] & kPsh) != 0, i == 2) << i;       // PSH only where the original ended
+    EXPECT_EQ(std::memcmp(&m.packet[52], &packet[52 + first[i] * kMss], count[i] * kMss), 0) << i;
     std::vector<uint8_t> done = m.packet;
     complete_checksum(done, 20, 16);
-    EXPECT_EQ(checksum_fold(checksum_add({done.data() + 20, done.size() - 20},
-                                         pseudo_header_sum(done, static_cast<uint32_t>(done.size() - 20)))),
-              0xffff)
-        << i;
+    EXPECT_TRUE(checksums_valid(done)) << i;
   }
 }
 
