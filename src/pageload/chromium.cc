@@ -133,6 +133,7 @@ fs::path BrowserProfileTemplate::new_load_directory() {
   const fs::path load = directory_ / ("load-" + std::to_string(++loads_));
   fs::create_directories(load / "home");
   fs::create_directories(load / "profile");
+  fs::create_directories(load / "tmp");
   if (fs::exists(directory_ / "nssdb")) {
     fs::create_directories(load / "home" / ".pki");
     fs::copy(directory_ / "nssdb", load / "home" / ".pki" / "nssdb", fs::copy_options::recursive);
@@ -183,7 +184,7 @@ Browser::Browser(const BrowserOptions& options, fs::path load_directory, int int
   for (char** variable = environ; *variable; variable++) {
     const std::string_view text(*variable);
     if (text.starts_with("HOME=") || text.starts_with("XDG_CONFIG_HOME=") || text.starts_with("XDG_CACHE_HOME=") ||
-        text.starts_with("XDG_DATA_HOME="))
+        text.starts_with("XDG_DATA_HOME=") || text.starts_with("TMPDIR="))
       continue;
     environment_text.emplace_back(text);
   }
@@ -191,6 +192,9 @@ Browser::Browser(const BrowserOptions& options, fs::path load_directory, int int
   environment_text.push_back("XDG_CONFIG_HOME=" + (home / ".config").string());
   environment_text.push_back("XDG_CACHE_HOME=" + (home / ".cache").string());
   environment_text.push_back("XDG_DATA_HOME=" + (home / ".local/share").string());
+  // Its temporary files (org.chromium.Chromium.*) too: a browser killed mid-load cannot
+  // remove them, and removing the load's directory then does.
+  environment_text.push_back("TMPDIR=" + (directory_ / "tmp").string());
   std::vector<char*> argv = null_terminated(argv_text);
   std::vector<char*> envp = null_terminated(environment_text);
 
