@@ -114,7 +114,9 @@ int main(int argc, char** argv) {
         CertificateAuthority ca = CertificateAuthority::load_or_create(
             ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
         ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
-        RecordWriter writer(dir, [](const std::string& error) { std::cerr << "mm-record: " << error << std::endl; });
+        RecordWriter writer(
+            dir, [](const std::string& error) { std::cerr << "mm-record: " << error << std::endl; },
+            RecordWriter::kDefaultMaxQueuedBytes, RecordWriter::Priority::Background);
         RecordProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, writer, proxy_options);
         std::thread proxy_thread([&proxy] { proxy.run(); });
         DelayQueue uplink(0), downlink(0);

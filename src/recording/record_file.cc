@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -176,8 +177,12 @@ void create_record_directory(const fs::path& dir) {
   }
 }
 
-RecordWriter::RecordWriter(fs::path dir, std::function<void(const std::string&)> report_error, size_t max_queued_bytes)
-    : dir_(std::move(dir)), report_error_(std::move(report_error)), max_queued_bytes_(max_queued_bytes) {
+RecordWriter::RecordWriter(fs::path dir, std::function<void(const std::string&)> report_error, size_t max_queued_bytes,
+                           Priority priority)
+    : dir_(std::move(dir)),
+      report_error_(std::move(report_error)),
+      max_queued_bytes_(max_queued_bytes),
+      priority_(priority) {
   // Held open so that a later chdir or rename of a parent changes nothing.
   dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) throw UserError("cannot open recording directory " + dir_.string() + ": " + std::strerror(errno));
@@ -222,6 +227,8 @@ uint64_t RecordWriter::failed() const {
 }
 
 void RecordWriter::run() {
+  // Per thread on Linux: only this one. Lowering one's priority is always allowed.
+  if (priority_ == Priority::Background) (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::unique_lock lock(mutex_);
   for (;;) {
     if (queue_.empty()) {

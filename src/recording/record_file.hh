@@ -64,10 +64,16 @@ class RecordWriter {
  public:
   static constexpr size_t kDefaultMaxQueuedBytes = size_t{512} << 20;
 
+  // Background: the writer's thread runs at the lowest priority (nice 19), so that while a
+  // program is being recorded the disk work takes only the CPU time the program leaves idle (it
+  // inherits the ferry's raised priority otherwise). Nothing is reported written before it is on
+  // disk either way; the queue's bound still applies.
+  enum class Priority { Normal, Background };
+
   // The directory must exist (UserError otherwise). report_error is called from the writer's
   // thread.
   RecordWriter(std::filesystem::path dir, std::function<void(const std::string&)> report_error,
-               size_t max_queued_bytes = kDefaultMaxQueuedBytes);
+               size_t max_queued_bytes = kDefaultMaxQueuedBytes, Priority priority = Priority::Normal);
   ~RecordWriter();  // writes everything still queued, then joins
   RecordWriter(const RecordWriter&) = delete;
   RecordWriter& operator=(const RecordWriter&) = delete;
@@ -94,6 +100,7 @@ class RecordWriter {
   std::filesystem::path dir_;
   std::function<void(const std::string&)> report_error_;
   size_t max_queued_bytes_;
+  Priority priority_;
   int dir_fd_ = -1;
 
   mutable std::mutex mutex_;

@@ -135,6 +135,16 @@ std::vector<std::string> set_elements(const std::string& listing) {
 // Whether any other shell of the namespace holds an address slot: slots are one-byte OFD locks
 // on the namespace's lock file, and our own description's lock does not conflict with itself.
 // Dead shells hold none, whatever they left behind.
+// Releases every lock this shell's claim holds (its address slot); the descriptor stays open.
+void release_claim(int slot_claim) {
+  struct flock all {};
+  all.l_type = F_UNLCK;
+  all.l_whence = SEEK_SET;
+  all.l_start = 0;
+  all.l_len = 0;  // the whole file
+  check_syscall("releasing the shell's address slot", ::fcntl(slot_claim, F_OFD_SETLK, &all));
+}
+
 bool other_shells_alive(int slot_claim) {
   struct flock probe {};
   probe.l_type = F_WRLCK;
@@ -145,9 +155,9 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
-// Every step costs the same however many shells run: one nftables transaction to open, one to
-// close, and a listing only when the last shell leaves.
-void open_locked(const std::string& shell_device) {
+// Every step costs the same however many shells run: one nftables transaction to open (with the
+// shell's own table), one to close, and a listing only when the last shell leaves.
+void open_locked(const std::string& shell_device, const std::string& with_script) {
   const std::vector<std::string> off = devices_not_forwarding();
   const std::string t = std::string(" ip ") + kTable;
   std::ostringstream script;
@@ -172,32 +182,55 @@ void open_locked(const std::string& shell_device) {
     for (size_t i = 0; i < off.size(); i++) script << (i ? ", " : "") << '"' << off[i] << '"';
     script << " }\n";
   }
+  script << with_script;
   run_nft(script.str());  // the filter holds before any device forwards
   if (!set_forwarding(shell_device, "1")) throw UserError("the shell's device " + shell_device + " vanished");
   for (const std::string& device : off) set_forwarding(device, "1");
 }
 
-void close_locked(const std::string& shell_device, int slot_claim) {
+// Deleting from nftables costs an RCU grace period (10-20 ms here) when the socket of the
+// transaction closes, so a shell's whole clean-up is one transaction: its NAT table, and its
+// element of the shared set or, for the last shell, the shared table.
+void close_locked(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
   const std::string t = std::string(" ip ") + kTable;
-  try {
-    run_nft("delete element" + t + " shells { \"" + shell_device + "\" }\n");
-  } catch (const std::exception&) {
-    // The table is gone (a flushed ruleset): nothing of ours is left in it.
-  }
-  if (other_shells_alive(slot_claim)) return;  // they still need the forwarding
+  const std::string delete_nat = nat_table.empty() ? "" : "delete table ip " + nat_table + "\n";
+  // This shell gives up its claim first: two shells closing at once would otherwise each see
+  // the other's claim, and both leave the shared table behind.
+  release_claim(slot_claim);
   std::string listing;
+  bool last = !other_shells_alive(slot_claim);
+  if (last) {
+    try {
+      listing = run_nft("list set" + t + " opened");
+    } catch (const std::exception&) {
+      // No table (a flushed ruleset), or it cannot be read: leave it, filter included.
+      last = false;
+    }
+  }
+  if (last) {
+    // If forwarding was switched on for every device meanwhile (an administrator, a container
+    // runtime), the host now wants it: leave the devices as they are.
+    const bool now_forwarding = read_small_file("/proc/sys/net/ipv4/conf/all/forwarding").rfind('1', 0) == 0;
+    for (const std::string& device : set_elements(listing)) {
+      if (!now_forwarding && safe_device_name(device)) set_forwarding(device, "0");
+    }
+  }
+  const std::string ours =
+      last ? "delete table" + t + "\n" : "delete element" + t + " shells { \"" + shell_device + "\" }\n";
   try {
-    listing = run_nft("list set" + t + " opened");
+    run_nft(delete_nat + ours);
+    return;
   } catch (const std::exception&) {
-    return;  // no table: nothing to restore (or it cannot be read: leave it, filter included)
+    // Something was gone already (removed by hand, a flushed ruleset, or a NAT table removed as
+    // stale by a shell that thought this one dead): each part on its own, whatever is left.
   }
-  // If forwarding was switched on for every device meanwhile (an administrator, a container
-  // runtime), the host now wants it: leave the devices as they are.
-  const bool now_forwarding = read_small_file("/proc/sys/net/ipv4/conf/all/forwarding").rfind('1', 0) == 0;
-  for (const std::string& device : set_elements(listing)) {
-    if (!now_forwarding && safe_device_name(device)) set_forwarding(device, "0");
+  for (const std::string& part : {delete_nat, ours}) {
+    if (part.empty()) continue;
+    try {
+      run_nft(part);
+    } catch (const std::exception&) {
+    }
   }
-  run_nft("delete table" + t);
 }
 
 }  // namespace
@@ -223,18 +256,19 @@ FileDescriptor open_namespace_lock_file() {
   return fd;
 }
 
-void open_forwarding(const std::string& shell_device, int slot_claim) {
+void open_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table,
+                     const std::string& nat_script) {
   if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
   NamespaceLock lock;
   try {
-    open_locked(shell_device);
+    open_locked(shell_device, nat_script);
   } catch (...) {
-    close_locked(shell_device, slot_claim);  // all or nothing: the caller has nothing to undo
+    close_locked(shell_device, slot_claim, nat_table);  // all or nothing: the caller has nothing to undo
     throw;
   }
 }
 
-void close_forwarding(const std::string& shell_device, int slot_claim) {
+void close_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
   NamespaceLock lock;
-  close_locked(shell_device, slot_claim);
+  close_locked(shell_device, slot_claim, nat_table);
 }

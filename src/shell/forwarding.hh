@@ -29,8 +29,12 @@ FileDescriptor open_namespace_lock_file();
 constexpr unsigned kLockTimeoutSeconds = 10;
 
 // Call in the caller's namespace, after the shell's TUN device exists; slot_claim is the shell's
-// claim on its addresses (claim_slot), by which shells tell whether others are alive. All or
+// claim on its addresses (claim_slot), by which shells tell whether others are alive. nat_script
+// (nat.hh) adds the shell's own table, nat_table, in the same nftables transaction. All or
 // nothing: if it throws, nothing remains to be closed.
-void open_forwarding(const std::string& shell_device, int slot_claim);
-// Undoes open_forwarding for this shell; the last shell restores the namespace's settings.
-void close_forwarding(const std::string& shell_device, int slot_claim);
+void open_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table,
+                     const std::string& nat_script);
+// Undoes open_forwarding for this shell, and deletes its NAT table (if not empty) in the same
+// nftables transaction; the last shell restores the namespace's settings. Releases the claim
+// (slot_claim stays open): the shell's addresses are free again from then on.
+void close_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table);

@@ -51,31 +51,37 @@ std::string run_nft(const std::string& script) {
   return nft_ctx_get_output_buffer(ctx.get());
 }
 
-std::string MasqueradeTable::table_name_for(const std::string& device) {
+std::string nat_table_name(const std::string& device) {
   std::string name(kPrefix);
   for (char c : device) name += (c == '-') ? '_' : c;
   return name;
 }
 
-MasqueradeTable::MasqueradeTable(const std::string& device, Ipv4 inner) : table_(table_name_for(device)) {
+std::string nat_table_script(const std::string& device, Ipv4 inner) {
+  const std::string table = nat_table_name(device);
   std::ostringstream s;
-  s << "add table ip " << table_ << "\n"
-    << "add chain ip " << table_ << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-    << "add rule ip " << table_ << " postrouting ip saddr " << inner.str() << " oifname != \"" << device
+  s << "add table ip " << table << "\n"
+    << "add chain ip " << table << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
+    << "add rule ip " << table << " postrouting ip saddr " << inner.str() << " oifname != \"" << device
     << "\" masquerade\n";
-  run_nft(s.str());
+  return s.str();
 }
 
-MasqueradeTable::~MasqueradeTable() {
-  if (!owned_) return;
-  try {
-    run_nft("delete table ip " + table_);
-  } catch (...) {
-    // Already gone (e.g. removed by hand); nothing else to undo.
+std::string intercept_script(const std::string& device, Ipv4 inner, Ipv4 outer, uint16_t port, bool refuse_quic) {
+  const std::string table = nat_table_name(device);
+  std::ostringstream s;
+  s << "add chain ip " << table << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+    << "add rule ip " << table << " prerouting iifname \"" << device << "\" ip saddr " << inner.str()
+    << " meta l4proto tcp dnat to " << outer.str() << ":" << port << "\n";
+  if (refuse_quic) {
+    // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
+    s << "add chain ip " << table << " forward { type filter hook forward priority filter; policy accept; }\n"
+      << "add rule ip " << table << " forward iifname \"" << device << "\" udp dport 443 reject\n";
   }
+  return s.str();
 }
 
-std::vector<std::string> MasqueradeTable::remove_stale() {
+std::vector<std::string> remove_stale_nat_tables() {
   std::vector<std::string> removed;
   std::istringstream out(run_nft("list tables ip"));
   std::string word, family, name;

@@ -3,33 +3,26 @@
 // The table is named after the shell's outer TUN device; a table whose device no longer
 // exists belonged to a shell that died without cleaning up (SIGKILL) and is removed by the
 // next shell that starts in the same namespace. Only the privileged set-up uses this.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "util/address.hh"
 
-class MasqueradeTable {
- public:
-  // Adds table ip mahimahi_<device> that masquerades packets from inner leaving any
-  // interface but `device`.
-  MasqueradeTable(const std::string& device, Ipv4 inner);
-  ~MasqueradeTable();
-  MasqueradeTable(const MasqueradeTable&) = delete;
-  MasqueradeTable& operator=(const MasqueradeTable&) = delete;
+// The name of the NAT table of the shell whose outer device is `device`: mahimahi_<kind>_<pid>.
+std::string nat_table_name(const std::string& device);
 
-  const std::string& name() const { return table_; }
-  // Leaves the deletion to someone else (the shell's detached clean-up helper): the destructor
-  // then does nothing.
-  void hand_over() { owned_ = false; }
+// The nft commands that add that table, masquerading packets from `inner` that leave by any
+// interface but `device`. Run with the shell's other rules, in one transaction (forwarding.hh).
+std::string nat_table_script(const std::string& device, Ipv4 inner);
 
-  // Deletes every mahimahi_* table of this namespace whose device is gone; returns their names.
-  static std::vector<std::string> remove_stale();
-  static std::string table_name_for(const std::string& device);
+// The nft commands that add to that table: every TCP connection from `inner` arriving on `device`
+// goes to outer:port (a listening socket of the shell's), and if refuse_quic, UDP to port 443 is
+// answered with ICMP port unreachable.
+std::string intercept_script(const std::string& device, Ipv4 inner, Ipv4 outer, uint16_t port, bool refuse_quic);
 
- private:
-  std::string table_;
-  bool owned_ = true;  // deleted by the destructor
-};
+// Deletes every mahimahi_* table of this namespace whose device is gone; returns their names.
+std::vector<std::string> remove_stale_nat_tables();
 
 // Runs one nft script with libnftables; throws std::runtime_error with nft's message.
 std::string run_nft(const std::string& script);

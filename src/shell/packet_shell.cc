@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <poll.h>
 #include <pwd.h>
 #include <sys/prctl.h>
@@ -519,10 +520,12 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (isolated) {
     net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
   } else {
-    net = create_shell_network(spec.device_kind, plan.pool, plan.base, plan.offload);
+    net = create_shell_network(
+        spec.device_kind, plan.pool, plan.base,
+        {.offload = plan.offload, .intercept = spec.intercept_tcp, .refuse_quic = spec.refuse_quic});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
-    if (spec.intercept_tcp) intercepted = intercept_tcp(net, spec.refuse_quic);
+    intercepted = std::move(net.intercepted);
   }
 
   int startup[2];
@@ -531,6 +534,9 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   const std::string outer_prefix = prefix ? prefix : "";
+  // The set-up's freed heap (nftables' parser, mostly) back to the system before the ferry is
+  // forked: the supervisor then waits, and both stay small for the shell's whole life.
+  ::malloc_trim(0);
   const pid_t ferry = fork_child(info.name, [&] {
     raise_priority(nice);
     if (isolated) enter_namespace(net.inner_namespace);  // its servers live there

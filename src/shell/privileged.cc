@@ -283,18 +283,7 @@ void ForwardingGrant::release() noexcept {
   nat_table_.clear();
   // Waited for, so that when the shell has ended, everything it made is gone.
   try {
-    run_root_helper(
-        [&] {
-          if (!nat_table.empty()) {
-            try {
-              run_nft("delete table ip " + nat_table);
-            } catch (const std::exception&) {
-              // Already gone (removed by hand, or as stale by a shell that thought it dead).
-            }
-          }
-          close_forwarding(device, slot_claim_);
-        },
-        false);
+    run_root_helper([&] { close_forwarding(device, slot_claim_, nat_table); }, false);
   } catch (const std::exception& e) {
     std::cerr << "mahimahi: cleaning up the shell's nftables tables and forwarding: " << e.what() << std::endl;
   }
@@ -305,9 +294,7 @@ void enter_namespace(const FileDescriptor& ns) {
 }
 
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
-                                  bool offload) {
-  MasqueradeTable::remove_stale();
-
+                                  const ShellNetworkOptions& options) {
   std::vector<Ipv4Net> in_use = networks_in_use();
   if (avoid) in_use.push_back(Ipv4Net::of(*avoid, 32));
   ShellNetwork net;
@@ -326,7 +313,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   }
 
   net.outer_device = kind + "-" + std::to_string(::getpid());
-  if (offload) {
+  if (options.offload) {
     OffloadTun tun = create_offload_tun(net.outer_device, false);
     net.offload = tun.fd.valid();
     net.offload_refused = tun.refused;
@@ -336,10 +323,28 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   if (!net.offload) net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
-  // If the helper is killed half-way (the user interrupted the set-up), its device is left in
-  // the shared state, where the next shell to close finds it gone and removes it.
-  run_root_helper([&] { open_forwarding(net.outer_device, net.slot_claim.get()); }, true);
-  net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get());
+  // The shell's NAT table, and for mm-record the redirection of its connections to a listening
+  // socket on the outer address (not loopback: a DNAT to a local address on the TUN needs no
+  // route_localnet, and only this shell's packets reach it).
+  std::string nat_script = nat_table_script(net.outer_device, net.addresses.inner);
+  if (options.intercept) {
+    net.intercepted = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
+    check_syscall("listen", ::listen(net.intercepted.get(), 4096));
+    nat_script += intercept_script(net.outer_device, net.addresses.inner, net.addresses.outer,
+                                   ntohs(local_address(net.intercepted).sin_port), options.refuse_quic);
+  }
+  // One helper, one nftables transaction: libnftables never runs in the supervisor, which stays
+  // small while it waits. If the helper is killed half-way (the user interrupted the set-up), its
+  // device is left in the shared state, where the next shell to close finds it gone and removes
+  // it, and a NAT table of a device that is gone is removed as stale by the next shell.
+  const std::string nat_table = nat_table_name(net.outer_device);
+  run_root_helper(
+      [&] {
+        remove_stale_nat_tables();
+        open_forwarding(net.outer_device, net.slot_claim.get(), nat_table, nat_script);
+      },
+      true);
+  net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get(), nat_table);
 
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
   if (!resolvers.empty()) {
@@ -381,31 +386,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   }
   enter_namespace(caller_namespace);
   if (net.dns.active()) connect_socket(net.dns.outer_relay, local_address(net.dns.inner_forward));
-
-  net.nat = std::make_unique<MasqueradeTable>(net.outer_device, net.addresses.inner);
-  net.forwarding.delete_with(*net.nat);
   return net;
-}
-
-FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic) {
-  // Listening on the outer address (not loopback): a DNAT to a local address on the TUN needs
-  // no route_localnet, and only this shell's packets reach it.
-  FileDescriptor listener = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
-  check_syscall("listen", ::listen(listener.get(), 4096));
-  const sockaddr_in bound = local_address(listener);
-  const std::string& table = net.nat->name();
-  std::ostringstream s;
-  s << "add chain ip " << table << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-    << "add rule ip " << table << " prerouting iifname \"" << net.outer_device << "\" ip saddr "
-    << net.addresses.inner.str() << " meta l4proto tcp dnat to " << net.addresses.outer.str() << ":"
-    << ntohs(bound.sin_port) << "\n";
-  if (refuse_quic) {
-    // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
-    s << "add chain ip " << table << " forward { type filter hook forward priority filter; policy accept; }\n"
-      << "add rule ip " << table << " forward iifname \"" << net.outer_device << "\" udp dport 443 reject\n";
-  }
-  run_nft(s.str());
-  return listener;
 }
 
 FileDescriptor create_isolated_namespace() {

@@ -56,8 +56,10 @@ class SetupInterrupted : public UserError {
 class ForwardingGrant {
  public:
   ForwardingGrant() = default;
-  // slot_claim: the shell's claim on its addresses, open for as long as this grant.
-  ForwardingGrant(std::string device, int slot_claim) : device_(std::move(device)), slot_claim_(slot_claim) {}
+  // slot_claim: the shell's claim on its addresses, open for as long as this grant; nat_table:
+  // the shell's NAT table (nat.hh), deleted with the forwarding.
+  ForwardingGrant(std::string device, int slot_claim, std::string nat_table)
+      : device_(std::move(device)), slot_claim_(slot_claim), nat_table_(std::move(nat_table)) {}
   ForwardingGrant(ForwardingGrant&& other) noexcept
       : device_(std::move(other.device_)), slot_claim_(other.slot_claim_), nat_table_(std::move(other.nat_table_)) {
     other.device_.clear();
@@ -65,11 +67,6 @@ class ForwardingGrant {
   }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
   ~ForwardingGrant() { release(); }
-  // Takes over the deletion of the shell's NAT table.
-  void delete_with(MasqueradeTable& nat) {
-    nat_table_ = nat.name();
-    nat.hand_over();
-  }
 
  private:
   void release() noexcept;
@@ -91,9 +88,9 @@ struct ShellNetwork {
   std::string offload_refused;     // why not, if offloads were asked for and refused
   std::string offload_features;    // what the devices took, in words
   FileDescriptor inner_namespace;  // where the user's command runs
-  std::unique_ptr<MasqueradeTable> nat;
-  DnsRelaySockets dns;         // empty unless the caller's resolver is on loopback
-  ForwardingGrant forwarding;  // destroyed first (slot_claim still open): the last clean-up step
+  FileDescriptor intercepted;      // with intercept (mm-record): where the namespace's TCP connections go
+  DnsRelaySockets dns;             // empty unless the caller's resolver is on loopback
+  ForwardingGrant forwarding;      // destroyed first (slot_claim still open): the last clean-up step
 };
 
 constexpr const char* kInnerDevice = "ingress";
@@ -103,8 +100,17 @@ constexpr const char* kInnerDevice = "ingress";
 // reachable (MAHIMAHI_BASE), never allocated.
 // With `offload`, the TUN devices take and give TCP super-packets where the kernel can
 // (ShellNetwork::offload says whether it could).
+// With `intercept`, every TCP connection leaving the namespace goes to the listening socket
+// ShellNetwork::intercepted (on the outer address; the accepted sockets' SO_ORIGINAL_DST is where
+// the program connected), and if refuse_quic, UDP to port 443 is answered with ICMP port
+// unreachable.
+struct ShellNetworkOptions {
+  bool offload = false;
+  bool intercept = false;
+  bool refuse_quic = true;
+};
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
-                                  bool offload);
+                                  const ShellNetworkOptions& options);
 
 // MAHIMAHI_OFFLOAD: unset or "1", TUN offloads where the kernel has them ("1": and say why
 // not when it has not); "0", none (one packet per read and write, as before).
@@ -127,11 +133,6 @@ void raise_priority(int nice);
 // interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the wait: the
 // helper is killed and SetupInterrupted thrown.
 void run_root_helper(const std::function<void()>& fn, bool interruptible);
-
-// Sends every TCP connection leaving the shell's namespace to the returned listening socket (on
-// the outer address; the accepted sockets' SO_ORIGINAL_DST is where the program connected), and
-// if refuse_quic, answers UDP to port 443 with ICMP port unreachable. Undone with net.nat.
-FileDescriptor intercept_tcp(const ShellNetwork& net, bool refuse_quic);
 
 // A namespace with no way out (mm-replay): only lo, up, with no address but 127.0.0.1/8 yet;
 // ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.
