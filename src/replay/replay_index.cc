@@ -4,9 +4,13 @@
 #include "replay/replay_index.hh"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -18,6 +22,7 @@
 #include "replay/replay_miss.hh"
 #include "replay/replay_range.hh"
 #include "util/exception.hh"
+#include "util/file_descriptor.hh"
 #include "util/host_name.hh"
 #include "util/text.hh"
 
@@ -28,6 +33,50 @@ using Entry = ReplayIndex::Entry;
 struct ReplayIndex::Counters {
   std::mutex mutex;
   std::unordered_map<std::string, size_t> served;
+};
+
+struct ReplayIndex::BodyStore {
+  FileDescriptor fd;
+  uint64_t size = 0;
+
+  BodyStore() {
+    const char* tmpdir = std::getenv("TMPDIR");
+    const std::string dir = tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+    fd = FileDescriptor(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
+    if (!fd.valid()) {
+      // A file system without O_TMPFILE: a named file, unlinked at once.
+      std::string pattern = dir + "/mm-replay-bodies.XXXXXX";
+      fd = FileDescriptor(::mkostemp(pattern.data(), O_CLOEXEC));
+      if (fd.valid()) ::unlink(pattern.c_str());
+    }
+    if (!fd.valid())
+      throw UserError("cannot create a temporary file in " + dir +
+                      " for the recording's bodies: " + std::strerror(errno) + "; set TMPDIR to a writable directory");
+  }
+
+  uint64_t append(const std::string& body) {
+    const uint64_t offset = size;
+    try {
+      write_all(fd.get(), body);
+    } catch (const SystemError& e) {
+      throw UserError(std::string("cannot keep the recording's bodies in a temporary file: ") + e.what() +
+                      "; free space where TMPDIR points (or set TMPDIR elsewhere)");
+    }
+    size += body.size();
+    return offset;
+  }
+
+  std::string read(uint64_t offset, uint64_t length) const {
+    std::string body(length, '\0');
+    size_t done = 0;
+    while (done < length) {
+      const ssize_t n = ::pread(fd.get(), body.data() + done, length - done, static_cast<off_t>(offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) throw SystemError("reading a recorded body back");
+      done += static_cast<size_t>(n);
+    }
+    return body;
+  }
 };
 
 namespace {
@@ -405,7 +454,13 @@ size_t longest_common_substring(std::string_view a, std::string_view b) {
   return best;
 }
 
-ReplayIndex::ReplayIndex() : counters_(std::make_unique<Counters>()) {}
+ReplayIndex::ReplayIndex() : counters_(std::make_unique<Counters>()), bodies_(std::make_unique<BodyStore>()) {}
+
+ReplayResponse ReplayIndex::response_of(const Entry& entry) const {
+  ReplayResponse response = entry.response;
+  response.body = bodies_->read(entry.body_offset, entry.body_size);
+  return response;
+}
 ReplayIndex::ReplayIndex(ReplayIndex&&) noexcept = default;
 ReplayIndex& ReplayIndex::operator=(ReplayIndex&&) noexcept = default;
 ReplayIndex::~ReplayIndex() = default;
@@ -438,6 +493,9 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         origins.add(pair, *entry, path.string());
         entry->response =
             prepare_response(std::move(pair.response), status->first, std::move(status->second), entry->method);
+        entry->body_size = entry->response.body.size();
+        entry->body_offset = index.bodies_->append(entry->response.body);
+        std::string().swap(entry->response.body);  // its memory freed (assigning an empty string keeps it)
         index.entries_.push_back(std::move(*entry));
       },
       [&](std::string warning) {
@@ -482,16 +540,24 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
     return counters_->served[counter_key(in, options)]++;
   });
   if (chosen && request.range) {
-    std::vector<RangeCandidate> recorded;  // the responses recorded for the same request
+    // The responses recorded for the same request, with their bodies (a rare path: one read each).
+    std::vector<const Entry*> same;
     for (const Entry* e : candidates) {
-      if (e->target == chosen->target && user_agent_matches(*e, in, options))
-        recorded.push_back({&e->response, e->range});
+      if (e->target == chosen->target && user_agent_matches(*e, in, options)) same.push_back(e);
     }
+    std::vector<ReplayResponse> responses;
+    responses.reserve(same.size());
+    std::vector<RangeCandidate> recorded;
+    for (const Entry* e : same) {
+      responses.push_back(response_of(*e));
+      recorded.push_back({&responses.back(), e->range});
+    }
+    const ReplayResponse full = response_of(*chosen);
     const RangeRequest range{in.method, *request.range, request.if_range,
                              describe_request(in.https, in.host, in.method, in.target)};
-    if (auto answer = answer_range(range, chosen->response, recorded)) return std::move(*answer);
+    if (auto answer = answer_range(range, full, recorded)) return std::move(*answer);
   }
-  if (chosen) return ReplayMatch{true, chosen->response, {}};
+  if (chosen) return ReplayMatch{true, response_of(*chosen), {}};
 
   auto entries_of = [&](const auto& map, const std::string& key) {
     std::vector<const Entry*> list;

@@ -98,8 +98,9 @@ class ReplayIndex {
     std::string ip;
     uint16_t port = 0;
     uint64_t request_start_us = 0;
-    std::string file;  // file name, for ordering and messages
-    ReplayResponse response;
+    std::string file;         // file name, for ordering and messages
+    ReplayResponse response;  // its body left empty: the body is in the body store
+    uint64_t body_offset = 0, body_size = 0;
   };
 
  private:
@@ -116,4 +117,10 @@ class ReplayIndex {
 
   struct Counters;  // per identical request: how many times it has been served
   std::unique_ptr<Counters> counters_;
+  // The prepared bodies, one after the other, in an unlinked temporary file (in $TMPDIR, else
+  // /tmp): the index keeps only where each one is, so a recording's bodies take disk and page
+  // cache, not the matcher's memory. Read back with pread (safe from several threads).
+  struct BodyStore;
+  std::unique_ptr<BodyStore> bodies_;
+  ReplayResponse response_of(const Entry& entry) const;  // the entry's response with its body
 };

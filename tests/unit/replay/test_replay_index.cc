@@ -2,6 +2,7 @@
 // User-Agent, repeated requests), response preparation (de-chunking, hop-by-hop fields,
 // Content-Length, HEAD), misses that explain themselves, loading with warnings, origins and DNS
 // names.
+#include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -296,6 +297,42 @@ TEST(ReplayIndex, replay_load_errors) {
   EXPECT_THROW_WITH(UserError, ReplayIndex::load(empty.path, nullptr),
                     "holds no valid recorded pair (the directory has no files)");
   EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path / "missing", nullptr), "cannot read recording directory");
+}
+
+// Bodies live in an unlinked file in $TMPDIR, not in the index: each is served back byte for
+// byte (whatever the order the index sorts its entries in), nothing is left in TMPDIR, and a
+// TMPDIR where no file can be made is an error that says so.
+TEST(ReplayIndex, replay_bodies_are_kept_in_an_unlinked_temporary_file) {
+  TempDir tmp;
+  const char* saved = std::getenv("TMPDIR");
+  const std::string saved_value = saved ? saved : "";
+  ::setenv("TMPDIR", tmp.path.c_str(), 1);
+  std::vector<PairSpec> specs;
+  for (int i = 0; i < 50; i++) {
+    PairSpec s =
+        at("GET /o" + std::to_string(i) + " HTTP/1.1", std::string(1000 * (i + 1), static_cast<char>('a' + i % 26)));
+    s.start_us = 1'000'000 - static_cast<uint64_t>(i);  // recorded in the reverse order of their files
+    specs.push_back(s);
+  }
+  {
+    Recording rec(specs);
+    ASSERT_EQ(rec.index->pairs(), size_t{50});
+    for (int i = 0; i < 50; i++) {
+      const ReplayMatch m = rec.match(get("/o" + std::to_string(i)));
+      ASSERT_TRUE(m.found);
+      ASSERT_EQ(m.response.body, std::string(1000 * (i + 1), static_cast<char>('a' + i % 26)));
+    }
+    ASSERT_TRUE(std::filesystem::is_empty(tmp.path));
+  }
+  ::setenv("TMPDIR", (tmp.path / "missing").c_str(), 1);
+  TempDir dir;
+  write_pair(dir.path, "save.one", at("GET / HTTP/1.1", "x"));
+  EXPECT_THROW_WITH(UserError, ReplayIndex::load(dir.path, nullptr), "set TMPDIR to a writable directory");
+  if (saved) {
+    ::setenv("TMPDIR", saved_value.c_str(), 1);
+  } else {
+    ::unsetenv("TMPDIR");
+  }
 }
 
 TEST(ReplayIndex, replay_origins_and_names) {
