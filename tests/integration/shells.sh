@@ -134,6 +134,17 @@ test_parallel_shells_each_see_their_own_delay() {
   [ "$ok" = 8 ] || fail "$((8 - ok)) of 8 parallel shells wrong"
 }
 
+# The packet shells link the C++ runtime statically (src/Makefile.am): none of their shared
+# libraries may bring in libstdc++.so, or a process would hold two C++ runtimes.
+test_packet_shells_have_one_cxx_runtime() {
+  local p bad=
+  for p in mm-delay mm-loss mm-onoff mm-intermittent mm-link mm-meter; do
+    if ldd "$BIN/$p" | grep -E 'libstdc\+\+|libgcc_s'; then bad="$bad $p"; fi
+  done
+  echo "  mm-delay's shared libraries: $(ldd "$BIN/mm-delay" | awk '{ print $1 }' | tr '\n' ' ')"
+  [ -z "$bad" ] || fail "a shared libstdc++ or libgcc_s in:$bad"
+}
+
 test_dns_works_and_crosses_the_link() {
   out=$(in_world "$BIN/mm-delay" 100 sh -c 's=$(date +%s%N); getent hosts server.test; e=$(date +%s%N); echo "ms=$(( (e - s) / 1000000 ))"')
   echo "$out" | sed 's/^/  /'
