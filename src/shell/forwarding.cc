@@ -132,25 +132,27 @@ std::vector<std::string> set_elements(const std::string& listing) {
   return names;
 }
 
-// Whether any other shell of the namespace holds an address slot: slots are one-byte OFD locks
-// on the namespace's lock file, and our own description's lock does not conflict with itself.
-// Dead shells hold none, whatever they left behind.
-// Releases every lock this shell's claim holds (its address slot); the descriptor stays open.
-void release_claim(int slot_claim) {
+// A lock of `type` over the whole lock file (every address slot).
+struct flock whole_file(short type) {
   struct flock all {};
-  all.l_type = F_UNLCK;
+  all.l_type = type;
   all.l_whence = SEEK_SET;
   all.l_start = 0;
-  all.l_len = 0;  // the whole file
+  all.l_len = 0;  // to the end, however long
+  return all;
+}
+
+// Releases every lock this shell's claim holds (its address slot); the descriptor stays open.
+void release_claim(int slot_claim) {
+  struct flock all = whole_file(F_UNLCK);
   check_syscall("releasing the shell's address slot", ::fcntl(slot_claim, F_OFD_SETLK, &all));
 }
 
+// Whether any other shell of the namespace holds an address slot: slots are one-byte OFD locks
+// on the namespace's lock file, and our own description's lock does not conflict with itself.
+// Dead shells hold none, whatever they left behind.
 bool other_shells_alive(int slot_claim) {
-  struct flock probe {};
-  probe.l_type = F_WRLCK;
-  probe.l_whence = SEEK_SET;
-  probe.l_start = 0;
-  probe.l_len = 0;  // the whole file
+  struct flock probe = whole_file(F_WRLCK);
   check_syscall("probing the other shells' slots", ::fcntl(slot_claim, F_OFD_GETLK, &probe));
   return probe.l_type != F_UNLCK;
 }

@@ -103,8 +103,11 @@ test_stopped_or_frozen_shell_of_one_user_does_not_delay_another() {
     if [ $how = freeze ]; then
       echo FROZEN > "$freezer/freezer.state"; frozen=$((frozen + 1))
     else
+      # As the user: a root helper forked by the user's shell (listed by pgrep while its real uid
+      # was still the user's, a moment before it became root) is then out of the user's reach,
+      # as it is for a real user, instead of being stopped by the test's root rights.
       stopped=$(pgrep -U "$(id -u "$TEST_USER")" -f "$BIN/mm-delay")
-      for p in $stopped; do kill -STOP "$p" 2>/dev/null; done
+      for p in $stopped; do setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups kill -STOP "$p" 2>/dev/null; done
     fi
     s=$(date +%s%N)
     timeout 10 ip netns exec "$WORLD" "$BIN/mm-delay" 0 true; rc=$?
