@@ -190,7 +190,7 @@ void open_locked(const std::string& shell_device, const std::string& with_script
   for (const std::string& device : off) set_forwarding(device, "1");
 }
 
-// Deleting from nftables costs an RCU grace period (10-20 ms here) when the socket of the
+// Deleting from nftables costs an RCU grace period (5-20 ms here) when the socket of the
 // transaction closes, so a shell's whole clean-up is one transaction: its NAT table, and its
 // element of the shared set or, for the last shell, the shared table.
 void close_locked(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
