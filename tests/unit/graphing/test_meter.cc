@@ -4,6 +4,9 @@
 #include <cairo.h>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <set>
 #include <string>
 
 #include "expect.hh"
@@ -158,7 +161,19 @@ TEST(Meter, a_live_chart_paints_on_a_window_sized_surface) {
   paint_chart(cr, chart, 900, 480);
   EXPECT_EQ(cairo_status(cr), CAIRO_STATUS_SUCCESS) << cairo_status_to_string(cairo_status(cr));
   cairo_destroy(cr);
-  cairo_surface_write_to_png(surface, "/tmp/meter-paint.png");
+  // Something was drawn on the background: more than one colour on the surface.
+  cairo_surface_flush(surface);
+  const unsigned char* data = cairo_image_surface_get_data(surface);
+  const int stride = cairo_image_surface_get_stride(surface);
+  std::set<uint32_t> colours;
+  for (int y = 0; y < 480; y += 4) {
+    for (int x = 0; x < 900; x += 4) {
+      uint32_t pixel;
+      std::memcpy(&pixel, data + y * stride + x * 4, sizeof pixel);
+      colours.insert(pixel & 0xffffff);
+    }
+  }
+  EXPECT_GT(colours.size(), 2u);
   cairo_surface_destroy(surface);
 }
 
