@@ -546,16 +546,18 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
       if (e->target == chosen->target && user_agent_matches(*e, in, options)) same.push_back(e);
     }
     std::vector<ReplayResponse> responses;
-    responses.reserve(same.size());
+    responses.reserve(same.size() + 1);  // pointers into it stay valid
     std::vector<RangeCandidate> recorded;
+    const ReplayResponse* full = nullptr;
     for (const Entry* e : same) {
       responses.push_back(response_of(*e));
       recorded.push_back({&responses.back(), e->range});
+      if (e == chosen) full = &responses.back();
     }
-    const ReplayResponse full = response_of(*chosen);
+    if (!full) full = &responses.emplace_back(response_of(*chosen));
     const RangeRequest range{in.method, *request.range, request.if_range,
                              describe_request(in.https, in.host, in.method, in.target)};
-    if (auto answer = answer_range(range, full, recorded)) return std::move(*answer);
+    if (auto answer = answer_range(range, *full, recorded)) return std::move(*answer);
   }
   if (chosen) return ReplayMatch{true, response_of(*chosen), {}};
 

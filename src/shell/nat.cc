@@ -12,32 +12,15 @@
 namespace {
 constexpr std::string_view kPrefix = "mahimahi_";
 
-// libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
-// guard against setuid use). Make the real uid root only for the call: keeping the user's real
-// uid otherwise lets the user signal their own shell.
-class RealUidIsRoot {
- public:
-  RealUidIsRoot() : saved_(::getuid()) {
-    if (saved_ != 0 && ::setresuid(0, static_cast<uid_t>(-1), static_cast<uid_t>(-1)) < 0)
-      throw std::runtime_error("cannot set the real uid for nftables");
-  }
-  ~RealUidIsRoot() {
-    if (saved_ != 0 && ::setresuid(saved_, static_cast<uid_t>(-1), static_cast<uid_t>(-1)) < 0) ::abort();
-  }
-  RealUidIsRoot(const RealUidIsRoot&) = delete;
-  RealUidIsRoot& operator=(const RealUidIsRoot&) = delete;
-
- private:
-  uid_t saved_;
-};
-
 struct NftContextDeleter {
   void operator()(nft_ctx* c) const { nft_ctx_free(c); }
 };
 }  // namespace
 
 std::string run_nft(const std::string& script) {
-  RealUidIsRoot as_root;
+  // libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
+  // guard against setuid use): only root helpers, root through and through, may get here.
+  if (::getuid() != 0 || ::geteuid() != 0) throw std::logic_error("nftables used outside a root helper");
   std::unique_ptr<nft_ctx, NftContextDeleter> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
   if (!ctx) throw std::runtime_error("nftables: cannot create a context");
   nft_ctx_buffer_output(ctx.get());

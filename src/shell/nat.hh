@@ -2,7 +2,7 @@
 // Source NAT for a shell's inner address, as one nftables table per shell.
 // The table is named after the shell's outer TUN device; a table whose device no longer
 // exists belonged to a shell that died without cleaning up (SIGKILL) and is removed by the
-// next shell that starts in the same namespace. Only the privileged set-up uses this.
+// next shell that starts in the same namespace. Only root helpers (privileged.hh) run nftables.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -24,5 +24,6 @@ std::string intercept_script(const std::string& device, Ipv4 inner, Ipv4 outer, 
 // Deletes every mahimahi_* table of this namespace whose device is gone; returns their names.
 std::vector<std::string> remove_stale_nat_tables();
 
-// Runs one nft script with libnftables; throws std::runtime_error with nft's message.
+// Runs one nft script with libnftables, in a root helper (std::logic_error elsewhere); throws
+// std::runtime_error with nft's message.
 std::string run_nft(const std::string& script);

@@ -516,7 +516,6 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   const bool isolated = spec.isolated;
   ShellNetwork net;
-  FileDescriptor intercepted;
   if (isolated) {
     net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
   } else {
@@ -525,7 +524,6 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
         {.offload = plan.offload, .intercept = spec.intercept_tcp, .refuse_quic = spec.refuse_quic});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
-    intercepted = std::move(net.intercepted);
   }
 
   int startup[2];
@@ -534,8 +532,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   const std::string outer_prefix = prefix ? prefix : "";
-  // The set-up's freed heap (nftables' parser, mostly) back to the system before the ferry is
-  // forked: the supervisor then waits, and both stay small for the shell's whole life.
+  // The set-up's freed heap back to the system before the ferry is forked: the supervisor then
+  // waits, and both stay small for the shell's whole life.
   ::malloc_trim(0);
   const pid_t ferry = fork_child(info.name, [&] {
     raise_priority(nice);
@@ -549,8 +547,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.inner_namespace.close();
     net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int channel_fd = ferry_channel.get();
-    FerryEndpoints endpoints{net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, intercepted.get(), {},
-                             net.offload};
+    FerryEndpoints endpoints{
+        net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, net.intercepted.get(), {}, net.offload};
     if (isolated) {
       endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
         request_addresses(channel_fd, addresses);
@@ -567,7 +565,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   net.outer_tun.close();  // the ferry holds the only copies now
   net.inner_tun.close();
   net.dns = DnsRelaySockets{};
-  intercepted.close();
+  net.intercepted.close();
   ferry_channel.close();
   if (const auto status =
           Startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr).run())
