@@ -1,19 +1,56 @@
 // A shell's nftables NAT table, and the removal of stale ones (see nat.hh).
 #include "shell/nat.hh"
 
+#include <dlfcn.h>
 #include <net/if.h>
 #include <nftables/libnftables.h>
 #include <unistd.h>
 
-#include <memory>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
+#include <vector>
 
 namespace {
 constexpr std::string_view kPrefix = "mahimahi_";
 
-struct NftContextDeleter {
-  void operator()(nft_ctx* c) const { nft_ctx_free(c); }
+// libnftables and the five libraries it brings are loaded only by the root helpers that use it,
+// at their first transaction: the supervisor and the ferry, which live as long as the shell,
+// never map them (about 800 kB of an idle shell's RSS).
+struct Nftables {
+  decltype(&nft_ctx_new) ctx_new;
+  decltype(&nft_ctx_buffer_output) buffer_output;
+  decltype(&nft_ctx_buffer_error) buffer_error;
+  decltype(&nft_run_cmd_from_buffer) run_cmd_from_buffer;
+  decltype(&nft_ctx_get_output_buffer) get_output_buffer;
+  decltype(&nft_ctx_get_error_buffer) get_error_buffer;
+
+  static const Nftables& get() {
+    static const Nftables library = load();
+    return library;
+  }
+
+ private:
+  static Nftables load() {
+    constexpr const char* kSoname = "libnftables.so.1";
+    void* handle = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      throw std::runtime_error(std::string("cannot load ") + kSoname + " (" + ::dlerror() +
+                               "); install the nftables library (Debian: apt-get install libnftables1)");
+    }
+    const auto symbol = [handle](auto& pointer, const char* name) {
+      pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(::dlsym(handle, name));
+      if (!pointer) throw std::runtime_error(std::string(kSoname) + " has no " + name + "; it is too old");
+    };
+    Nftables n{};
+    symbol(n.ctx_new, "nft_ctx_new");
+    symbol(n.buffer_output, "nft_ctx_buffer_output");
+    symbol(n.buffer_error, "nft_ctx_buffer_error");
+    symbol(n.run_cmd_from_buffer, "nft_run_cmd_from_buffer");
+    symbol(n.get_output_buffer, "nft_ctx_get_output_buffer");
+    symbol(n.get_error_buffer, "nft_ctx_get_error_buffer");
+    return n;
+  }
 };
 }  // namespace
 
@@ -21,17 +58,23 @@ std::string run_nft(const std::string& script) {
   // libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
   // guard against setuid use): only root helpers, root through and through, may get here.
   if (::getuid() != 0 || ::geteuid() != 0) throw std::logic_error("nftables used outside a root helper");
-  std::unique_ptr<nft_ctx, NftContextDeleter> ctx(nft_ctx_new(NFT_CTX_DEFAULT));
+  // Each context, and its netlink socket, is kept until the helper exits (never freed): closing
+  // the socket of a transaction that deleted something waits for an RCU grace period (5-20 ms
+  // here), and the shell's last helper reports before it exits, so no one waits for that.
+  static std::vector<nft_ctx*>& open_contexts = *new std::vector<nft_ctx*>;
+  const Nftables& nft = Nftables::get();
+  nft_ctx* ctx = nft.ctx_new(NFT_CTX_DEFAULT);
   if (!ctx) throw std::runtime_error("nftables: cannot create a context");
-  nft_ctx_buffer_output(ctx.get());
-  nft_ctx_buffer_error(ctx.get());
-  if (nft_run_cmd_from_buffer(ctx.get(), script.c_str()) != 0) {
-    std::string err = nft_ctx_get_error_buffer(ctx.get());
+  open_contexts.push_back(ctx);
+  nft.buffer_output(ctx);
+  nft.buffer_error(ctx);
+  if (nft.run_cmd_from_buffer(ctx, script.c_str()) != 0) {
+    std::string err = nft.get_error_buffer(ctx);
     while (!err.empty() && err.back() == '\n') err.pop_back();
     throw std::runtime_error("nftables refused \"" + script.substr(0, script.find('\n')) + "\": " + err +
                              " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
   }
-  return nft_ctx_get_output_buffer(ctx.get());
+  return nft.get_output_buffer(ctx);
 }
 
 std::string nat_table_name(const std::string& device) {

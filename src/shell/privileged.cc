@@ -202,8 +202,11 @@ static void reset_inherited_limits() {
   }
 }
 
-// Forks the helper; in the child, runs fn and reports its exception on `errors`.
-static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
+// What a helper writes on its channel: one byte saying how fn ended, and the error's text.
+constexpr char kHelperSucceeded = 'K', kHelperFailed = 'E';
+
+// Forks the helper; in the child, runs fn and reports on `channel` how it ended.
+static pid_t fork_root_helper(const std::function<void()>& fn, int channel) {
   const pid_t pid = ::fork();
   if (pid < 0) throw SystemError("fork");
   if (pid > 0) return pid;
@@ -215,9 +218,10 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
     if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
     reset_inherited_limits();
     fn();
+    write_all(channel, std::string_view(&kHelperSucceeded, 1));
   } catch (const std::exception& e) {
     try {
-      write_all(errors, e.what());
+      write_all(channel, std::string(1, kHelperFailed) + e.what());
     } catch (...) {
     }
     status = 1;
@@ -225,21 +229,21 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int errors) {
   ::_exit(status);
 }
 
-void run_root_helper(const std::function<void()>& fn, bool interruptible) {
-  int channel[2];
-  check_syscall("pipe2", ::pipe2(channel, O_CLOEXEC));
-  FileDescriptor error_read(channel[0]), error_write(channel[1]);
+void run_root_helper(const std::function<void()>& fn, bool interruptible, HelperWait wait) {
+  int pipe_ends[2];
+  check_syscall("pipe2", ::pipe2(pipe_ends, O_CLOEXEC));
+  FileDescriptor channel_read(pipe_ends[0]), channel_write(pipe_ends[1]);
   const pid_t pid = fork_root_helper(
       [&] {
-        error_read.close();
+        channel_read.close();
         fn();
       },
-      error_write.get());
-  error_write.close();
+      channel_write.get());
+  channel_write.close();
   SignalFd interruptions(SignalSet{SIGINT, SIGTERM, SIGHUP, SIGQUIT});  // blocked by the supervisor
-  std::string error;
+  std::string report;
   for (;;) {
-    pollfd fds[2] = {{error_read.get(), POLLIN, 0}, {interruptions.fd(), POLLIN, 0}};
+    pollfd fds[2] = {{channel_read.get(), POLLIN, 0}, {interruptions.fd(), POLLIN, 0}};
     if (::poll(fds, interruptible ? 2 : 1, -1) < 0) {
       if (errno == EINTR) continue;
       throw SystemError("poll");
@@ -251,17 +255,20 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible) {
       throw SetupInterrupted("interrupted while setting up the shell");
     }
     char buffer[512];
-    const ssize_t n = ::read(error_read.get(), buffer, sizeof buffer);
+    const ssize_t n = ::read(channel_read.get(), buffer, sizeof buffer);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
-    if (error.size() < 4096) error.append(buffer, static_cast<size_t>(n));
+    if (report.size() < 4096) report.append(buffer, static_cast<size_t>(n));
+    // Its work is done and reported: what is left is its exit, which the caller need not see.
+    if (wait == HelperWait::UntilReported && report == std::string(1, kHelperSucceeded)) return;
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {
     if (errno != EINTR) throw SystemError("waitpid");
   }
-  if (!error.empty()) throw UserError(error);
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("the privileged helper failed");
+  if (!report.empty() && report.front() == kHelperFailed) throw UserError(report.substr(1));
+  if (report != std::string(1, kHelperSucceeded) || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw std::runtime_error("the privileged helper failed");
 }
 
 ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
@@ -281,9 +288,11 @@ void ForwardingGrant::release() noexcept {
   const std::string device = std::move(device_), nat_table = std::move(nat_table_);
   device_.clear();
   nat_table_.clear();
-  // Waited for, so that when the shell has ended, everything it made is gone.
+  // Waited for until it reports, so that when the shell has ended, everything it made is gone.
+  // Not until it exits: its exit closes the nftables socket, which waits for an RCU grace period
+  // (5-20 ms here) before the kernel frees what the transaction deleted (see run_nft).
   try {
-    run_root_helper([&] { close_forwarding(device, slot_claim_, nat_table); }, false);
+    run_root_helper([&] { close_forwarding(device, slot_claim_, nat_table); }, false, HelperWait::UntilReported);
   } catch (const std::exception& e) {
     std::cerr << "mahimahi: cleaning up the shell's nftables tables and forwarding: " << e.what() << std::endl;
   }
@@ -343,7 +352,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
         remove_stale_nat_tables();
         open_forwarding(net.outer_device, net.slot_claim.get(), nat_table, nat_script);
       },
-      true);
+      true, HelperWait::UntilExited);
   net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get(), nat_table);
 
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());

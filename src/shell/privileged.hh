@@ -131,8 +131,11 @@ void raise_priority(int nice);
 // effective and saved uid root, its own session) and waits for it: the few steps that hold a
 // lock other shells wait for run there. fn's exception text is rethrown as UserError. If
 // interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the wait: the
-// helper is killed and SetupInterrupted thrown.
-void run_root_helper(const std::function<void()>& fn, bool interruptible);
+// helper is killed and SetupInterrupted thrown. UntilReported returns as soon as the helper has
+// reported that fn succeeded, and leaves its exit (and its reaping) to happen meanwhile: only for
+// the shell's last step, after which the supervisor exits.
+enum class HelperWait { UntilExited, UntilReported };
+void run_root_helper(const std::function<void()>& fn, bool interruptible, HelperWait wait);
 
 // A namespace with no way out (mm-replay): only lo, up, with no address but 127.0.0.1/8 yet;
 // ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.

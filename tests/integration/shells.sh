@@ -145,6 +145,39 @@ test_packet_shells_have_one_cxx_runtime() {
   [ -z "$bad" ] || fail "a shared libstdc++ or libgcc_s in:$bad"
 }
 
+# libnftables is loaded only by the short root helpers: the supervisor and the ferry, which live
+# as long as the shell, never map it (nor link it).
+test_long_lived_shell_processes_never_map_libnftables() {
+  local out
+  ! ldd "$BIN/mm-delay" | grep -q libnftables || fail "mm-delay links libnftables" || return 1
+  out=$(in_world "$BIN/mm-delay" 0 sh -c 'for p in $PPID $(pgrep -x -P $PPID mm-delay); do
+      echo "process $p $(grep -c libnftables /proc/$p/maps)"; done')
+  echo "$out" | sed 's/^/  /'
+  [ "$(echo "$out" | grep -c '^process ')" = 2 ] || fail "expected the supervisor and the ferry" || return 1
+  ! echo "$out" | grep -qv ' 0$' || fail "a long-lived process of the shell maps libnftables"
+}
+
+# The clean-up's helper reports before its exit (which waits for the kernel's grace period) and
+# the shell does not wait for that exit: its rules must all be gone the moment it has exited,
+# with or without another shell alive in the namespace.
+test_shell_rules_are_gone_when_it_exits() {
+  local i tables outer
+  for i in 1 2 3; do
+    in_world "$BIN/mm-delay" 0 true || fail "mm-delay 0 true failed" || return 1
+    tables=$(in_world nft list tables | grep mahimahi_ || true)
+    [ -z "$tables" ] || fail "right after the shell exited (run $i): $tables" || return 1
+  done
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & outer=$!
+  wait_until 10 pgrep -x -P "$outer" sleep >/dev/null || { kill "$outer"; fail "the outer shell did not start"; return 1; }
+  before=$(in_world nft list ruleset | grep -E '^table|"[a-z]+-[0-9]+"')
+  in_world "$BIN/mm-delay" 0 true
+  after=$(in_world nft list ruleset | grep -E '^table|"[a-z]+-[0-9]+"')
+  kill -TERM "$outer"; wait "$outer"
+  echo "  with another shell alive, after the inner one: $(echo "$after" | tr -s ' \n' ' ')"
+  [ "$(echo "$before" | grep -c '^table')" = 2 ] || fail "expected 2 tables with one shell, got: $before" || return 1
+  [ "$after" = "$before" ] || fail "the inner shell left: $after (before it: $before)"
+}
+
 test_dns_works_and_crosses_the_link() {
   out=$(in_world "$BIN/mm-delay" 100 sh -c 's=$(date +%s%N); getent hosts server.test; e=$(date +%s%N); echo "ms=$(( (e - s) / 1000000 ))"')
   echo "$out" | sed 's/^/  /'
