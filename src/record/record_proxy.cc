@@ -466,7 +466,11 @@ bool RecordProxy::relay(Connection& c) {
   return progress;
 }
 
+// Each side's bytes go on toward the other before they are parsed for the recording: the parse
+// never changes what is relayed, so it need not delay it (and a pair whose response was read
+// whole is recorded even if the client has gone).
 void RecordProxy::on_client_bytes(Connection& c, std::string_view data) {
+  const bool sent = c.server.send(data);
   if (c.parsing_requests) {
     const uint64_t now = now_us();
     const bool was_idle = !c.requests.in_message();
@@ -480,10 +484,11 @@ void RecordProxy::on_client_bytes(Connection& c, std::string_view data) {
                   << "); relaying unrecorded" << std::endl;
     }
   }
-  if (!c.server.send(data)) close(c, true);
+  if (!sent) close(c, true);
 }
 
 void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
+  const bool sent = c.client.send(data);
   if (c.parsing_responses) {
     const uint64_t now = now_us();
     const bool was_idle = !c.responses.in_message();
@@ -498,7 +503,7 @@ void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
       c.parsing_responses = false;  // the requests stopped being HTTP: nothing more to pair
     }
   }
-  if (!c.client.send(data)) close(c, true);
+  if (!sent) close(c, true);
 }
 
 void RecordProxy::take_requests(Connection& c, uint64_t now, bool was_idle) {

@@ -247,54 +247,76 @@ void RecordWriter::run() {
       work_ready_.wait(lock);
       continue;
     }
-    Item item = std::move(queue_.front());
-    queue_.pop_front();
-    lock.unlock();
-    bool ok = false;
-    try {
-      ok = store(item.pair);
-    } catch (const std::exception& e) {  // e.g. out of memory while serializing
-      report(-1, "cannot save a recorded request/response", e.what());
+    std::vector<Item> batch;
+    while (!queue_.empty() && batch.size() < kMaxBatch) {
+      batch.push_back(std::move(queue_.front()));
+      queue_.pop_front();
     }
+    lock.unlock();
+    std::vector<PendingFile> files;
+    files.reserve(batch.size());
+    for (const Item& item : batch) {
+      try {
+        files.push_back(write_temporary(item.pair));
+      } catch (const std::exception& e) {  // e.g. out of memory while serializing
+        report(-1, "cannot save a recorded request/response", e.what());
+        PendingFile unsaved;
+        unsaved.err = -1;  // reported
+        files.push_back(std::move(unsaved));
+      }
+    }
+    for (PendingFile& file : files) {
+      if (file.fd >= 0 && !file.err && ::fsync(file.fd) != 0) file.err = errno;
+    }
+    size_t stored = 0;
+    for (PendingFile& file : files) stored += name_durably(file) ? 1 : 0;
     lock.lock();
-    queued_bytes_ -= item.bytes;
-    completed_++;
-    (ok ? written_ : failed_)++;
+    for (const Item& item : batch) queued_bytes_ -= item.bytes;
+    completed_ += batch.size();
+    written_ += stored;
+    failed_ += batch.size() - stored;
     dirty_ = true;
     room_or_done_.notify_all();
   }
 }
 
-bool RecordWriter::store(const RecordedPair& pair) {
+RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair) {
   const std::string bytes = serialize_pair(pair);
-  std::string temp;
-  int fd = -1;
-  for (int attempt = 0; attempt < 100 && fd < 0; attempt++) {
-    temp = random_name(".tmp-", 8);
-    fd = ::openat(dir_fd_, temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0 && errno != EEXIST) break;
+  PendingFile file;
+  for (int attempt = 0; attempt < 100 && file.fd < 0; attempt++) {
+    file.temp = random_name(".tmp-", 8);
+    file.fd = ::openat(dir_fd_, file.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (file.fd < 0 && errno != EEXIST) break;
   }
-  if (fd < 0) {
-    report(errno, "cannot create a file");
-    return false;
+  if (file.fd < 0) {
+    file.err = errno;
+    report(file.err, "cannot create a file");
+    file.err = -1;  // reported already
+    return file;
   }
-  int err = 0;
   try {
-    write_all(fd, bytes);
+    write_all(file.fd, bytes);
   } catch (const SystemError& e) {
-    err = e.error();
+    file.err = e.error();
   }
-  if (!err && ::fchmod(fd, 0600) != 0) err = errno;  // exactly 0600 whatever the umask
-  if (!err && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && !err) err = errno;  // NFS and others report write errors here
+  if (!file.err && ::fchmod(file.fd, 0600) != 0) file.err = errno;  // exactly 0600 whatever the umask
+  return file;
+}
+
+// After its fsync (run): closed, and renamed to its final name, or removed.
+bool RecordWriter::name_durably(PendingFile& file) {
+  if (file.fd < 0) return false;  // never created: reported already
+  int err = file.err;
+  if (::close(file.fd) != 0 && !err) err = errno;  // NFS and others report write errors here
+  file.fd = -1;
   if (!err) {
     for (int attempt = 0; attempt < 100; attempt++) {
-      if (rename_noreplace(dir_fd_, temp, random_name("save.", 6)) == 0) return true;
+      if (rename_noreplace(dir_fd_, file.temp, random_name("save.", 6)) == 0) return true;
       err = errno;
       if (err != EEXIST) break;
     }
   }
-  ::unlinkat(dir_fd_, temp.c_str(), 0);
+  ::unlinkat(dir_fd_, file.temp.c_str(), 0);
   report(err, "cannot save a recorded request/response");
   return false;
 }
