@@ -202,19 +202,42 @@ RecordWriter::~RecordWriter() {
 void RecordWriter::write(RecordedPair pair) {
   const size_t bytes = footprint(pair);
   std::unique_lock lock(mutex_);
-  room_or_done_.wait(lock, [&] { return queued_bytes_ == 0 || queued_bytes_ + bytes <= max_queued_bytes_; });
+  const auto room = [&] { return queued_bytes_ == 0 || queued_bytes_ + bytes <= max_queued_bytes_; };
+  if (!room()) {
+    waiting_for_room_++;
+    work_ready_.notify_one();
+    room_or_done_.wait(lock, room);
+    waiting_for_room_--;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (queue_.empty()) oldest_queued_ = now;
+  // In the background the writer looks at the time of the last pair when its wait ends: it
+  // needs waking only to start waiting, or to write at once.
+  const bool wake = priority_ == Priority::Normal || queue_.empty() || queued_bytes_ + bytes >= deferred_bytes_limit();
+  last_queued_ = now;
   queue_.push_back({std::move(pair), bytes});
   queued_bytes_ += bytes;
   submitted_++;
   lock.unlock();
-  work_ready_.notify_one();
+  if (wake) work_ready_.notify_one();
 }
 
 void RecordWriter::finish() {
   std::unique_lock lock(mutex_);
   const uint64_t target = submitted_;
+  if (synced_ >= target) return;
+  waiting_for_disk_++;
+  work_ready_.notify_one();
   room_or_done_.wait(lock, [&] { return synced_ >= target; });
+  waiting_for_disk_--;
 }
+
+bool RecordWriter::flush_now() const {
+  return priority_ == Priority::Normal || stopping_ || waiting_for_room_ > 0 || waiting_for_disk_ > 0 ||
+         queued_bytes_ >= deferred_bytes_limit();
+}
+
+size_t RecordWriter::deferred_bytes_limit() const { return std::min(kMaxDeferredBytes, max_queued_bytes_ / 2); }
 
 uint64_t RecordWriter::written() const {
   std::lock_guard lock(mutex_);
@@ -246,6 +269,13 @@ void RecordWriter::run() {
       if (stopping_) return;
       work_ready_.wait(lock);
       continue;
+    }
+    if (!flush_now()) {
+      const auto due = std::min(last_queued_ + kQuietTime, oldest_queued_ + kMaxDelay);
+      if (std::chrono::steady_clock::now() < due) {
+        work_ready_.wait_until(lock, due);
+        continue;
+      }
     }
     std::vector<Item> batch;
     while (!queue_.empty() && batch.size() < kMaxBatch) {

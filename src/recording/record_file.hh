@@ -3,6 +3,7 @@
 // (http_record.proto) so that recordings move both ways between this tool and the original
 // Mahimahi. Writing happens on a background thread, one atomically renamed file per pair, so
 // that the recording proxy never waits for the disk and a crash never leaves half a record.
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -67,11 +68,16 @@ class RecordWriter {
   static constexpr size_t kDefaultMaxQueuedBytes = size_t{512} << 20;
   static constexpr size_t kMaxBatch = 64;  // files open at once
 
-  // Background: the writer's thread runs at the lowest priority (nice 19), so that while a
-  // program is being recorded the disk work takes only the CPU time the program leaves idle (it
-  // inherits the ferry's raised priority otherwise). Nothing is reported written before it is on
-  // disk either way; the queue's bound still applies.
+  // Background: the disk work waits for a pause in the program's traffic, so that it does not
+  // compete with the program while it is busy (a page load on a machine with few cores): the
+  // queued pairs are written when no pair has come for kQuietTime, at the latest kMaxDelay after
+  // the oldest came, or at once when kMaxDeferredBytes (or half the queue's bound) are queued, a
+  // write() waits for room, or finish() or the destructor asks. The thread runs at the lowest priority (nice 19), so
+  // the work takes only the CPU time the program leaves idle (it inherits the ferry's raised priority otherwise).
+  // Nothing is reported written before it is on disk either way.
   enum class Priority { Normal, Background };
+  static constexpr std::chrono::milliseconds kQuietTime{50}, kMaxDelay{1000};
+  static constexpr size_t kMaxDeferredBytes = size_t{16} << 20;
 
   // The directory must exist (UserError otherwise). report_error is called from the writer's
   // thread.
@@ -101,6 +107,8 @@ class RecordWriter {
     int err = 0;  // the first error; the file is then removed
   };
   void run();
+  bool flush_now() const;  // with mutex_ held
+  size_t deferred_bytes_limit() const;
   // On the writer thread, for each pair of a batch in turn: written, fsync'ed, named.
   PendingFile write_temporary(const RecordedPair& pair);
   bool name_durably(PendingFile& file);
@@ -120,6 +128,9 @@ class RecordWriter {
   uint64_t submitted_ = 0, completed_ = 0, synced_ = 0;
   uint64_t written_ = 0, failed_ = 0;
   bool dirty_ = false, stopping_ = false;
+  // Background: when the last pair and the oldest queued one came; who waits for the disk.
+  std::chrono::steady_clock::time_point last_queued_, oldest_queued_;
+  int waiting_for_room_ = 0, waiting_for_disk_ = 0;
   std::set<int> reported_errors_;
   std::thread thread_;
 };

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -212,6 +213,31 @@ TEST(RecordFile, record_writer_back_pressure_loses_nothing) {
   writer.finish();
   ASSERT_EQ(writer.written(), uint64_t{41});
   ASSERT_EQ(names_in(tmp.path).size(), size_t{41});
+}
+
+// In the background the writer waits for a pause in the pairs: they reach the disk after it
+// without finish(), finish() writes them at once, and a full queue is written, never lost.
+TEST(RecordFile, record_background_writer_writes_in_pauses_and_when_asked) {
+  TempDir tmp;
+  RecordWriter writer(tmp.path, nullptr, 4096, RecordWriter::Priority::Background);
+  for (int i = 0; i < 3; i++) writer.write(sample_pair(i));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (writer.written() < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ASSERT_EQ(writer.written(), uint64_t{3});  // after the pause, with nobody asking
+  for (int i = 3; i < 8; i++) writer.write(sample_pair(i));
+  writer.finish();
+  ASSERT_EQ(writer.written(), uint64_t{8});
+  ASSERT_EQ(names_in(tmp.path).size(), size_t{8});
+  for (int i = 8; i < 48; i++) {  // many times the queue's bound: back-pressure, no loss
+    RecordedPair p = sample_pair(i);
+    p.response.body = std::string(1500, 'b');
+    writer.write(std::move(p));
+  }
+  writer.finish();
+  ASSERT_EQ(writer.written(), uint64_t{48});
+  ASSERT_EQ(names_in(tmp.path).size(), size_t{48});
+  ASSERT_TRUE(!any_temp_file(tmp.path));
 }
 
 TEST(RecordFile, record_destructor_writes_what_is_queued) {
