@@ -330,10 +330,16 @@ RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair
     file.err = e.error();
   }
   if (!file.err && ::fchmod(file.fd, 0600) != 0) file.err = errno;  // exactly 0600 whatever the umask
+  if (file.err) {
+    // Removed at once, not with the rest of the batch: on a full disk its blocks are what the
+    // next pairs of the batch need.
+    name_durably(file);
+    file.err = -1;  // reported
+  }
   return file;
 }
 
-// After its fsync (run): closed, and renamed to its final name, or removed.
+// After its fsync (run): closed, and renamed to its final name, or, after an error, removed.
 bool RecordWriter::name_durably(PendingFile& file) {
   if (file.fd < 0) return false;  // never created: reported already
   int err = file.err;

@@ -402,6 +402,31 @@ TEST(RecordFile, record_writer_full_disk_leaves_no_partial_file) {
   ASSERT_TRUE(errors[0].find(tmp.path.string()) != std::string::npos);
 }
 
+// A pair that does not fit on the disk frees its space before the next pair of its batch is
+// written: the small pair after a big one is saved (the writer batches them in the background).
+TEST(RecordFile, record_writer_batch_on_a_full_disk_saves_what_fits) {
+  TempDir tmp;
+  if (::mount("tmpfs", tmp.path.c_str(), "tmpfs", 0, "size=64k,mode=0700") != 0) return;  // cannot mount: skip
+  uint64_t written = 0, failed = 0;
+  {
+    RecordWriter writer(tmp.path, nullptr, RecordWriter::kDefaultMaxQueuedBytes, RecordWriter::Priority::Background);
+    RecordedPair big = sample_pair(1);
+    big.response.body = std::string(200000, 'x');
+    writer.write(std::move(big));
+    writer.write(sample_pair(2));
+    writer.finish();
+    written = writer.written();
+    failed = writer.failed();
+  }
+  const auto names = names_in(tmp.path);
+  const bool leftovers = any_temp_file(tmp.path);
+  ::umount(tmp.path.c_str());
+  ASSERT_EQ(written, uint64_t{1});
+  ASSERT_EQ(failed, uint64_t{1});
+  ASSERT_EQ(names.size(), size_t{1});
+  ASSERT_TRUE(!leftovers);
+}
+
 TEST(RecordFile, record_original_schema_decodes_our_file) {
   const fs::path proto = fs::path(__FILE__).parent_path().parent_path() / "fixtures" / "original_http_record.proto";
   if (!fs::exists(proto) || run_command("protoc --version 2>/dev/null").empty()) return;  // no protoc: skip
