@@ -19,17 +19,13 @@
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/private_directory.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
 constexpr Nanos kGracefulCloseWait = 5 * kNanosPerSec;
 constexpr Nanos kKillWait = 10 * kNanosPerSec;
-
-fs::path temporary_root() {
-  const char* tmpdir = std::getenv("TMPDIR");
-  return tmpdir && tmpdir[0] == '/' ? fs::path(tmpdir) : fs::path("/tmp");
-}
 
 // The process group and state of `pid` from /proc/PID/stat; false if it is gone.
 bool process_group_and_state(pid_t pid, pid_t& group, char& state) {
@@ -102,9 +98,9 @@ std::vector<char*> null_terminated(std::vector<std::string>& words) {
 // ---- BrowserProfileTemplate
 
 BrowserProfileTemplate::BrowserProfileTemplate(const std::vector<fs::path>& trusted_certificates) {
-  std::string pattern = (temporary_root() / "mm-pageload.XXXXXX").string();
+  std::string pattern = (temporary_directory() / "mm-pageload.XXXXXX").string();
   if (!::mkdtemp(pattern.data())) {
-    throw UserError("cannot create a temporary directory in " + temporary_root().string() + ": " +
+    throw UserError("cannot create a temporary directory in " + temporary_directory().string() + ": " +
                     std::strerror(errno) + "; set TMPDIR to a writable directory");
   }
   directory_ = pattern;

@@ -290,13 +290,11 @@ void RecordWriter::run() {
         files.push_back(write_temporary(item.pair));
       } catch (const std::exception& e) {  // e.g. out of memory while serializing
         report(-1, "cannot save a recorded request/response", e.what());
-        PendingFile unsaved;
-        unsaved.err = -1;  // reported
-        files.push_back(std::move(unsaved));
+        files.emplace_back();  // no file: counted as failed
       }
     }
     for (PendingFile& file : files) {
-      if (file.fd >= 0 && !file.err && ::fsync(file.fd) != 0) file.err = errno;
+      if (file.fd >= 0 && ::fsync(file.fd) != 0) file.err = errno;
     }
     size_t stored = 0;
     for (PendingFile& file : files) stored += name_durably(file) ? 1 : 0;
@@ -319,9 +317,7 @@ RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair
     if (file.fd < 0 && errno != EEXIST) break;
   }
   if (file.fd < 0) {
-    file.err = errno;
-    report(file.err, "cannot create a file");
-    file.err = -1;  // reported already
+    report(errno, "cannot create a file");
     return file;
   }
   try {
@@ -330,18 +326,15 @@ RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair
     file.err = e.error();
   }
   if (!file.err && ::fchmod(file.fd, 0600) != 0) file.err = errno;  // exactly 0600 whatever the umask
-  if (file.err) {
-    // Removed at once, not with the rest of the batch: on a full disk its blocks are what the
-    // next pairs of the batch need.
-    name_durably(file);
-    file.err = -1;  // reported
-  }
+  // Removed at once, not with the rest of the batch: on a full disk its blocks are what the next
+  // pairs of the batch need.
+  if (file.err) name_durably(file);
   return file;
 }
 
 // After its fsync (run): closed, and renamed to its final name, or, after an error, removed.
 bool RecordWriter::name_durably(PendingFile& file) {
-  if (file.fd < 0) return false;  // never created: reported already
+  if (file.fd < 0) return false;  // never created, or removed already: reported
   int err = file.err;
   if (::close(file.fd) != 0 && !err) err = errno;  // NFS and others report write errors here
   file.fd = -1;

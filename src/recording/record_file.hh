@@ -59,10 +59,11 @@ void check_recording_to_append(const std::filesystem::path& dir);
 // without replacing anything to "save.XXXXXX" (like the original's mkstemp names; unique);
 // the directory is fsync'ed whenever the queue drains. Group commit: the pairs queued when the
 // thread takes work (up to kMaxBatch) are all written before any is fsync'ed, so that the first
-// fsync commits the whole batch in one journal transaction (ext4, XFS) rather than one each. On a write error (disk
-// full, EIO, the directory gone) the temporary file is removed, the pair is counted as failed, and the error is
-// reported through `report_error` once per distinct errno: a line naming the directory and the error text. Nothing
-// half-written ever appears under a final name.
+// fsync commits the whole batch in one journal transaction (ext4, XFS) rather than one each. On
+// a write error (disk full, EIO, the directory gone) the temporary file is removed, the pair is
+// counted as failed, and the error is reported through `report_error` once per distinct errno:
+// a line naming the directory and the error text. Nothing half-written ever appears under a
+// final name.
 class RecordWriter {
  public:
   static constexpr size_t kDefaultMaxQueuedBytes = size_t{512} << 20;
@@ -72,9 +73,10 @@ class RecordWriter {
   // compete with the program while it is busy (a page load on a machine with few cores): the
   // queued pairs are written when no pair has come for kQuietTime, at the latest kMaxDelay after
   // the oldest came, or at once when kMaxDeferredBytes (or half the queue's bound) are queued, a
-  // write() waits for room, or finish() or the destructor asks. The thread runs at the lowest priority (nice 19), so
-  // the work takes only the CPU time the program leaves idle (it inherits the ferry's raised priority otherwise).
-  // Nothing is reported written before it is on disk either way.
+  // write() waits for room, or finish() or the destructor asks. The thread runs at the lowest
+  // priority (nice 19), so the work takes only the CPU time the program leaves idle (it inherits
+  // the ferry's raised priority otherwise). Nothing is reported written before it is on disk
+  // either way.
   enum class Priority { Normal, Background };
   static constexpr std::chrono::milliseconds kQuietTime{50}, kMaxDelay{1000};
   static constexpr size_t kMaxDeferredBytes = size_t{16} << 20;
@@ -104,7 +106,7 @@ class RecordWriter {
   struct PendingFile {
     std::string temp;  // its temporary name in the directory
     int fd = -1;
-    int err = 0;  // the first error; the file is then removed
+    int err = 0;  // the first error (then the file is removed and fd is -1)
   };
   void run();
   bool flush_now() const;  // with mutex_ held

@@ -24,6 +24,7 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
+#include "util/private_directory.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -40,8 +41,7 @@ struct ReplayIndex::BodyStore {
   uint64_t size = 0;
 
   BodyStore() {
-    const char* tmpdir = std::getenv("TMPDIR");
-    const std::string dir = tmpdir && tmpdir[0] == '/' ? tmpdir : "/tmp";
+    const std::string dir = temporary_directory().string();
     fd = FileDescriptor(::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600));
     if (!fd.valid()) {
       // A file system without O_TMPFILE: a named file, unlinked at once.

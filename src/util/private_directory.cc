@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "util/file_descriptor.hh"
@@ -85,4 +86,9 @@ void make_private_directory(const fs::path& path, const PrivateDirectoryOptions&
                                     "); run chmod go-w " + name + ", or " + fix,
                                 0);
   }
+}
+
+fs::path temporary_directory() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && tmpdir[0] == '/' ? fs::path(tmpdir) : fs::path("/tmp");
 }

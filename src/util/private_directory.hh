@@ -26,5 +26,8 @@ class PrivateDirectoryError : public UserError {
   int error_;
 };
 
+// Where temporary files go: $TMPDIR if it is an absolute path, else /tmp.
+std::filesystem::path temporary_directory();
+
 // Makes `dir` private as described above; throws PrivateDirectoryError.
 void make_private_directory(const std::filesystem::path& dir, const PrivateDirectoryOptions& options);

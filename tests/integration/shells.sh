@@ -161,7 +161,7 @@ test_long_lived_shell_processes_never_map_libnftables() {
 # the shell does not wait for that exit: its rules must all be gone the moment it has exited,
 # with or without another shell alive in the namespace.
 test_shell_rules_are_gone_when_it_exits() {
-  local i tables outer
+  local i tables outer before after
   for i in 1 2 3; do
     in_world "$BIN/mm-delay" 0 true || fail "mm-delay 0 true failed" || return 1
     tables=$(in_world nft list tables | grep mahimahi_ || true)
