@@ -86,8 +86,12 @@ void add_routes(std::vector<Ipv4Net>& nets) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) throw SystemError("reading the routes");
     int length = static_cast<int>(n);
+    // NLMSG_OK compares the header's unsigned length with the int one (clang warns).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
     for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
          message = NLMSG_NEXT(message, length)) {
+#pragma GCC diagnostic pop
       if (message->nlmsg_type == NLMSG_DONE) return;
       if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused to list the routes");
       if (message->nlmsg_type != RTM_NEWROUTE) continue;

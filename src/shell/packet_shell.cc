@@ -277,31 +277,42 @@ Nanos ending_grace(const std::string& outer_prefix) {
   return std::max<Nanos>(300, 2000 - 150 * depth) * kNanosPerMs;
 }
 
-// The supervisor is the subreaper of everything the command starts: a process whose parent ends
+// A reaper is the subreaper of everything its main child starts: a process whose parent ends
 // (a pipeline's members when bash is killed, a background job, a daemon) becomes its child. When
-// the shell ends, for whatever reason, it ends them all, so that nothing keeps running in a
-// namespace whose link is gone. It signals only its own children, whose pids stay theirs until
-// it reaps them.
-class Supervisor {
+// it ends, for whatever reason, it ends them all (politely, then for good), so that nothing keeps
+// running in a namespace whose link is gone. It signals only its own children, whose pids stay
+// theirs until it reaps them. There are two, one inside the other (see run_shell):
+//  - the guard, with the user's rights, whose main child is the command. It also ends everything
+//    when the supervisor vanishes (killed with SIGKILL): it notices as end-of-file on a pipe.
+//  - the supervisor, whose main child is the guard, and which also watches the ferry. If the
+//    guard is killed, the command's processes come to the supervisor, which ends them.
+class Reaper {
  public:
-  Supervisor(const std::string& program, const std::string& command_name, pid_t command, pid_t ferry,
-             int ferry_status_fd, Nanos grace)
+  struct Ferry {
+    pid_t pid = -1;
+    int status_fd = -1;  // the ferry writes a byte (or dies) when it has stopped
+  };
+  // `supervisor_fd`: the guard's end of a pipe the supervisor holds open (-1 for the supervisor).
+  Reaper(const std::string& program, const std::string& command_name, pid_t command, Ferry ferry, int supervisor_fd,
+         Nanos grace)
       : program_(program),
         command_name_(command_name),
         command_(command),
-        ferry_(ferry),
-        ferry_status_fd_(ferry_status_fd),
+        ferry_(ferry.pid),
+        ferry_status_fd_(ferry.status_fd),
+        supervisor_fd_(supervisor_fd),
         grace_(grace) {}
 
-  // Runs until the command and everything it started have ended; returns the shell's exit status.
+  // Runs until the main child and everything it started have ended; returns the exit status.
   int run(const SignalFd& signals) {
     for (;;) {
       if (ending_since_ && sweep() == 0 && command_status_) break;
-      pollfd event{signals.fd(), POLLIN, 0};
+      pollfd events[2] = {{signals.fd(), POLLIN, 0}, {supervisor_fd_, POLLIN, 0}};
       // While ending, look again now and then: a process whose parent (not this one) ends
       // becomes a child without a SIGCHLD here.
-      if (::poll(&event, 1, ending_since_ ? kSweepIntervalMs : -1) <= 0) continue;
-      handle(signals.read_signal());
+      if (::poll(events, supervisor_fd_ >= 0 ? 2 : 1, ending_since_ ? kSweepIntervalMs : -1) <= 0) continue;
+      if (events[1].revents) supervisor_vanished();
+      if (events[0].revents) handle(signals.read_signal());
     }
     report_stragglers();
     stop_ferry();
@@ -316,6 +327,16 @@ class Supervisor {
 
  private:
   static constexpr int kSweepIntervalMs = 20;
+
+  // The supervisor never writes to the pipe: it is readable only once the supervisor is gone,
+  // which only SIGKILL does without the guard having ended first.
+  void supervisor_vanished() {
+    ::close(supervisor_fd_);
+    supervisor_fd_ = -1;
+    std::cerr << program_ << ": the shell's supervisor was killed; ending " << command_name_
+              << " and everything it started" << std::endl;
+    begin_ending();
+  }
 
   void handle(const signalfd_siginfo& info) {
     const int signo = static_cast<int>(info.ssi_signo);
@@ -422,8 +443,9 @@ class Supervisor {
   std::string program_;
   std::string command_name_;
   pid_t command_;        // -1 once reaped
-  pid_t ferry_;          // -1 once reaped
+  pid_t ferry_;          // -1 once reaped (and for the guard, which has none)
   int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
+  int supervisor_fd_;    // the guard's: readable (end-of-file) once the supervisor is gone
   Nanos grace_;
   std::optional<int> command_status_;
   std::optional<Nanos> ending_since_;  // set when the command or the ferry ended
@@ -487,19 +509,29 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
                    offload_value == "1"};
 }
 
-// The command's process, forked by the supervisor: into the shell's namespace (as root), then
-// the drop, the caller's signal mask and environment, and exec.
-int command_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
-                    const sigset_t& original_mask, pid_t supervisor) {
+// The guard's process, forked by the supervisor: into the shell's namespace (as root), then the
+// drop, for good. It forks the command (the caller's signal mask and environment, exec) and
+// reaps it and everything it leaves, also when the supervisor is killed.
+int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
+                  const sigset_t& original_mask, pid_t supervisor, FileDescriptor supervisor_alive, Nanos grace) {
   enter_namespace(net.inner_namespace);
-  net.slot_claim.close();  // a writable root-owned file: not for the user's process
+  net.inner_namespace.close();
+  net.slot_claim.close();  // a writable root-owned file: not for the user's processes
   drop_privileges(plan.user);
-  ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+  check_syscall("prctl(PR_SET_CHILD_SUBREAPER)", ::prctl(PR_SET_CHILD_SUBREAPER, 1));
   if (::getppid() != supervisor) return 1;
-  check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
-  env.restore_withheld();
-  env.install();
-  exec_command(info.name, plan.program_path, plan.spec.command);
+  SignalFd signals(kSupervisorSignals);  // this process's own (the mask is the supervisor's)
+  const pid_t guard = ::getpid();
+  const pid_t command = fork_child(info.name, [&]() -> int {
+    ::prctl(PR_SET_PDEATHSIG, SIGHUP);
+    if (::getppid() != guard) return 1;
+    check_syscall("sigprocmask", ::sigprocmask(SIG_SETMASK, &original_mask, nullptr));
+    env.restore_withheld();
+    env.install();
+    exec_command(info.name, plan.program_path, plan.spec.command);
+  });
+  Reaper guard_loop(info.name, printable(plan.spec.command[0], 200), command, {}, supervisor_alive.get(), grace);
+  return guard_loop.run(signals);
 }
 
 int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -572,12 +604,24 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     return *status;
 
   prepare_environment(env, spec, net);
-  const pid_t command =
-      fork_child(info.name, [&]() -> int { return command_process(info, plan, net, env, original_mask, supervisor); });
+  // Only the supervisor holds the pipe's write end, and never writes: the guard sees end-of-file
+  // when the supervisor is gone (the command gets the read end only until its exec).
+  int alive[2];
+  check_syscall("pipe2", ::pipe2(alive, O_CLOEXEC));
+  FileDescriptor alive_read(alive[0]), alive_write(alive[1]);
+  const Nanos grace = ending_grace(outer_prefix);
+  const pid_t guard = fork_child(info.name, [&]() -> int {
+    alive_write.close();
+    channel.close();
+    return guard_process(info, plan, net, env, original_mask, supervisor, std::move(alive_read), grace);
+  });
+  alive_read.close();
   net.inner_namespace.close();
 
-  Supervisor supervisor_loop(info.name, printable(spec.command[0], 200), command, ferry, channel.get(),
-                             ending_grace(outer_prefix));
+  // A little more time than the guard's, so that it ends the command's processes itself (and
+  // names those it had to end) before the supervisor would.
+  Reaper supervisor_loop(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
+                         grace + 200 * kNanosPerMs);
   return supervisor_loop.run(signals);
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }

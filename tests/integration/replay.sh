@@ -235,7 +235,7 @@ test_replay_recording_is_parsed_without_root_and_never_in_the_supervisor() {
   local uid gid; uid=$(id -u "$TEST_USER"); gid=$(id -g "$TEST_USER")
   rm -f "$home/pid" "$home/go"
   AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" -- sh -c "
-    echo \$PPID > $home/pid
+    echo \$(cut -d' ' -f4 /proc/\$PPID/stat) \$PPID > $home/pid  # the supervisor, the guard
     while [ ! -e $home/go ]; do sleep 0.05; done
     curl -s -H User-Agent: -o /dev/null -w '%{http_code} %{size_download}\n' http://big.test/big0" > "$home/out" 2> "$home/err" &
   local shell=$! deadline=$((SECONDS + 60)) loading= pid kind rss
@@ -249,8 +249,8 @@ test_replay_recording_is_parsed_without_root_and_never_in_the_supervisor() {
     done < <(replay_processes "$dir")
   done
   [ -s "$home/pid" ] || { touch "$home/go"; kill "$shell"; wait "$shell"; fail "the replay did not start within 60 s: $(cat "$home/err")"; return 1; }
-  local supervisor ferry; supervisor=$(cat "$home/pid")
-  ferry=$(replay_processes "$dir" | awk -v s="$supervisor" '$1 == "other" && $2 != s { print $2 }' |
+  local supervisor guard ferry; read -r supervisor guard < "$home/pid"
+  ferry=$(replay_processes "$dir" | awk -v s="$supervisor" -v g="$guard" '$1 == "other" && $2 != s && $2 != g { print $2 }' |
           while read -r p; do [ "$(awk '/^PPid:/ { print $2 }' "/proc/$p/status")" = "$supervisor" ] && echo "$p"; done | head -1)
   local hwm; hwm=$(status_field "$supervisor" VmHWM | awk '{ print $1 }')
   local sup_uid; sup_uid=$(status_field "$supervisor" Uid | tr -s '\t ' ' ')

@@ -150,10 +150,11 @@ test_packet_shells_have_one_cxx_runtime() {
 test_long_lived_shell_processes_never_map_libnftables() {
   local out
   ! ldd "$BIN/mm-delay" | grep -q libnftables || fail "mm-delay links libnftables" || return 1
-  out=$(in_world "$BIN/mm-delay" 0 sh -c 'for p in $PPID $(pgrep -x -P $PPID mm-delay); do
+  # The command's parent is the guard; the supervisor's children are the guard and the ferry.
+  out=$(in_world "$BIN/mm-delay" 0 sh -c 's=$(cut -d" " -f4 /proc/$PPID/stat); for p in $s $(pgrep -x -P $s mm-delay); do
       echo "process $p $(grep -c libnftables /proc/$p/maps)"; done')
   echo "$out" | sed 's/^/  /'
-  [ "$(echo "$out" | grep -c '^process ')" = 2 ] || fail "expected the supervisor and the ferry" || return 1
+  [ "$(echo "$out" | grep -c '^process ')" = 3 ] || fail "expected the supervisor, the guard and the ferry" || return 1
   ! echo "$out" | grep -qv ' 0$' || fail "a long-lived process of the shell maps libnftables"
 }
 
@@ -168,7 +169,7 @@ test_shell_rules_are_gone_when_it_exits() {
     [ -z "$tables" ] || fail "right after the shell exited (run $i): $tables" || return 1
   done
   ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & outer=$!
-  wait_until 10 pgrep -x -P "$outer" sleep >/dev/null || { kill "$outer"; fail "the outer shell did not start"; return 1; }
+  wait_until 10 shell_command "$outer" sleep >/dev/null || { kill "$outer"; fail "the outer shell did not start"; return 1; }
   before=$(in_world nft list ruleset | grep -E '^table|"[a-z]+-[0-9]+"')
   in_world "$BIN/mm-delay" 0 true
   after=$(in_world nft list ruleset | grep -E '^table|"[a-z]+-[0-9]+"')
@@ -187,9 +188,9 @@ test_dns_works_and_crosses_the_link() {
 }
 
 test_ferry_is_idle_without_traffic() {
-  # The command's parent is the shell's supervisor; the ferry is the supervisor's other child.
+  # The command's parent is the shell's guard; the ferry is the supervisor's other child.
   ticks=$(in_world "$BIN/mm-delay" 10 sh -c '
-    ferry=$(pgrep -x -P $PPID mm-delay)
+    ferry=$(pgrep -x -P "$(cut -d" " -f4 /proc/$PPID/stat)" mm-delay | grep -vx $PPID)
     t0=$(awk "{print \$14 + \$15}" /proc/$ferry/stat); sleep 2; t1=$(awk "{print \$14 + \$15}" /proc/$ferry/stat)
     echo $((t1 - t0))')
   check_range "ferry CPU ticks (1/100 s) in 2 s idle" "$ticks" 0 1
@@ -225,8 +226,8 @@ test_address_pool_can_be_moved() {
 start_sleeping_shell() {
   ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 &
   shell=$!
-  wait_until 10 pgrep -x -P "$shell" sleep >/dev/null || { end_sleeping_shell; fail "the command never started"; return 1; }
-  cmd=$(pgrep -x -P "$shell" sleep)
+  wait_until 10 shell_command "$shell" sleep >/dev/null || { end_sleeping_shell; fail "the command never started"; return 1; }
+  cmd=$(shell_command "$shell" sleep)
 }
 
 end_sleeping_shell() { kill -CONT "$shell" 2>/dev/null; kill -TERM "$shell" 2>/dev/null; wait "$shell"; }
@@ -298,6 +299,34 @@ test_shell_signal_ends_the_whole_pipeline() {
   [ "$rc" = 143 ] || fail "exit status $rc, expected 143"
 }
 
+# SIGKILL to the shell (its supervisor, the pid its caller has): the guard, the command's parent,
+# sees it vanish and ends everything the command started, a pipeline, background jobs (one in a
+# session of its own) and a nested shell, politely, then for good; it says so.
+test_kill9_of_the_shell_ends_what_the_command_started() {
+  local shell rc
+  ip netns exec "$WORLD" setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- \
+    "$BIN/mm-delay" 0 bash -c 'sleep 36.51 & setsid sleep 36.52 & (trap "" TERM HUP; exec sleep 36.53) &
+      "$0" uplink 0 sleep 36.54 & sleep 36.55 | cat' "$BIN/mm-loss" > "$WORLD_TMP/kill9.out" 2>&1 &
+  shell=$!
+  wait_until 10 sleeping 36.51 && wait_until 10 sleeping 36.52 && wait_until 10 sleeping 36.53 &&
+    wait_until 10 sleeping 36.54 && wait_until 10 sleeping 36.55 ||
+    { kill "$shell"; wait "$shell"; fail "the command's processes never all started: $(cat "$WORLD_TMP/kill9.out")"; return 1; }
+  kill -9 "$shell"; wait "$shell" 2>/dev/null; rc=$?
+  local s; s=$(date +%s%N)
+  all_ended() { no_shell_process_left && ! pgrep -f '^sleep 36\.5' >/dev/null; }
+  wait_until 10 all_ended || fail "processes of the killed shell remain: $(world_leftovers_now)" || return 1
+  local ms=$(( ($(date +%s%N) - s) / 1000000 ))
+  none_sleeping 36.51 36.52 36.53 36.54 36.55 || return 1
+  # What only its supervisor removes (its NAT table) the next shell's start removes.
+  in_world "$BIN/mm-delay" 0 true || fail "a new shell failed after kill -9" || return 1
+  sed 's/^/  /' "$WORLD_TMP/kill9.out"
+  echo "  status $rc; everything ended $ms ms after the SIGKILL"
+  grep -q '^mm-delay: the shell.s supervisor was killed; ending bash and everything it started' "$WORLD_TMP/kill9.out" ||
+    fail "the guard did not say why it ended the command" || return 1
+  # The straggler that ignores SIGTERM and SIGHUP waits for the grace period (2 s), then SIGKILL.
+  check_range "time until nothing of the shell is left (ms)" "$ms" 0 5000
+}
+
 test_command_is_found_before_set_up_as_bash_would() {
   mkdir -p "$WORLD_TMP/locked"; chmod 700 "$WORLD_TMP/locked"
   before=$(in_world nft list tables | grep -c mahimahi_)
@@ -321,8 +350,7 @@ no_shell_process_left() { ! world_leftovers_now | grep -qv '^leftover: table '; 
 test_kill9_leftovers_are_removed_by_next_start() {
   start_sleeping_shell || return 1
   kill -9 "$shell"; wait "$shell" 2>/dev/null
-  kill "$cmd" 2>/dev/null
-  # The shell's other processes (its ferry) end on their own once it is gone.
+  # The shell's other processes (its ferry, its guard and the command) end on their own once it is gone.
   wait_until 10 no_shell_process_left || fail "processes of the killed shell remain: $(world_leftovers_now)" || return 1
   before=$(in_world nft list tables | grep -c mahimahi_)
   in_world "$BIN/mm-delay" 0 true || fail "a new shell failed after kill -9" || return 1

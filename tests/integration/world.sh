@@ -94,9 +94,11 @@ world_leftovers_now() {
     in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|meter|record)-' || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
-    for pid in $(ip netns pids "$WORLD" 2>/dev/null); do
-      comm=$(cat "/proc/$pid/comm" 2>/dev/null) || continue
-      case "$comm" in mm-*) echo "process $pid $comm" ;; esac
+    # A shell's processes outside the root namespace: the world's, and a guard in a shell's own.
+    local root_ns pid; root_ns=$(readlink /proc/1/ns/net)
+    for pid in $(pgrep '^mm-'); do
+      [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" != "$root_ns" ] || continue
+      echo "process $pid $(cat "/proc/$pid/comm" 2>/dev/null)"
     done
   } | sed 's/^/leftover: /'
 }
@@ -146,6 +148,13 @@ rc_msg() {  # EXPECTED_RC FRAGMENT COMMAND...
 # Whether a process whose command line is exactly "sleep SECONDS" exists (unusual durations
 # mark a test's processes).
 sleeping() { pgrep -x -f "sleep $1" >/dev/null; }
+# The pid of the command NAME of the shell whose supervisor is SHELL: the supervisor's children
+# are the ferry and the guard, and the guard's child is the command.
+shell_command() {  # SHELL NAME
+  local guard
+  for guard in $(pgrep -P "$1"); do pgrep -x -P "$guard" "$2" && return 0; done
+  return 1
+}
 
 # Fails (and ends them) if any of the marked sleeps is still running.
 none_sleeping() {  # SECONDS...
