@@ -172,8 +172,7 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
   }
   matcher.stop();
   if (verbose) {
-    std::cerr << "mm-replay: " << matcher.served() << " requests answered from the recording, " << matcher.missed()
-              << " not found" << std::endl;
+    std::cerr << "mm-replay: " << replay_summary(matcher.served(), matcher.missed()) << std::endl;
   }
   return 0;
 }
