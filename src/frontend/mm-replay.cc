@@ -53,7 +53,8 @@ const ProgramInfo kInfo{
     "\n"
     "A request that asks for a range (Range: bytes=...) gets a 206 with that part of the recorded\n"
     "response (416 if it lies beyond it; the whole response for several disjoint ranges);\n"
-    "recorded 206 responses answer the ranges they hold.\n"
+    "recorded 206 responses answer the ranges they hold. A request without a Range never gets a\n"
+    "206: recorded slices that cover the whole body are put together into a 200; else a 404.\n"
     "\n"
     "Also installed as mm-webreplay. mm-replay goes outermost, the other shells inside it, so that\n"
     "they sit between your program and the replayed servers:\n"
@@ -171,8 +172,7 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
   }
   matcher.stop();
   if (verbose) {
-    std::cerr << "mm-replay: " << matcher.served() << " requests answered from the recording, " << matcher.missed()
-              << " not found" << std::endl;
+    std::cerr << "mm-replay: " << replay_summary(matcher.served(), matcher.missed()) << std::endl;
   }
   return 0;
 }

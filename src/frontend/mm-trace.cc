@@ -102,7 +102,8 @@ std::string constant_trace(double bps) {
   const uint64_t count = static_cast<uint64_t>(std::llround(bps * 1000 / 12e6));
   check_constant_count(count, bps);
   std::cerr << "mm-trace: note: no period of up to 1000 ms holds this rate exactly; the trace gives "
-            << static_cast<double>(count) * 12e3 / 1e6 << " Mbit/s (" << count << " opportunities per second)\n";
+            << static_cast<double>(count) * 12e3 / 1e6 << " Mbit/s (" << count_of(count, "opportunity", "opportunities")
+            << " per second)\n";
   std::string out;
   for (uint64_t k = 1; k <= count; k++) out += std::to_string((k * 1000 + count - 1) / count) + "\n";
   return out;
@@ -174,8 +175,7 @@ int run(int argc, char** argv) {
           info(w);
         } else {
           const Trace t = load_trace(w);
-          std::printf("%s: ok (%zu opportunities, period %.3f ms, %.3f Mbit/s)\n", w.c_str(), t.offsets().size(),
-                      nanos_to_ms(t.period()), t.mean_bits_per_second() / 1e6);
+          std::printf("%s: ok (%s)\n", w.c_str(), trace_check_summary(t).c_str());
         }
       } catch (const UserError& e) {
         std::fflush(stdout);

@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+
+#include "util/text.hh"
 
 namespace {
 
@@ -74,4 +77,11 @@ TraceStatistics trace_statistics(const Trace& trace) {
       static_cast<uint64_t>((kNanosPerMs + trace.period() - 1) / trace.period());  // in any [t, t + 1 ms)
   figures.longest_gap = trace.period();
   return figures;
+}
+
+std::string trace_check_summary(const Trace& trace) {
+  char figures[96];
+  std::snprintf(figures, sizeof figures, ", period %.3f ms, %.3f Mbit/s", nanos_to_ms(trace.period()),
+                trace.mean_bits_per_second() / 1e6);
+  return count_of(trace.offsets().size(), "opportunity", "opportunities") + figures;
 }

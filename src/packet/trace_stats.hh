@@ -1,8 +1,9 @@
 #pragma once
-// What mm-trace info prints about a trace, computed from the trace as written: a file's whole
-// milliseconds (not the times the link spreads a millisecond's opportunities to), or a rate's
-// exact period.
+// What mm-trace info and check print about a trace, computed from the trace as written: a file's
+// whole milliseconds (not the times the link spreads a millisecond's opportunities to), or a
+// rate's exact period.
 #include <cstdint>
+#include <string>
 
 #include "packet/trace.hh"
 
@@ -21,3 +22,6 @@ struct TraceStatistics {
 };
 
 TraceStatistics trace_statistics(const Trace& trace);
+
+// What mm-trace check says of a valid trace: "1 opportunity, period 1.000 ms, 12.000 Mbit/s".
+std::string trace_check_summary(const Trace& trace);

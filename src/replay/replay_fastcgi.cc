@@ -143,6 +143,10 @@ void ReplayFastCgi::stop() {
 uint64_t ReplayFastCgi::served() const { return served_.load(); }
 uint64_t ReplayFastCgi::missed() const { return missed_.load(); }
 
+std::string replay_summary(uint64_t served, uint64_t missed) {
+  return count_of(served, "request") + " answered from the recording, " + std::to_string(missed) + " not found";
+}
+
 void ReplayFastCgi::report(const std::string& line) {
   std::lock_guard lock(log_mutex_);
   if (!log_) return;

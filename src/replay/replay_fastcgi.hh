@@ -72,3 +72,7 @@ class ReplayFastCgi {
   std::set<int> reported_accept_errors_;
   std::atomic<uint64_t> served_{0}, missed_{0};
 };
+
+// mm-replay --verbose's summary of ReplayFastCgi::served() and missed(): "1 request answered from
+// the recording, 0 not found".
+std::string replay_summary(uint64_t served, uint64_t missed);

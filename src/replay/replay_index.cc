@@ -11,6 +11,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -303,21 +304,38 @@ std::string counter_key(const IncomingRequest& in, const ReplayOptions& options)
   return key;
 }
 
+bool is_partial(const Entry* e) { return e->response.status == 206; }
+
 // Among candidates (same scheme, host, method, path; recorded order), the ones that pass the
 // User-Agent rule. Recorded requests identical to this one (same target, so same query, and the
 // same Range or none; failing that, the same target whatever the Range): the n-th of them,
 // n = pick_identical() = how often it was served before (the last once exhausted). Otherwise the
 // longest common substring of the queries wins, the earliest on ties.
+// A request without a Range is answered by a recorded 206 only if nothing else was recorded for
+// its target (match() then assembles the slices, or misses), never from another query's.
 template <typename PickIdentical>
 const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingRequest& in,
                     const ReplayOptions& options, PickIdentical pick_identical) {
   std::vector<const Entry*> eligible, identical, same_target;
   for (const Entry* e : candidates) {
     if (!user_agent_matches(*e, in, options)) continue;
+    if (!in.range && is_partial(e) && e->target != in.target) continue;
     eligible.push_back(e);
     if (e->target != in.target) continue;
     same_target.push_back(e);
     if (e->range == in.range) identical.push_back(e);
+  }
+  if (!in.range) {
+    auto whole = [](const std::vector<const Entry*>& list) {
+      std::vector<const Entry*> out;
+      std::copy_if(list.begin(), list.end(), std::back_inserter(out), [](const Entry* e) { return !is_partial(e); });
+      return out;
+    };
+    if (auto whole_identical = whole(identical); !whole_identical.empty()) {
+      identical = std::move(whole_identical);
+    } else if (auto whole_same = whole(same_target); !whole_same.empty()) {
+      identical = std::move(whole_same);
+    }
   }
   if (identical.empty()) identical = std::move(same_target);
   if (!identical.empty()) return identical[std::min(pick_identical(), identical.size() - 1)];
@@ -539,8 +557,10 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
     std::lock_guard lock(counters_->mutex);
     return counters_->served[counter_key(in, options)]++;
   });
-  if (chosen && request.range) {
-    // The responses recorded for the same request, with their bodies (a rare path: one read each).
+  // A Range, or a request without one that only recorded ranges can answer (choose() prefers
+  // anything else): the responses recorded for the same request, with their bodies (a rare path:
+  // one read each).
+  if (chosen && (request.range || is_partial(chosen))) {
     std::vector<const Entry*> same;
     for (const Entry* e : candidates) {
       if (e->target == chosen->target && user_agent_matches(*e, in, options)) same.push_back(e);
@@ -555,8 +575,9 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
       if (e == chosen) full = &responses.back();
     }
     if (!full) full = &responses.emplace_back(response_of(*chosen));
-    const RangeRequest range{in.method, *request.range, request.if_range,
-                             describe_request(in.https, in.host, in.method, in.target)};
+    const std::string description = describe_request(in.https, in.host, in.method, in.target);
+    if (!request.range) return answer_without_range(in.method, description, recorded);
+    const RangeRequest range{in.method, *request.range, request.if_range, description};
     if (auto answer = answer_range(range, *full, recorded)) return std::move(*answer);
   }
   if (chosen) return ReplayMatch{true, response_of(*chosen), {}};

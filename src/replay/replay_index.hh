@@ -77,7 +77,8 @@ class ReplayIndex {
   const std::map<std::string, std::vector<std::string>>& names() const;
   size_t pairs() const;
   // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
-  // A GET with a Range gets the part it asks for (replay_range.hh).
+  // A GET with a Range gets the part it asks for; a request without one never gets a 206
+  // (replay_range.hh).
   ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);
 
   ReplayIndex(ReplayIndex&&) noexcept;

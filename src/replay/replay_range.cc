@@ -158,6 +158,17 @@ ReplayMatch range_miss(const RangeRequest& request, const std::vector<RangeCandi
   miss.log_line = "no recorded response for " + what + "; recorded ranges: " + list;
   return miss;
 }
+
+// "bytes 0-3, 8-9 of 10": the bytes that recorded slices hold (sorted, merged; the first five
+// stretches), of the complete length if known.
+std::string held_text(const std::vector<ByteRange>& held, std::optional<uint64_t> complete_length) {
+  constexpr size_t kShown = 5;
+  std::string text;
+  for (size_t i = 0; i < held.size() && i < kShown; i++)
+    text += (i ? ", " : "bytes ") + std::to_string(held[i].first) + "-" + std::to_string(held[i].last);
+  if (held.size() > kShown) text += ", ... (" + count_of(held.size(), "stretch", "stretches") + ")";
+  return text + " of " + (complete_length ? std::to_string(*complete_length) : std::string("an unknown length"));
+}
 }  // namespace
 
 std::optional<std::vector<RangeSpec>> parse_range_header(std::string_view value) {
@@ -264,4 +275,52 @@ std::optional<ReplayMatch> answer_range(const RangeRequest& request, const Repla
     if (auto inside = from_recorded_slices(specs->front(), recorded, false)) return inside;
   }
   return range_miss(request, recorded, *specs);
+}
+
+ReplayMatch answer_without_range(std::string_view method, const std::string& description,
+                                 const std::vector<RangeCandidate>& recorded) {
+  // The slices of one representation: of the complete length the first one that knows it gives
+  // (a slice that does not know it, if it lies within).
+  std::vector<std::pair<ContentRange, const ReplayResponse*>> recorded_slices;
+  std::optional<uint64_t> length;
+  for (const RangeCandidate& c : recorded) {
+    if (const auto slice = recorded_slice(*c.response)) {
+      recorded_slices.push_back({*slice, c.response});
+      if (!length) length = slice->complete_length;
+    }
+  }
+  std::vector<std::pair<ByteRange, const ReplayResponse*>> slices;
+  std::vector<ByteRange> held;
+  for (const auto& [slice, response] : recorded_slices) {
+    if (length && (slice.complete_length ? *slice.complete_length != *length : slice.range.last >= *length)) continue;
+    slices.push_back({slice.range, response});
+    held.push_back(slice.range);
+  }
+  held = merge_ranges(std::move(held));
+  if (length && held.size() == 1 && held.front() == ByteRange{0, *length - 1}) {
+    ReplayResponse whole;
+    whole.status = 200;
+    whole.reason = "OK";
+    for (const HttpHeader& h : slices.front().second->headers) {
+      if (equals_ignoring_case(h.key, "Content-Length") || equals_ignoring_case(h.key, "Content-Range")) continue;
+      whole.headers.push_back(h);
+    }
+    whole.headers.push_back({"Content-Length", std::to_string(*length)});
+    whole.body.assign(*length, '\0');
+    for (const auto& [range, response] : slices) whole.body.replace(range.first, response->body.size(), response->body);
+    return answered(std::move(whole));
+  }
+  const std::string recorded_bytes =
+      held.empty() ? "206 responses without a usable Content-Range" : held_text(held, length);
+  ReplayMatch miss;
+  miss.response = text_response(404, "Not Found",
+                                "mm-replay: " + description +
+                                    " was recorded only as byte ranges (206 responses) that do not cover the "
+                                    "whole body, so it cannot be answered without a Range.\nRecorded: " +
+                                    recorded_bytes + "\n");
+  if (method == "HEAD") miss.response.body.clear();
+  miss.log_line = "no recorded response for " + description +
+                  " without a Range: recorded only as byte ranges that do not cover the whole body (" + recorded_bytes +
+                  ")";
+  return miss;
 }

@@ -11,6 +11,9 @@
 //   3. a recorded 206 whose Content-Range contains the range asked for: that part of it;
 //   4. otherwise, if only ranges were recorded, a 404 naming the recorded ranges (416 if the range
 //      lies beyond the recorded complete length).
+// A request without a Range never gets a 206: the matcher prefers any other recorded response;
+// if only 206 responses were recorded, their slices are assembled into a 200 when together they
+// cover the whole representation, and the request is a miss otherwise (answer_without_range).
 // Ranges count bytes of the response as recorded: of the encoded body when it has a
 // Content-Encoding, as on the real web. An invalid Range, a Range on any method but GET, or an
 // If-Range that does not match the validators of the recorded response (a strong ETag match,
@@ -80,3 +83,11 @@ struct RangeRequest {
 // serve `chosen` as it is (see the rules at the top).
 std::optional<ReplayMatch> answer_range(const RangeRequest& request, const ReplayResponse& chosen,
                                         const std::vector<RangeCandidate>& recorded);
+
+// The answer to a request without a Range when only 206 responses were recorded for it (`recorded`:
+// every one, in recorded order): a 200 with the whole body assembled from the slices if they cover
+// all of it (the complete length of their Content-Range; the headers of the first slice, without
+// Content-Range, Content-Length the whole body's), else a 404 naming the bytes recorded.
+// `description` and `method` are the request's, as in RangeRequest.
+ReplayMatch answer_without_range(std::string_view method, const std::string& description,
+                                 const std::vector<RangeCandidate>& recorded);

@@ -184,6 +184,19 @@ test_link_finds_bare_trace_names() {
     in_world env MAHIMAHI_TRACE_PATH="$WORLD_TMP/rootonly" "$BIN/mm-link" secret.trace secret.trace true)
 }
 
+# --help answers a new user's first questions: the short forms of the log options, and where the
+# bundled traces are (a line of its own, as mm-link and mm-trace look for bare names there).
+test_link_and_mm_trace_help_name_short_options_and_the_trace_directory() {
+  local traces help
+  traces=$(dirname "$BIN")/share/mahimahi/traces
+  help=$("$BIN/mm-link" --help) || fail "mm-link --help failed" || return 1
+  echo "$help" | grep -qF -- "-u FILE, --uplink-log=FILE" || fail "mm-link --help does not give -u FILE for --uplink-log" || return 1
+  echo "$help" | grep -qF -- "-d FILE, --downlink-log=FILE" || fail "mm-link --help does not give -d FILE for --downlink-log" || return 1
+  echo "$help" | grep -qxF "  $traces" || fail "mm-link --help does not name $traces" || return 1
+  help=$("$BIN/mm-trace" --help) || fail "mm-trace --help failed" || return 1
+  echo "$help" | grep -qxF "  $traces" || fail "mm-trace --help does not name $traces" || return 1
+}
+
 # A bundled constant trace lasts 1 to 12 ms: --once with it ends the shell at once. The ferry,
 # which reads the traces, says so at the start.
 test_link_once_warns_of_short_traces() {

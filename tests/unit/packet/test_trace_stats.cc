@@ -66,3 +66,11 @@ TEST(TraceStatistics, a_rate_has_its_own_figures) {
   ASSERT_EQ(slow.longest_gap, 24 * kNanosPerMs);
   ASSERT_EQ(trace_statistics(Trace::from_argument("rate:12Mbit/s")).busiest_millisecond, 1u);
 }
+
+// mm-trace check's summary of a good trace: its count in agreement with its noun.
+TEST(TraceStatistics, check_summary_counts_opportunities_in_agreement) {
+  EXPECT_EQ(trace_check_summary(Trace::parse("1\n", "constant-12Mbps")),
+            "1 opportunity, period 1.000 ms, 12.000 Mbit/s");
+  EXPECT_EQ(trace_check_summary(Trace::parse(gigabit_trace(), "constant-1000Mbps")),
+            "250 opportunities, period 3.000 ms, 1000.000 Mbit/s");
+}

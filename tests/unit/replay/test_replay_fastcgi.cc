@@ -307,3 +307,10 @@ TEST(ReplayFastCgi, replay_fastcgi_failing_matcher_answers_500) {
   ASSERT_EQ(logged.size(), size_t{1});
   ASSERT_EQ(server.served() + server.missed(), uint64_t{0});
 }
+
+// mm-replay --verbose's last line, one request or several.
+TEST(ReplayFastCgi, summary_counts_requests_in_agreement) {
+  EXPECT_EQ(replay_summary(1, 0), "1 request answered from the recording, 0 not found");
+  EXPECT_EQ(replay_summary(0, 1), "0 requests answered from the recording, 1 not found");
+  EXPECT_EQ(replay_summary(12, 3), "12 requests answered from the recording, 3 not found");
+}

@@ -215,3 +215,68 @@ TEST(ReplayRange, other_statuses_ignore_the_range) {
   EXPECT_TRUE(m.found);
   EXPECT_EQ(m.response.status, 302);
 }
+
+// A request without a Range never gets a 206: recorded slices that together cover the whole body
+// are assembled into a 200 (Content-Length of the whole, no Content-Range).
+TEST(ReplayRange, no_range_gets_the_whole_body_assembled_from_covering_slices) {
+  Recording rec({recorded_slice("bytes=4-9", "bytes 4-9/10", "456789", 1),
+                 recorded_slice("bytes=0-5", "bytes 0-5/10", "012345", 2)});
+  for (int round = 0; round < 2; round++) {
+    const ReplayMatch m = rec.match(get("/video"));
+    ASSERT_TRUE(m.found);
+    EXPECT_EQ(m.response.status, 200);
+    EXPECT_EQ(m.response.reason, "OK");
+    EXPECT_EQ(m.response.body, "0123456789");
+    EXPECT_EQ(header(m.response, "Content-Length"), std::string("10"));
+    EXPECT_EQ(count_headers(m.response, "Content-Length"), size_t{1});
+    EXPECT_FALSE(header(m.response, "Content-Range"));
+    EXPECT_EQ(header(m.response, "Content-Type"), std::string("video/mp4"));
+  }
+  // A Range is still answered from the slices.
+  EXPECT_EQ(rec.match(ranged("bytes=0-5")).response.status, 206);
+}
+
+// Slices that leave a gap, or that do not say the complete length: a miss that says so and
+// names what was recorded.
+TEST(ReplayRange, no_range_and_slices_with_a_gap_is_a_miss_naming_the_ranges) {
+  Recording rec(
+      {recorded_slice("bytes=0-3", "bytes 0-3/10", "0123", 1), recorded_slice("bytes=8-", "bytes 8-9/10", "89", 2)});
+  ReplayMatch m = rec.match(get("/video"));
+  EXPECT_FALSE(m.found);
+  EXPECT_EQ(m.response.status, 404);
+  EXPECT_FALSE(header(m.response, "Content-Range"));
+  EXPECT_TRUE(contains(m.response.body, "only as byte ranges")) << m.response.body;
+  EXPECT_TRUE(contains(m.response.body, "do not cover the whole body")) << m.response.body;
+  EXPECT_TRUE(contains(m.response.body, "bytes 0-3, 8-9 of 10")) << m.response.body;
+  EXPECT_EQ(header(m.response, "Content-Length"), std::to_string(m.response.body.size()));
+  EXPECT_TRUE(contains(m.log_line, "no recorded response for GET http://example.com/video")) << m.log_line;
+  EXPECT_TRUE(contains(m.log_line, "bytes 0-3, 8-9 of 10")) << m.log_line;
+
+  Recording unknown({recorded_slice("bytes=0-", "bytes 0-9/*", "0123456789", 1)});
+  m = unknown.match(get("/video"));
+  EXPECT_FALSE(m.found);
+  EXPECT_EQ(m.response.status, 404);
+  EXPECT_TRUE(contains(m.response.body, "bytes 0-9 of an unknown length")) << m.response.body;
+}
+
+// A full 200 recorded for the URL is what a request without a Range gets, even if it was recorded
+// with a Range (a server that ignored it) and after the slices.
+TEST(ReplayRange, no_range_prefers_a_recorded_200) {
+  PairSpec ignored = full_video();
+  ignored.request_headers.push_back({"Range", "bytes=0-"});
+  ignored.start_us = 3;
+  Recording rec({recorded_slice("bytes=0-3", "bytes 0-3/10", "0123", 1),
+                 recorded_slice("bytes=4-", "bytes 4-9/10", "456789", 2), ignored});
+  for (int round = 0; round < 3; round++) {
+    const ReplayMatch m = rec.match(get("/video"));
+    ASSERT_TRUE(m.found);
+    EXPECT_EQ(m.response.status, 200);
+    EXPECT_EQ(m.response.body, "0123456789");
+    EXPECT_EQ(header(m.response, "ETag"), std::string("\"v1\""));  // the recorded 200's own headers
+  }
+  // Slices of another query are no answer to a request without a Range either.
+  Recording other({recorded_slice("bytes=0-3", "bytes 0-3/10", "0123", 1)});
+  const ReplayMatch m = other.match(get("/video?t=5"));
+  EXPECT_FALSE(m.found);
+  EXPECT_EQ(m.response.status, 404);
+}
