@@ -18,6 +18,7 @@
 
 #include "http/http_parser.hh"
 #include "http/start_line.hh"
+#include "record/client_hello.hh"
 #include "tls/openssl_error.hh"
 #include "tls/tls_stream.hh"
 #include "util/host_name.hh"
@@ -317,13 +318,7 @@ int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
   if (!c->upstream_ready) {
     // First call: learn the name, then pause this handshake until the server's is done, so
     // that a server we cannot reach or verify is never impersonated.
-    const unsigned char* p;
-    size_t length;
-    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &length) && length > 5 && p[2] == 0) {
-      const size_t name_length = (static_cast<size_t>(p[3]) << 8) | p[4];
-      if (5 + name_length <= length)
-        c->server_name = ascii_lowercase(std::string(reinterpret_cast<const char*>(p + 5), name_length));
-    }
+    c->server_name = client_hello_server_name(ssl);
     return SSL_CLIENT_HELLO_RETRY;
   }
   try {

@@ -1,0 +1,30 @@
+// libFuzzer target: mm-trace convert's rate series (packet/trace_convert.hh) in its three
+// formats. Whatever it accepts must come out as a trace the trace reader accepts, with no more
+// lines than the series allows.
+#include <cstdint>
+#include <string>
+
+#include "fuzz/fuzz_check.hh"
+#include "packet/trace.hh"
+#include "packet/trace_convert.hh"
+#include "util/exception.hh"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size == 0) return 0;
+  static const char* const kFormats[] = {"kbps-per-ms", "ms-kbps", "csv"};
+  const char* format = kFormats[data[0] % 3];
+  const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
+  std::string trace_text;
+  try {
+    trace_text = convert_rate_series(text, format, "fuzz.series");
+  } catch (const UserError&) {
+    return 0;
+  }
+  try {
+    (void)Trace::parse(trace_text, "converted");
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "convert made a trace the reader refuses: %s\n", e.what());
+    FUZZ_CHECK(false);
+  }
+  return 0;
+}

@@ -1,0 +1,16 @@
+#pragma once
+// The server name a TLS client asks for (SNI), read from its ClientHello, which mm-record sees
+// before it knows which server to reach. The bytes are the client's: read with bounds, and the
+// name is only checked as a host name later (CertificateAuthority::server_context).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+struct ssl_st;
+
+// The first host_name of a server_name extension's data (RFC 6066, 3: a ServerNameList), in
+// lower case; empty if there is none or the list is malformed.
+std::string server_name_from_extension(const uint8_t* data, size_t length);
+
+// The same, from the ClientHello OpenSSL holds during its client-hello callback.
+std::string client_hello_server_name(ssl_st* ssl);
