@@ -96,14 +96,24 @@ QueueArgs QueueArgs::parse(std::string_view text, std::string_view option) {
       throw UsageError(where + ": " + std::string(name) + " must be a non-negative number, not \"" +
                        std::string(value) + "\"");
     }
+    // Whole numbers up to 2^40 (a terabyte; a trillion packets): a larger double would not
+    // convert to an integer at all.
     auto integer = [&]() -> uint64_t {
       if (number != std::floor(number)) throw UsageError(where + ": " + std::string(name) + " must be a whole number");
+      if (number > 0x1p40) throw UsageError(where + ": " + std::string(name) + " is too large (at most 2^40)");
       return static_cast<uint64_t>(number);
     };
+    // A limit of 0 would be no limit at all (fuzz-queue found fq_codel taking packets=0 so).
+    auto limit = [&]() -> uint64_t {
+      const uint64_t n = integer();
+      if (n == 0)
+        throw UsageError(where + ": " + std::string(name) + " must be at least 1 (leave it out for the default)");
+      return n;
+    };
     if (name == "bytes")
-      args.bytes = integer();
+      args.bytes = limit();
     else if (name == "packets")
-      args.packets = integer();
+      args.packets = limit();
     else if (name == "target")
       args.target = number;
     else if (name == "interval")

@@ -74,15 +74,27 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
                     ": the last timestamp must be greater than 0 (it is the period after which the trace repeats)");
   }
   // n opportunities in the same millisecond T are spread over it, at T + k/n ms, as a link
-  // sends them one after the other; a single one stays at T.
+  // sends them one after the other; a single one stays at T. The last millisecond (the period)
+  // and the first (0) of the next period are one millisecond of the repeating trace: its m + z
+  // opportunities are spread over it together, the period's m first, so that the opportunities
+  // stay in time order from one period to the next (the z of millisecond 0 begin m/(m+z) ms in).
+  const Nanos period = static_cast<Nanos>(previous) * kNanosPerMs;
+  const auto& offsets = trace.offsets_;
+  const size_t at_zero =
+      static_cast<size_t>(std::upper_bound(offsets.begin(), offsets.end(), Nanos{0}) - offsets.begin());
+  const size_t at_period =
+      static_cast<size_t>(offsets.end() - std::lower_bound(offsets.begin(), offsets.end(), period));
   for (size_t first = 0; first < trace.offsets_.size();) {
     size_t end = first + 1;
     while (end < trace.offsets_.size() && trace.offsets_[end] == trace.offsets_[first]) end++;
-    const Nanos n = static_cast<Nanos>(end - first);
-    for (size_t k = first + 1; k < end; k++) trace.offsets_[k] += static_cast<Nanos>(k - first) * kNanosPerMs / n;
+    // This group's share of its millisecond: `skip` opportunities of the other group go first.
+    Nanos n = static_cast<Nanos>(end - first), skip = 0;
+    if (trace.offsets_[first] == 0) n += static_cast<Nanos>(at_period), skip = static_cast<Nanos>(at_period);
+    if (trace.offsets_[first] == period) n += static_cast<Nanos>(at_zero);
+    for (size_t k = first; k < end; k++) trace.offsets_[k] += (skip + static_cast<Nanos>(k - first)) * kNanosPerMs / n;
     first = end;
   }
-  trace.period_ = static_cast<Nanos>(previous) * kNanosPerMs;
+  trace.period_ = period;
   trace.whole_milliseconds_ = true;
   return trace;
 }

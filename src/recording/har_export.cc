@@ -162,7 +162,7 @@ json har_request(const RecordedPair& p) {
     }
     if (!body.still_encoded.empty()) {
       post["_contentEncoding"] = display_text(coding_list_text(body.still_encoded));
-      post["comment"] = "not decoded: " + body.why;
+      post["comment"] = "not decoded: " + display_text(body.why);  // it quotes recorded bytes
     }
     request["postData"] = post;
   }
@@ -185,7 +185,7 @@ json har_content(const HttpMessage& response) {
   if (!c.still_encoded.empty()) {
     // Not HAR's promise, but the best there is: the bytes as sent, and which codings remain.
     content["_contentEncoding"] = display_text(coding_list_text(c.still_encoded));
-    content["comment"] = "not decoded (" + c.why + "): the text is the content still encoded as " +
+    content["comment"] = "not decoded (" + display_text(c.why) + "): the text is the content still encoded as " +
                          display_text(coding_list_text(c.still_encoded));
   }
   return content;

@@ -586,7 +586,7 @@ std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* wa
 json parse_har_text(std::string_view text, const std::string& source) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double (406)
     std::string what = e.what();
     // "[json.exception.parse_error.101] parse error at line 3, column 5: ..." -> from "parse error".
     const size_t bracket = what.find("] ");

@@ -13,6 +13,14 @@ TEST(QueueDiscipline, queue_arguments_are_checked) {
   EXPECT_THROW_WITH(UsageError, queue("droptail", "pakets=10"), "unknown parameter \"pakets\"");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=10,target=5"), "queue droptail takes no parameter target");
   EXPECT_THROW_WITH(UsageError, queue("red"), "unknown queue \"red\"");
+  // A limit of 0 is refused for every queue: fq_codel, codel and pie took packets=0 as no limit
+  // (fuzz-queue), and a number beyond 2^40 would not convert to an integer.
+  for (const char* name : {"droptail", "drophead", "codel", "pie", "fq_codel"}) {
+    EXPECT_THROW_WITH(UsageError, queue(name, "packets=0"), "packets must be at least 1");
+    EXPECT_THROW_WITH(UsageError, queue(name, "bytes=0"), "bytes must be at least 1");
+  }
+  EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=1e30"), "packets is too large");
+  EXPECT_THROW_WITH(UsageError, queue("fq_codel", "flows=1e300"), "flows is too large");
   ASSERT_EQ(queue("codel", "bytes=30000, target=5, interval=100")->description(),
             "codel [bytes=30000, target=5, interval=100]");
   ASSERT_EQ(queue("fq_codel")->description(), "fq_codel [packets=10240, target=5, interval=100, flows=1024]");

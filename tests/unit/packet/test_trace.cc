@@ -80,6 +80,34 @@ TEST(Trace, cursor_repeats_with_period_and_stops_once) {
   ASSERT_EQ(once.next(), kNever);
 }
 
+// The period's last millisecond and the next period's millisecond 0 are one millisecond of the
+// repeating link: their opportunities are spread over it together, and stay in time order
+// (fuzz-trace found "0 1 1 1" giving 1.67 ms, then 1 ms).
+TEST(Trace, the_millisecond_where_periods_meet_is_spread_as_one) {
+  Trace t = Trace::parse("0\n1\n1\n1\n", "t");
+  OpportunityCursor c(t, 0, false);
+  std::vector<Nanos> times;
+  for (int i = 0; i < 12; i++) {
+    times.push_back(c.next());
+    c.advance();
+  }
+  for (size_t i = 1; i < times.size(); i++) ASSERT_LE(times[i - 1], times[i]) << "opportunity " << i;
+  // Millisecond 1 holds the period's three and the next period's one, a quarter of a ms apart.
+  EXPECT_EQ(times[1], 1 * ms);
+  EXPECT_EQ(times[2], 1 * ms + ms / 4);
+  EXPECT_EQ(times[3], 1 * ms + ms / 2);
+  EXPECT_EQ(times[4], 1 * ms + 3 * ms / 4);
+  EXPECT_EQ(times[5], 2 * ms);
+  // The rate is unchanged: four opportunities per 1 ms period; the written times are as before.
+  EXPECT_EQ(t.offsets().size(), 4u);
+  EXPECT_EQ(t.written_ms(0), 0u);
+  EXPECT_EQ(t.written_ms(3), 1u);
+  // Without a line at 0 the last millisecond is spread alone, as every other.
+  Trace u = Trace::parse("1\n1\n", "u");
+  EXPECT_EQ(u.offsets()[0], 1 * ms);
+  EXPECT_EQ(u.offsets()[1], 1 * ms + ms / 2);
+}
+
 TEST(Trace, trace_bounds_on_lines_and_values) {
   // The largest time is accepted, one more is not.
   ASSERT_EQ(Trace::parse("2147483647\n", "t").period(), static_cast<Nanos>(2147483647) * ms);

@@ -139,6 +139,19 @@ TEST(HarExport, content_that_cannot_be_decoded_stays_encoded_and_says_why) {
   EXPECT_EQ(zstd["text"], "(zstd bytes)");
 }
 
+// A content coding that is not UTF-8 is quoted in the comment as text JSON can hold: dump()
+// threw on it (fuzz-record-file found it), so mm-recording to-har failed on such a recording.
+TEST(HarExport, a_coding_name_that_is_not_utf8_is_quoted_as_text) {
+  RecordedPair p = encoded_pair(1, "\x99\xfeip", "(bytes)");
+  p.request.headers.push_back({"Content-Encoding", "\xff"});
+  p.request.body = "x";
+  const json har = to_har({{"save.odd", p}});
+  std::string text;
+  ASSERT_NO_THROW(text = har.dump());
+  EXPECT_NE(har["log"]["entries"][0]["response"]["content"]["comment"].get<std::string>().find("not decoded"),
+            std::string::npos);
+}
+
 TEST(HarExport, compressed_request_bodies_are_decoded_in_post_data) {
   RecordedPair p = sample_pair(1);
   p.request.first_line = "POST /api HTTP/1.1";
