@@ -512,15 +512,16 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
 // The guard's process, forked by the supervisor: into the shell's namespace (as root), then the
 // drop, for good. It forks the command (the caller's signal mask and environment, exec) and
 // reaps it and everything it leaves, also when the supervisor is killed.
+// `signals` is the supervisor's signalfd, inherited: read in the guard, it gives the guard's own.
 int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
-                  const sigset_t& original_mask, pid_t supervisor, FileDescriptor supervisor_alive, Nanos grace) {
+                  const sigset_t& original_mask, const SignalFd& signals, pid_t supervisor,
+                  FileDescriptor supervisor_alive, Nanos grace) {
   enter_namespace(net.inner_namespace);
   net.inner_namespace.close();
   net.slot_claim.close();  // a writable root-owned file: not for the user's processes
   drop_privileges(plan.user);
   check_syscall("prctl(PR_SET_CHILD_SUBREAPER)", ::prctl(PR_SET_CHILD_SUBREAPER, 1));
   if (::getppid() != supervisor) return 1;
-  SignalFd signals(kSupervisorSignals);  // this process's own (the mask is the supervisor's)
   const pid_t guard = ::getpid();
   const pid_t command = fork_child(info.name, [&]() -> int {
     ::prctl(PR_SET_PDEATHSIG, SIGHUP);
@@ -613,7 +614,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const pid_t guard = fork_child(info.name, [&]() -> int {
     alive_write.close();
     channel.close();
-    return guard_process(info, plan, net, env, original_mask, supervisor, std::move(alive_read), grace);
+    return guard_process(info, plan, net, env, original_mask, signals, supervisor, std::move(alive_read), grace);
   });
   alive_read.close();
   net.inner_namespace.close();
