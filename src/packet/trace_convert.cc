@@ -19,10 +19,11 @@ constexpr double kMaxRateBitsPerSecond = 1e12;  // 1 Tbit/s, as mm-link's rate:
 
 // Opportunities at whole milliseconds from a rate per millisecond (bit/s), keeping the
 // fractions of an opportunity from one millisecond to the next. The trace it makes stays within
-// Trace's bounds (times up to Trace::kMaxMs, at most Trace::kMaxOpportunities lines).
+// Trace's bounds (times up to Trace::kMaxMs, at most `max_opportunities` lines).
 class TraceBuilder {
  public:
-  explicit TraceBuilder(std::string source) : source_(std::move(source)) {}
+  TraceBuilder(std::string source, uint64_t max_opportunities)
+      : source_(std::move(source)), max_opportunities_(max_opportunities) {}
   void add_millisecond(double bits_per_second) { add_milliseconds(1, bits_per_second); }
   // `count` milliseconds at one rate.
   void add_milliseconds(uint64_t count, double bits_per_second) {
@@ -51,8 +52,8 @@ class TraceBuilder {
       ms_++;
       reserve_ += per_ms;
       while (reserve_ >= kBits - 1e-9) {
-        if (times_.size() == Trace::kMaxOpportunities) {
-          throw UserError(source_ + ": the trace would hold more than " + std::to_string(Trace::kMaxOpportunities) +
+        if (times_.size() == max_opportunities_) {
+          throw UserError(source_ + ": the trace would hold more than " + std::to_string(max_opportunities_) +
                           " opportunities (lines), the most a trace can; convert a shorter stretch or lower rates");
         }
         times_.push_back(static_cast<uint32_t>(ms_));
@@ -85,6 +86,7 @@ class TraceBuilder {
 
   static constexpr double kBits = Trace::kOpportunityBytes * 8;
   std::string source_;
+  uint64_t max_opportunities_;
   uint64_t ms_ = 0;
   double reserve_ = 0;
   std::vector<uint32_t> times_;  // up to Trace::kMaxMs, which fits
@@ -207,11 +209,12 @@ bool is_rate_series_format(std::string_view format) {
   return format == "kbps-per-ms" || format == "ms-kbps" || format == "csv";
 }
 
-std::string convert_rate_series(std::string_view text, std::string_view format, const std::string& source) {
+std::string convert_rate_series(std::string_view text, std::string_view format, const std::string& source,
+                                uint64_t max_opportunities) {
   if (!is_rate_series_format(format))
     throw UsageError("unknown --format \"" + std::string(format) + "\" (kbps-per-ms, ms-kbps or csv)");
   SeriesLines lines(text, source);
-  TraceBuilder builder(source);
+  TraceBuilder builder(source, std::min(max_opportunities, Trace::kMaxOpportunities));
   if (format == "kbps-per-ms") {
     while (lines.next()) {
       auto f = fields_of(lines.line());

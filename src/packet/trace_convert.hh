@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "packet/trace.hh"
+
 // Bounds on a rate series: its size and lines (the trace made from it has Trace's bounds).
 inline constexpr uint64_t kMaxRateSeriesBytes = 128ULL << 20;
 inline constexpr uint64_t kMaxRateSeriesLines = 10'000'000;
@@ -21,5 +23,8 @@ bool is_rate_series_format(std::string_view format);
 // period is its last time, so one opportunity is moved to the end of the silence, the first
 // (a trace repeats: the end of a period is the start of the next) or the last, whichever moves
 // less; the number of opportunities, and with it the mean rate, stays as the rates give it.
-// Throws UserError naming the source and line; UsageError for an unknown format.
-std::string convert_rate_series(std::string_view text, std::string_view format, const std::string& source);
+// Throws UserError naming the source and line, and for a trace of more than `max_opportunities`
+// lines (at most Trace::kMaxOpportunities; the fuzz target sets fewer, to spend its time on
+// the formats rather than on building 10 million lines); UsageError for an unknown format.
+std::string convert_rate_series(std::string_view text, std::string_view format, const std::string& source,
+                                uint64_t max_opportunities = Trace::kMaxOpportunities);

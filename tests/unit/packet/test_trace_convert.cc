@@ -1,5 +1,6 @@
 // mm-trace convert: rate series to traces, the fractions of an opportunity carried over, and
 // silence at the end kept.
+#include <algorithm>
 #include <string>
 
 #include "expect.hh"
@@ -34,6 +35,12 @@ TEST(TraceConvert, rates_become_opportunities_with_fractions_carried) {
   EXPECT_THROW_WITH(UserError, convert_rate_series("0 0\n", "ms-kbps", "r"),
                     "r: the rates are too low to give a single 1500-byte opportunity");
   EXPECT_THROW_WITH(UserError, convert_rate_series("0 1\n0 2\n", "ms-kbps", "r"), "r:2: times must increase");
+  // The bound on the trace's lines (10 million unless the caller sets fewer): 12 Mbit/s for a
+  // second is 1000 opportunities.
+  const std::string thousand = convert_rate_series("0 12000\n1000 0\n", "ms-kbps", "r", 1000);
+  EXPECT_EQ(std::count(thousand.begin(), thousand.end(), '\n'), 1000);
+  EXPECT_THROW_WITH(UserError, convert_rate_series("0 12000\n1000 0\n", "ms-kbps", "r", 999),
+                    "r: the trace would hold more than 999 opportunities (lines)");
 }
 
 // "0 10000 / 1000 0" is 1 s at 10 Mbit/s, then 1 s of nothing: the trace lasts 2 s (its last

@@ -1,0 +1,116 @@
+# The hardening stage of tests/run-all (docs/robustness.md), sourced by it after the integration
+# tests: the code built again with clang under ASan + UBSan (with the fuzz targets) and under TSan,
+# then
+#   asan/unit/...         every unit test under ASan + UBSan (LeakSanitizer included)
+#   fuzz/TARGET           each fuzz target for a short smoke period on the committed corpus
+#   tsan/unit/...         every unit test under TSan: the threaded parts (the ferry pair, the
+#                         link-log writer, the record proxy and writer, the FastCGI matcher's
+#                         server, the meter's drawing thread) and the rest
+#   asan/TEST             a representative set of integration tests, the programs installed
+#                         setuid root from the ASan build
+# A sanitizer report anywhere fails the test that caused it. Uses run-all's record, run_unit_tests
+# and run_integration, the test world, $top, $TMP, $BIN and $pattern. Bash.
+
+# Seconds per fuzz target (MAHIMAHI_FUZZ_SECONDS to change).
+HARDENING_FUZZ_SECONDS=${MAHIMAHI_FUZZ_SECONDS:-5}
+# One or more tests of each program and each privileged path (set-up, clean-up, the guard, NAT,
+# logs, graphs, recording, replay with its daemons and matcher), within a few minutes.
+HARDENING_INTEGRATION='^test_(delay_rtt_is_twice_the_delay|nested_six_deep_mixing_kinds|loss_seed_reproduces_drops|onoff_drops_some_and_passes_some|job_control_stop_and_continue|stragglers_that_ignore_sigterm_are_killed|meter_mm_meter_passes_traffic_through_and_graphs_it|record_500_concurrent_connections_lose_no_pair|record_as_ordinary_user_files_are_the_users|record_disk_full_client_still_served_nothing_half_written|replay_recording_is_parsed_without_root_and_never_in_the_supervisor|replay_sigterm_while_loading_ends_promptly|pageload_reports_plausible_metrics|ordinary_user_through_setuid|ferry_runs_as_the_user_and_command_cannot_regain_root|signals_end_the_shell_cleanly|kill9_of_the_shell_ends_what_the_command_started|shell_rules_are_gone_when_it_exits|dns_works_and_crosses_the_link|bad_input_is_rejected_clearly|link_droptail_drops_and_bounds_delay|link_log_format|link_bad_input|plot_tools_draw_logs_and_their_figures_match|mm_trace_makes_converts_and_checks|meter_output_draws_the_graphs_without_a_display|offload_loss_is_decided_per_wire_packet|record_http_and_https_over_several_origins|record_post_put_chunked_gzip_and_100_continue|record_bad_input|record_malformed_http_is_relayed_and_the_proxy_lives_on|replay_serves_every_recorded_url_byte_identical_with_origins_stopped|replay_matching_rules_closest_query_repeats_ports_user_agent_and_misses|replay_http2_negotiates_h2|replay_bad_input|replay_range_requests_get_206_416_and_recorded_slices|replay_servers_killed_replay_leaves_no_daemon|setup_lock_wait_is_bounded_and_interruptible|directory_name_cannot_run_code_through_the_prompt)$'
+
+# Where sanitizers write their reports (ASAN_OPTIONS log_path): a directory any user may write,
+# as the shells drop to the user's rights; every report is a failure of the test that made it.
+hardening_sanitizer_env() {  # DIR
+  local reports=$1
+  mkdir -p "$reports" && chmod 1777 "$reports"
+  cp "$top/tests/lsan.supp" "$top/tests/tsan.supp" "$TMP/" && chmod 644 "$TMP/lsan.supp" "$TMP/tsan.supp"
+  export ASAN_OPTIONS="log_path=$reports/asan:detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1"
+  export UBSAN_OPTIONS="log_path=$reports/ubsan:print_stacktrace=1:halt_on_error=1"
+  export LSAN_OPTIONS="suppressions=$TMP/lsan.supp:print_suppressions=0"
+  export TSAN_OPTIONS="log_path=$reports/tsan:halt_on_error=1:second_deadlock_stack=1:suppressions=$TMP/tsan.supp"
+  SANITIZER_REPORTS=$reports  # run_integration fails a test that left a report
+}
+hardening_sanitizer_env_end() {
+  unset ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS
+  SANITIZER_REPORTS=
+}
+
+hardening_reports() {  # DIR: prints and removes the reports written since the last call
+  local reports=$1 f
+  for f in "$reports"/*; do
+    [ -f "$f" ] || continue
+    echo "sanitizer report $(basename "$f"):"
+    head -60 "$f"
+    rm -f "$f"
+  done
+}
+
+hardening_build() {  # DIR CONFIGURE-ARG...: a clang -O1 -g build of the programs and unit tests
+  local dir=$1
+  shift
+  mkdir -p "$dir"
+  (cd "$dir" && { [ -f Makefile ] || CXX=clang++ CXXFLAGS="-O1 -g" "$top/configure" -q "$@" >/dev/null; } &&
+    make -s -j"$(nproc)" >/dev/null && make -s -j"$(nproc)" -C tests unit-tests >/dev/null)
+}
+
+hardening_run() {
+  echo "== hardening: clang builds under ASan + UBSan (with the fuzz targets) and TSan"
+  local reports=$TMP/sanitizer-reports left
+  # build-fuzzers installs clang if it is missing and configures with --enable-fuzzers.
+  if ! "$top/scripts/build-fuzzers" "$TMP/asan" >/dev/null || ! hardening_build "$TMP/asan"; then
+    record "asan/build" 1
+  else
+    hardening_sanitizer_env "$reports"
+    run_unit_tests asan/unit "$TMP/asan/tests/unit-tests"
+    left=$(hardening_reports "$reports")
+    [ -z "$left" ] || { record "asan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
+    hardening_fuzz_smoke
+    hardening_integration "$reports"
+    hardening_sanitizer_env_end
+  fi
+  rm -rf "$TMP/asan" "$TMP/asan-prefix"
+  if ! hardening_build "$TMP/tsan" --enable-sanitizers=thread; then
+    record "tsan/build" 1
+  else
+    hardening_sanitizer_env "$reports"
+    run_unit_tests tsan/unit "$TMP/tsan/tests/unit-tests"
+    left=$(hardening_reports "$reports")
+    [ -z "$left" ] || { record "tsan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
+    hardening_sanitizer_env_end
+  fi
+  rm -rf "$TMP/tsan"
+}
+
+hardening_fuzz_smoke() {
+  local name out status
+  for name in $(cd "$top/src/fuzz/corpus" && ls); do
+    [ -n "$pattern" ] && [[ ! "fuzz/$name" =~ $pattern ]] && continue
+    out=$(FUZZ_BUILD=$TMP/asan FUZZ_WORK=$TMP/fuzz-work "$top/bench/fuzz" "$HARDENING_FUZZ_SECONDS" "^$name\$" 2>&1)
+    status=$?
+    record "fuzz/$name" "$status"
+    echo "$out" | tail -1 | sed 's/^/   /'
+    [ "$status" = 0 ] || sed 's/^/   /' "$TMP/fuzz-work/$name/log" | tail -40
+  done
+  rm -rf "$TMP/fuzz-work"
+}
+
+# The integration tests run by run-all's harness against a setuid install of the ASan build.
+hardening_integration() {  # REPORTS-DIR
+  local reports=$1 t
+  make -s -C "$TMP/asan" install prefix="$TMP/asan-prefix" >/dev/null || { record "asan/install" 1; return; }
+  local shell
+  for shell in mm-delay mm-loss mm-onoff mm-intermittent mm-link mm-meter mm-record mm-replay; do
+    chown root:root "$TMP/asan-prefix/bin/$shell" && chmod 4755 "$TMP/asan-prefix/bin/$shell"
+  done
+  local bin=$BIN
+  BIN=$TMP/asan-prefix/bin
+  if world_create && origins_create; then
+    for t in $(declare -F | awk '{print $3}' | grep -E "$HARDENING_INTEGRATION"); do
+      [ -n "$pattern" ] && [[ ! "asan/${t#test_}" =~ $pattern ]] && continue
+      run_integration "$t" "asan/${t#test_}"
+    done
+  else
+    record "asan/test world" 1
+  fi
+  world_destroy
+  BIN=$bin
+}
