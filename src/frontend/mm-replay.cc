@@ -152,9 +152,9 @@ std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
 
 int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional<std::string>& ca_dir,
           const ReplayOptions& options, bool verbose) {
-  SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
-  handled.block();  // inherited by the threads; SIGTERM (from the supervisor) is read below
-  SignalFd term(SignalSet{SIGTERM});
+  SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD};
+  handled.block();  // inherited by the threads; SIGTERM (from the supervisor) and SIGCHLD are read below
+  SignalFd signals(SignalSet{SIGTERM, SIGCHLD});
   for (int s : {SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(s, SIG_IGN);
 
   CertificateAuthority ca = CertificateAuthority::load_or_create(ca_dir ? std::filesystem::path(*ca_dir)
@@ -164,17 +164,28 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
       [&](const ReplayRequest& request) { return p.index->match(request, options); }, work.path() / "matcher.sock", 8,
       [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; });  // a miss, one line
   matcher.start();
+  bool failed = false;
   {
     ReplayServers servers(p.servers, p.dns, ca, work.path() / "matcher.sock", work.path());
     ready();
-    (void)term.read_signal();
+    // Until the supervisor ends the replay: a daemon that dies meanwhile (killed, crashed) ends
+    // it too, with its name and last words, rather than leaving the command to meet refused
+    // connections or unanswered names.
+    while (signals.read_signal().ssi_signo == SIGCHLD) {
+      if (const auto why = servers.ended_unexpectedly()) {
+        std::cerr << "mm-replay: " << *why << "\nmm-replay: the replay cannot go on without it; ending the shell"
+                  << std::endl;
+        failed = true;
+        break;
+      }
+    }
     servers.stop();
   }
   matcher.stop();
   if (verbose) {
     std::cerr << "mm-replay: " << replay_summary(matcher.served(), matcher.missed()) << std::endl;
   }
-  return 0;
+  return failed ? kFerryFailedSaidWhy : 0;
 }
 // mm-replay inside another shell (its MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "): the servers
 // start inside that shell, next to the command, so nothing the shell emulates lies between them.

@@ -311,6 +311,12 @@ void RecordWriter::run() {
 RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair) {
   const std::string bytes = serialize_pair(pair);
   PendingFile file;
+  if (unnamed_files_) {
+    file.fd = ::openat(dir_fd_, ".", O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+    // Named ones from now on where the file system cannot (EOPNOTSUPP; EISDIR from kernels
+    // without it); for any other error a named one this time, which names the reason too.
+    if (file.fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) unnamed_files_ = false;
+  }
   for (int attempt = 0; attempt < 100 && file.fd < 0; attempt++) {
     file.temp = random_name(".tmp-", 8);
     file.fd = ::openat(dir_fd_, file.temp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -336,6 +342,24 @@ RecordWriter::PendingFile RecordWriter::write_temporary(const RecordedPair& pair
 bool RecordWriter::name_durably(PendingFile& file) {
   if (file.fd < 0) return false;  // never created, or removed already: reported
   int err = file.err;
+  if (file.temp.empty()) {  // unnamed: linked through /proc (linkat with AT_EMPTY_PATH needs a capability)
+    const std::string self = "/proc/self/fd/" + std::to_string(file.fd);
+    std::string name;
+    for (int attempt = 0; attempt < 100 && !err && name.empty(); attempt++) {
+      std::string candidate = random_name("save.", 6);
+      if (::linkat(AT_FDCWD, self.c_str(), dir_fd_, candidate.c_str(), AT_SYMLINK_FOLLOW) == 0) {
+        name = std::move(candidate);
+      } else if (errno != EEXIST || attempt == 99) {
+        err = errno;
+      }
+    }
+    if (::close(file.fd) != 0 && !err) err = errno;
+    file.fd = -1;
+    if (!err) return true;
+    if (!name.empty()) ::unlinkat(dir_fd_, name.c_str(), 0);  // never a file that may be incomplete
+    report(err, "cannot save a recorded request/response");
+    return false;
+  }
   if (::close(file.fd) != 0 && !err) err = errno;  // NFS and others report write errors here
   file.fd = -1;
   if (!err) {

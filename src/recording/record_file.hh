@@ -54,9 +54,11 @@ void create_record_directory(const std::filesystem::path& dir);
 // (RecordWriter never replaces a file), so the recorded files stay untouched.
 void check_recording_to_append(const std::filesystem::path& dir);
 
-// Writes pairs into an existing directory from a background thread. Each file is written to a
-// hidden temporary file in the directory (".tmp-XXXXXXXX", mode 0600), fsync'ed, then renamed
-// without replacing anything to "save.XXXXXX" (like the original's mkstemp names; unique);
+// Writes pairs into an existing directory from a background thread. Each file is written to an
+// unnamed temporary file in the directory (O_TMPFILE, mode 0600), fsync'ed, then linked without
+// replacing anything as "save.XXXXXX" (like the original's mkstemp names; unique), so that a
+// writer killed at any point (SIGKILL, a crash) leaves no trace of an unfinished file. Where the
+// file system has no O_TMPFILE, a hidden named one (".tmp-XXXXXXXX") is renamed instead;
 // the directory is fsync'ed whenever the queue drains. Group commit: the pairs queued when the
 // thread takes work (up to kMaxBatch) are all written before any is fsync'ed, so that the first
 // fsync commits the whole batch in one journal transaction (ext4, XFS) rather than one each. On
@@ -104,7 +106,7 @@ class RecordWriter {
     size_t bytes;
   };
   struct PendingFile {
-    std::string temp;  // its temporary name in the directory
+    std::string temp;  // its temporary name in the directory; empty for an unnamed (O_TMPFILE) one
     int fd = -1;
     int err = 0;  // the first error (then the file is removed and fd is -1)
   };
@@ -122,6 +124,7 @@ class RecordWriter {
   size_t max_queued_bytes_;
   Priority priority_;
   int dir_fd_ = -1;
+  bool unnamed_files_ = true;  // O_TMPFILE until the file system refuses it
 
   mutable std::mutex mutex_;
   std::condition_variable work_ready_, room_or_done_;

@@ -82,11 +82,7 @@ bool ReplayDaemon::ended() {
 
 std::string ReplayDaemon::how_it_ended() const {
   if (status_ < 0) return "ended";
-  if (status_ > 128) {
-    const char* name = ::sigabbrev_np(status_ - 128);
-    return "was killed by " + (name ? "SIG" + std::string(name) : "signal " + std::to_string(status_ - 128));
-  }
-  return "exited with status " + std::to_string(status_);
+  return ::how_it_ended(status_);
 }
 
 void ReplayDaemon::terminate() const {

@@ -189,6 +189,18 @@ void ReplayServers::wait_until_ready() {
 
 ReplayServers::~ReplayServers() { stop(); }
 
+std::optional<std::string> ReplayServers::ended_unexpectedly() {
+  auto describe = [](const std::string& what, const std::string& program, ReplayDaemon& d) {
+    return what + " (" + program + ", pid " + std::to_string(d.pid()) + ") " + d.how_it_ended() +
+           " while replaying:" + quoted_daemon_log(d.log());
+  };
+  for (auto& a : apaches_) {
+    if (a && a->daemon().ended()) return describe("the replay server for " + a->endpoint(), "apache2", a->daemon());
+  }
+  if (dnsmasq_ && dnsmasq_->daemon().ended()) return describe("the replay's DNS server", "dnsmasq", dnsmasq_->daemon());
+  return std::nullopt;
+}
+
 void ReplayServers::stop() {
   std::vector<ReplayDaemon*> running;
   for (auto& a : apaches_) {

@@ -15,6 +15,7 @@
 // them (another distribution's httpd, or a test).
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,11 @@ class ReplayServers {
   // Stops every daemon: SIGTERM, then SIGKILL to its process group for whatever is left after
   // 2 s; reaps each. Idempotent.
   void stop();
+
+  // A daemon that has ended on its own (killed, crashed) while serving, described with its last
+  // words: "the replay server for 10.0.0.1:443 (apache2, pid 812) was killed by SIGKILL: ...".
+  // Call it when SIGCHLD arrives; nothing if all are running.
+  std::optional<std::string> ended_unexpectedly();
 
  private:
   struct Programs;  // where apache2, its modules and dnsmasq are

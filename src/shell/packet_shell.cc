@@ -403,8 +403,10 @@ class Reaper {
           ended_by_once_ = !command_status_;
         } else {
           ferry_failed_ = true;
-          std::cerr << program_ << ": the packet ferry ended unexpectedly (status " << shell_exit_code(status)
-                    << "); ending the shell" << std::endl;
+          if (!WIFEXITED(status) || WEXITSTATUS(status) != kFerryFailedSaidWhy) {
+            std::cerr << program_ << ": the packet ferry (pid " << pid << ") " << how_it_ended(shell_exit_code(status))
+                      << "; ending the shell" << std::endl;
+          }
         }
         begin_ending();
       }

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -122,6 +123,14 @@ int shell_exit_code(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
   if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
   return 1;
+}
+
+std::string how_it_ended(int shell_code) {
+  if (shell_code > 128 && shell_code < 128 + 65) {
+    const char* name = ::sigabbrev_np(shell_code - 128);
+    return "was killed by " + (name ? "SIG" + std::string(name) : "signal " + std::to_string(shell_code - 128));
+  }
+  return "exited with status " + std::to_string(shell_code);
 }
 
 std::vector<pid_t> list_children() {

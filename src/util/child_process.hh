@@ -38,6 +38,8 @@ int wait_for_exit(pid_t pid);
 
 // What a shell reports for a finished process: its exit code, or 128+N if killed by signal N.
 int shell_exit_code(int wait_status);
+// How a process ended, from shell_exit_code(): "exited with status 1", "was killed by SIGKILL".
+std::string how_it_ended(int shell_code);
 
 // The calling process's children (of every thread), living or not yet reaped, from
 // /proc/self/task/*/children. A child's pid stays its own until this process reaps it, so the

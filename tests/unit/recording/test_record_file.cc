@@ -2,10 +2,12 @@
 // background writing (including write errors and a full disk), loading a directory safely.
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -478,4 +480,48 @@ TEST(RecordFile, record_append_accepts_recordings_and_refuses_anything_else) {
   write_file(notes / "a.txt", "not a record");
   EXPECT_THROW_WITH(UserError, check_recording_to_append(notes),
                     (notes / "a.txt").string() + " is not a recorded request/response");
+}
+
+// A writer killed with SIGKILL at any point (the recording shell's ferry killed mid-recording)
+// leaves only whole pairs under final names and no unfinished file, named or hidden: each pair
+// is written to an unnamed file (O_TMPFILE) and linked once it is complete.
+TEST(RecordFile, record_writer_killed_leaves_whole_pairs_and_no_unfinished_file) {
+  TempDir tmp;
+  const fs::path dir = tmp.path / "rec";
+  create_record_directory(dir);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    RecordWriter writer(dir, [](const std::string&) {});
+    std::string body(256 * 1024, 'b');  // big enough that the kill often lands mid-write
+    for (int i = 0;; i++) {
+      RecordedPair pair = sample_pair(i);
+      pair.response.body = body;
+      writer.write(std::move(pair));
+    }
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  auto count = [&] {
+    size_t n = 0;
+    for (const auto& e : fs::directory_iterator(dir)) n += e.path().filename().string().starts_with("save.") ? 1 : 0;
+    return n;
+  };
+  while (count() < 20 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ::kill(child, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status));
+  size_t whole = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    ASSERT_TRUE(name.starts_with("save.")) << "left behind: " << name;
+    std::string why;
+    const auto pair = parse_owned_pair(read_recording_file(e.path()), &why);
+    ASSERT_TRUE(pair.has_value()) << name << ": " << why;
+    ASSERT_EQ(pair->response.body.size(), size_t{256 * 1024}) << name;
+    whole++;
+  }
+  ASSERT_GE(whole, size_t{20});
 }
