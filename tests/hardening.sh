@@ -2,7 +2,7 @@
 # tests: the code built again with clang under ASan + UBSan (with the fuzz targets) and under TSan,
 # then
 #   asan/unit/...         every unit test under ASan + UBSan (LeakSanitizer included)
-#   fuzz/TARGET           each fuzz target for a short smoke period on the committed corpus
+#   fuzz/TARGET           each fuzz target for a short smoke run on the committed corpus
 #   tsan/unit/...         every unit test under TSan: the threaded parts (the ferry pair, the
 #                         link-log writer, the record proxy and writer, the FastCGI matcher's
 #                         server, the meter's drawing thread) and the rest
@@ -11,8 +11,9 @@
 # A sanitizer report anywhere fails the test that caused it. Uses run-all's record, run_unit_tests
 # and run_integration, the test world, $top, $TMP, $BIN and $pattern. Bash.
 
-# Seconds per fuzz target (MAHIMAHI_FUZZ_SECONDS to change).
-HARDENING_FUZZ_SECONDS=${MAHIMAHI_FUZZ_SECONDS:-5}
+# Executions per fuzz target, from a fixed seed, so that every run of the stage is the same run
+# (a finding is a bug, never a flake); at most 60 s each. MAHIMAHI_FUZZ_RUNS to change.
+HARDENING_FUZZ_RUNS=${MAHIMAHI_FUZZ_RUNS:-40000}
 # One or more tests of each program and each privileged path (set-up, clean-up, the guard, NAT,
 # logs, graphs, recording, replay with its daemons and matcher), within a few minutes.
 HARDENING_INTEGRATION='^test_(delay_rtt_is_twice_the_delay|nested_six_deep_mixing_kinds|loss_seed_reproduces_drops|onoff_drops_some_and_passes_some|job_control_stop_and_continue|stragglers_that_ignore_sigterm_are_killed|meter_mm_meter_passes_traffic_through_and_graphs_it|record_500_concurrent_connections_lose_no_pair|record_as_ordinary_user_files_are_the_users|record_disk_full_client_still_served_nothing_half_written|replay_recording_is_parsed_without_root_and_never_in_the_supervisor|replay_sigterm_while_loading_ends_promptly|pageload_reports_plausible_metrics|ordinary_user_through_setuid|ferry_runs_as_the_user_and_command_cannot_regain_root|signals_end_the_shell_cleanly|kill9_of_the_shell_ends_what_the_command_started|shell_rules_are_gone_when_it_exits|dns_works_and_crosses_the_link|bad_input_is_rejected_clearly|link_droptail_drops_and_bounds_delay|link_log_format|link_bad_input|plot_tools_draw_logs_and_their_figures_match|mm_trace_makes_converts_and_checks|meter_output_draws_the_graphs_without_a_display|offload_loss_is_decided_per_wire_packet|record_http_and_https_over_several_origins|record_post_put_chunked_gzip_and_100_continue|record_bad_input|record_malformed_http_is_relayed_and_the_proxy_lives_on|replay_serves_every_recorded_url_byte_identical_with_origins_stopped|replay_matching_rules_closest_query_repeats_ports_user_agent_and_misses|replay_http2_negotiates_h2|replay_bad_input|replay_range_requests_get_206_416_and_recorded_slices|replay_servers_killed_replay_leaves_no_daemon|setup_lock_wait_is_bounded_and_interruptible|directory_name_cannot_run_code_through_the_prompt)$'
@@ -59,11 +60,11 @@ hardening_run() {
   if ! "$top/scripts/build-fuzzers" "$TMP/asan" >/dev/null || ! hardening_build "$TMP/asan"; then
     record "asan/build" 1
   else
+    hardening_fuzz_smoke  # first: libFuzzer reports its findings itself, into each target's log
     hardening_sanitizer_env "$reports"
     run_unit_tests asan/unit "$TMP/asan/tests/unit-tests"
     left=$(hardening_reports "$reports")
     [ -z "$left" ] || { record "asan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
-    hardening_fuzz_smoke
     hardening_integration "$reports"
     hardening_sanitizer_env_end
   fi
@@ -84,11 +85,14 @@ hardening_fuzz_smoke() {
   local name out status
   for name in $(cd "$top/src/fuzz/corpus" && ls); do
     [ -n "$pattern" ] && [[ ! "fuzz/$name" =~ $pattern ]] && continue
-    out=$(FUZZ_BUILD=$TMP/asan FUZZ_WORK=$TMP/fuzz-work "$top/bench/fuzz" "$HARDENING_FUZZ_SECONDS" "^$name\$" 2>&1)
+    out=$(FUZZ_BUILD=$TMP/asan FUZZ_WORK=$TMP/fuzz-work RUNS=$HARDENING_FUZZ_RUNS SEED=1 \
+      "$top/bench/fuzz" 60 "^$name\$" 2>&1)
     status=$?
     record "fuzz/$name" "$status"
     echo "$out" | tail -1 | sed 's/^/   /'
-    [ "$status" = 0 ] || sed 's/^/   /' "$TMP/fuzz-work/$name/log" | tail -40
+    # The finding: the sanitizer's or the check's words and the input, without libFuzzer's progress.
+    [ "$status" = 0 ] || grep -v -E '^#[0-9]+|^INFO:|^\s+#[0-9]+ 0x[0-9a-f]+ in fuzzer::|NEW_FUNC' \
+      "$TMP/fuzz-work/$name/log" | head -40 | sed 's/^/   /'
   done
   rm -rf "$TMP/fuzz-work"
 }

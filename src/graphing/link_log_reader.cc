@@ -89,9 +89,11 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
       default:
         throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
     }
-    if (!ok)
+    // Sizes, counts and delays are never negative in what mm-link writes (a negative count of
+    // dropped packets would wrap around when summed as a whole number).
+    if (!ok || a < 0 || b < 0)
       throw UserError(where + "malformed '" + std::string(1, kind) + "' line " + quoted(line) +
-                      " (numbers must be at most 1e15)");
+                      " (sizes, counts and delays are numbers from 0 to 1e15)");
     if (!any || t < log.first) log.first = t;
     if (!any || t > log.last) log.last = t;
     any = true;

@@ -32,12 +32,20 @@ QueueLimits limits_or_default(const QueueArgs& args, uint64_t packets) {
 }
 
 // A time parameter: the default when absent; when given, more than 0.
+constexpr double kMaxQueueTimeMs = 3'600'000;
+
 double ms_or_default(const std::optional<double>& value, double default_ms, std::string_view parameter,
                      std::string_view name, std::string_view option) {
   if (!value) return default_ms;
   if (*value <= 0) {
     throw UsageError(std::string(name) + ": " + std::string(parameter) + " must be more than 0 ms (in " +
                      std::string(option) + "-args; leave it out for the default, " + format_ms(default_ms) + ")");
+  }
+  // An hour is far beyond any useful setting, and keeps every time computed from it within a
+  // signed 64-bit count of nanoseconds (fuzz-queue found interval=1e100 overflowing codel's).
+  if (*value > kMaxQueueTimeMs) {
+    throw UsageError(std::string(name) + ": " + std::string(parameter) + " must be at most " +
+                     format_ms(kMaxQueueTimeMs) + " (an hour; in " + std::string(option) + "-args)");
   }
   return *value;
 }

@@ -3,6 +3,7 @@
 // how their parameters are printed in a link log's header.
 #include <cstddef>
 #include <cstdint>
+#include <iomanip>
 #include <sstream>
 #include <string>
 
@@ -11,7 +12,7 @@ constexpr uint32_t kMtu = 1500;
 // A parameter in milliseconds as the log header shows it (e.g. "5", "2.5").
 inline std::string format_ms(double ms) {
   std::ostringstream s;
-  s << ms;
+  s << std::setprecision(12) << ms;  // 3600000 as such, not 3.6e+06; 2.5 as 2.5
   return s.str();
 }
 

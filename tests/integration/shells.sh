@@ -280,9 +280,14 @@ test_background_jobs_end_with_the_shell() {
 }
 
 test_stragglers_that_ignore_sigterm_are_killed() {
-  # Ignores the polite signal: SIGKILL after the grace period (2 s for an outermost shell).
+  # Ignores the polite signal: SIGKILL after the grace period (2 s for an outermost shell). The
+  # command ends only once the straggler ignores SIGTERM (the marker comes after its trap):
+  # ended before, it would die of the SIGTERM at once.
+  local marker=$WORLD_TMP/straggler-ready
+  rm -f "$marker"
   s=$(date +%s%N)
-  in_world "$BIN/mm-delay" 0 sh -c '(trap "" TERM HUP; exec sleep 34.31) & echo' >/dev/null 2>&1; rc=$?
+  in_world "$BIN/mm-delay" 0 sh -c '(trap "" TERM HUP; : > "$0"; exec sleep 34.31) &
+    while [ ! -e "$0" ]; do sleep 0.01; done' "$marker" >/dev/null 2>&1; rc=$?
   ms=$(( ($(date +%s%N) - s) / 1000000 ))
   none_sleeping 34.31 || return 1
   [ "$rc" = 0 ] || fail "exit status $rc" || return 1

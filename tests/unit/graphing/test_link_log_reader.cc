@@ -14,6 +14,13 @@ TEST(LinkLogReader, log_reader_bounds) {
   ASSERT_EQ(LinkLog::parse("0 # 1500\n86400000 # 1500\n", "l").last, 86400000.0);  // 24 hours are fine
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 # 1500\n1e300 + 1500\n", "l"), "l:2: expected a time");
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 d 1e16 1500\n", "l"), "l:1: malformed 'd' line");
+  // Negative sizes, counts and delays (found by fuzz-link-log: a count of -1 dropped packets
+  // wrapped around to 2^64 - 1 when summed).
+  for (const char* line : {"2 d -1 100", "2 d 1 -100", "2 # -1500", "2 + -1", "2 - 1500 -2.5", "2 - -1500 2.5"}) {
+    EXPECT_THROW_WITH(UserError, LinkLog::parse(std::string("1 # 1500\n") + line + "\n", "l"),
+                      "l:2: malformed '" + std::string(1, line[2]) + "' line \"" + line +
+                          "\" (sizes, counts and delays are numbers from 0 to 1e15)");
+  }
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 + " + std::string(1000, '5') + "\n", "l"),
                     "l:1: line of 1004 characters, longer than any event line (256)");
   // Header lines (the command line) may be long.
