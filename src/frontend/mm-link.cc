@@ -197,7 +197,8 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
                            "\n# command line: " + settings.command_line + "\n# queue: " + queue->description() +
                            "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
       if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
-      writer = std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header);
+      writer = std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header,
+                                               "the " + ascii_lowercase(d.name) + " log " + d.log);
     }
     std::unique_ptr<LinkMeter> meter;
     if (metered) {

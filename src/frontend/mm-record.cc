@@ -132,7 +132,8 @@ int main(int argc, char** argv) {
         proxy_thread.join();
         writer.finish();
         report_recording(dir, created, writer, proxy.failed_connections());
-        return writer.failed() ? 1 : status;
+        // Pairs lost to the disk: the shell ends with status 1 (the line above said how many).
+        return writer.failed() ? kFerryFailedSaidWhy : status;
       } catch (const std::exception& e) {
         std::cerr << "mm-record: " << e.what() << std::endl;
         if (created) ::rmdir(dir.c_str());  // only if empty: a failed start leaves nothing in the way of a retry

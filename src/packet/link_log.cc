@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <charconv>
+#include <cstring>
 #include <ctime>
 
 #include "util/exception.hh"
@@ -28,8 +29,12 @@ void LinkEventRing::push(const LinkEvent& event) {
 }
 
 LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
-                             const std::string& header)
-    : file_(std::move(file)), cursor_(trace, trace_start, once), origin_(origin), buffer_(header) {
+                             const std::string& header, std::string name)
+    : file_(std::move(file)),
+      cursor_(trace, trace_start, once),
+      origin_(origin),
+      buffer_(header),
+      name_(std::move(name)) {
   buffer_.reserve(1 << 17);
 }
 
@@ -87,6 +92,12 @@ void LinkLogWriter::line(Nanos t, char kind, uint64_t a, uint64_t b, int fields)
 
 void LinkLogWriter::flush() {
   if (buffer_.empty()) return;
-  write_all(file_.get(), buffer_);
+  try {
+    write_all(file_.get(), buffer_);
+  } catch (const SystemError& e) {
+    throw UserError("cannot write " + name_ + ": " + std::strerror(e.error()) +
+                    "; the log would have a gap, so the shell ends (free some space, or write the log to another "
+                    "file system)");
+  }
   buffer_.clear();
 }

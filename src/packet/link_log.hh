@@ -52,9 +52,11 @@ class LinkEventRing {
 
 class LinkLogWriter {
  public:
-  // `header` is the text of the header lines, already prefixed with "# ".
+  // `header` is the text of the header lines, already prefixed with "# "; `name` names the log in
+  // messages ("the downlink log down.log"). A write that fails (a full disk, EIO) is a UserError
+  // saying the log is incomplete: the caller ends the shell rather than keep a log with a gap.
   LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
-                const std::string& header);
+                const std::string& header, std::string name = "the log");
   void drain(LinkEventRing& ring);
   // The same, one event at a time (when another consumer shares the ring's events), then
   // drained() once they are all in.
@@ -72,4 +74,5 @@ class LinkLogWriter {
   OpportunityCursor cursor_;
   Nanos origin_;
   std::string buffer_;
+  std::string name_;
 };

@@ -108,7 +108,7 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
   const Programs programs = Programs::find();
   programs.require(servers, dns);
 
-  guardian_ = std::make_unique<ReplayGuardian>(servers.size() + 1);
+  guardian_ = std::make_unique<ReplayGuardian>(servers.size() + 1, work);
   try {
     if (!dns.listen.empty()) dnsmasq_ = std::make_unique<DnsmasqServer>(dns, programs.dnsmasq, work, *guardian_);
     start_apaches(servers, programs, ca, socket, work);

@@ -62,7 +62,13 @@ class FerryMainLoop {
         if (source == kTerm) {
           terminated = true;
         } else if (source == kLogWake || source == kLogTimer) {
-          drain_logs(source == kLogTimer);
+          // A log that cannot be written (a full disk) ends the ferry, after its threads.
+          try {
+            drain_logs(source == kLogTimer);
+          } catch (...) {
+            log_error_ = std::current_exception();
+            terminated = true;
+          }
         } else if (dns_ && dns_->owns(source)) {
           dns_->handle(source);
         } else {
@@ -74,6 +80,8 @@ class FerryMainLoop {
     }
     return terminated;
   }
+  // What draining the logs threw, if anything: rethrown once the ferry's threads have stopped.
+  std::exception_ptr log_error() const { return log_error_; }
 
  private:
   enum : uint64_t { kTerm = 0, kFinished = 1, kLogWake = 2, kLogTimer = 3, kDnsFirst = 16 };
@@ -90,6 +98,7 @@ class FerryMainLoop {
 
   int finished_;
   FerryLogs* logs_;
+  std::exception_ptr log_error_;
   Epoll epoll_;
   TimerFd log_timer_;
   std::optional<DnsRelay> dns_;
@@ -136,6 +145,7 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
   (void)!::write(stop.get(), &one, sizeof one);
   up.join();
   down.join();
+  if (main_loop.log_error()) std::rethrow_exception(main_loop.log_error());
   if (logs) {
     logs->drain();
     logs->finish(monotonic_now());

@@ -78,6 +78,9 @@ void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const Shel
 // The ferry may be hostile (a bug exploited in what it parsed): the supervisor reads at most
 // what the cap allows, answers one request, and never blocks on it.
 constexpr char kAddAddresses = 'A', kReady = 'R', kStopped = 'S', kAdded = 'K', kRefused = 'E';
+// The ferry's last word when it stopped because it failed (and said why): a log it could not
+// finish writing, after the command had ended. The shell's status is then 1.
+constexpr char kStoppedFailed = 'F';
 constexpr size_t kMaxRefusal = 2000;
 
 bool interrupting(int signo) { return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT; }
@@ -437,8 +440,15 @@ class Reaper {
   void stop_ferry() {
     if (ferry_ <= 0) return;
     ::kill(ferry_, SIGTERM);
-    char byte;
-    while (::read(ferry_status_fd_, &byte, 1) < 0 && errno == EINTR) {
+    char byte = 0;
+    ssize_t n;
+    while ((n = ::read(ferry_status_fd_, &byte, 1)) < 0 && errno == EINTR) {
+    }
+    // Anything but "stopped" (it failed while finishing its logs, or died without a word): the
+    // shell's work is incomplete, whatever the command's status.
+    if (n != 1 || byte != kStopped) {
+      if (n != 1) std::cerr << program_ << ": the packet ferry ended without finishing its work" << std::endl;
+      ferry_failed_ = true;
     }
   }
 
@@ -593,8 +603,21 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
         throw std::logic_error("add_addresses is only for isolated shells");
       };
     }
-    const int status = spec.ferry(endpoints, [channel_fd] { write_all(channel_fd, std::string_view(&kReady, 1)); });
-    write_all(channel_fd, std::string_view(&kStopped, 1));  // the supervisor may finish without waiting for our exit
+    bool started = false;
+    int status;
+    try {
+      status = spec.ferry(endpoints, [channel_fd, &started] {
+        write_all(channel_fd, std::string_view(&kReady, 1));
+        started = true;
+      });
+    } catch (const UserError& e) {
+      if (!started) throw;  // the start-up's failure: reported as such by Startup
+      // Once running (a log on a full disk): its words, and the shell ends with status 1.
+      std::cerr << info.name << ": " << e.what() << std::endl;
+      status = kFerryFailedSaidWhy;
+    }
+    // The supervisor may finish without waiting for our exit.
+    write_all(channel_fd, std::string_view(status == kFerryFailedSaidWhy ? &kStoppedFailed : &kStopped, 1));
     return status;
   });
   net.outer_tun.close();  // the ferry holds the only copies now

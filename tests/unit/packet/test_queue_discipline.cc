@@ -14,7 +14,7 @@ TEST(QueueDiscipline, queue_arguments_are_checked) {
                     "codel: interval must be at most 3600000 (an hour; in --uplink-queue-args)");
   EXPECT_THROW_WITH(UsageError, queue("fq_codel", "target=3600001"), "fq_codel: target must be at most 3600000");
   EXPECT_THROW_WITH(UsageError, queue("pie", "qdelay_ref=1e20"), "pie: qdelay_ref must be at most 3600000");
-  EXPECT_EQ(queue("codel", "interval=3600000")->description(), "codel [1000 packets, target=5, interval=3600000]");
+  EXPECT_EQ(queue("codel", "interval=3600000")->description(), "codel [packets=1000, target=5, interval=3600000]");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=ten"), "packets must be a non-negative number");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "pakets=10"), "unknown parameter \"pakets\"");
   EXPECT_THROW_WITH(UsageError, queue("droptail", "packets=10,target=5"), "queue droptail takes no parameter target");

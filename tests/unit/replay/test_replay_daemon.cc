@@ -45,7 +45,7 @@ bool ended(pid_t pid) {
 
 TEST(ReplayDaemon, output_environment_and_exit_status) {
   TempDir dir;
-  ReplayGuardian guardian(4);
+  ReplayGuardian guardian(4, dir.path);
   ::setenv("MM_DAEMON_TEST", "leaked", 1);
   {
     ReplayDaemon daemon("/bin/sh",
@@ -63,7 +63,7 @@ TEST(ReplayDaemon, output_environment_and_exit_status) {
 
 TEST(ReplayDaemon, killed_and_its_group_stopped) {
   TempDir dir;
-  ReplayGuardian guardian(4);
+  ReplayGuardian guardian(4, dir.path);
   const fs::path child_pid = dir.path / "child.pid";
   ReplayDaemon daemon("/bin/sh", {"-c", "sleep 30 & echo $! > " + child_pid.string() + "; wait"}, dir.path / "d.log",
                       guardian);
@@ -85,7 +85,7 @@ TEST(ReplayDaemon, killed_and_its_group_stopped) {
 
 TEST(ReplayDaemon, a_program_that_cannot_run) {
   TempDir dir;
-  ReplayGuardian guardian(1);
+  ReplayGuardian guardian(1, dir.path);
   EXPECT_THROW_WITH(UserError, ReplayDaemon("/nonexistent/httpd", {}, dir.path / "d.log", guardian),
                     "cannot run /nonexistent/httpd: No such file or directory");
 }
