@@ -310,10 +310,17 @@ class Reaper {
   int run(const SignalFd& signals) {
     for (;;) {
       if (ending_since_ && sweep() == 0 && command_status_) break;
+      if (!ending_since_ && forwarded_deadline_ && monotonic_now() >= *forwarded_deadline_) force_end();
       pollfd events[2] = {{signals.fd(), POLLIN, 0}, {supervisor_fd_, POLLIN, 0}};
       // While ending, look again now and then: a process whose parent (not this one) ends
       // becomes a child without a SIGCHLD here.
-      if (::poll(events, supervisor_fd_ >= 0 ? 2 : 1, ending_since_ ? kSweepIntervalMs : -1) <= 0) continue;
+      int timeout = -1;
+      if (ending_since_) {
+        timeout = kSweepIntervalMs;
+      } else if (forwarded_deadline_) {
+        timeout = static_cast<int>(std::max<Nanos>(0, *forwarded_deadline_ - monotonic_now()) / kNanosPerMs) + 1;
+      }
+      if (::poll(events, supervisor_fd_ >= 0 ? 2 : 1, timeout) <= 0) continue;
       if (events[1].revents) supervisor_vanished();
       if (events[0].revents) handle(signals.read_signal());
     }
@@ -352,7 +359,21 @@ class Reaper {
     } else if (info.ssi_code != SI_KERNEL) {
       // Sent by a process (kill), not by the terminal: the command has not seen it yet.
       ::kill(command_, signo);
+      // A request to end: a command that ignores it is ended anyway after the grace period.
+      if (interrupting(signo) && !forwarded_deadline_) {
+        forwarded_deadline_ = monotonic_now() + grace_;
+        forwarded_signal_ = signo;
+      }
     }
+  }
+
+  // The command outlived the grace period after a forwarded SIGTERM (SIGHUP, ...): SIGKILL to it
+  // and to everything it started, at once.
+  void force_end() {
+    std::cerr << program_ << ": " << command_name_ << " did not end within " << grace_ / kNanosPerMs << " ms of SIG"
+              << sigabbrev_np(forwarded_signal_) << "; ending it and everything it started with SIGKILL" << std::endl;
+    begin_ending();
+    deadline_ = monotonic_now();
   }
 
   void begin_ending() {
@@ -460,9 +481,11 @@ class Reaper {
   int supervisor_fd_;    // the guard's: readable (end-of-file) once the supervisor is gone
   Nanos grace_;
   std::optional<int> command_status_;
-  std::optional<Nanos> ending_since_;  // set when the command or the ferry ended
-  Nanos deadline_ = kNever;            // from then on, SIGKILL
-  std::set<pid_t> signalled_;          // children already asked politely (not yet reaped)
+  std::optional<Nanos> ending_since_;        // set when the command or the ferry ended
+  Nanos deadline_ = kNever;                  // from then on, SIGKILL
+  std::optional<Nanos> forwarded_deadline_;  // a forwarded SIGTERM (...) ends everything from then on
+  int forwarded_signal_ = 0;
+  std::set<pid_t> signalled_;  // children already asked politely (not yet reaped)
   std::vector<std::string> stragglers_;
   bool ferry_failed_ = false;
   bool ended_by_once_ = false;  // the ferry's traces ran out while the command was running
