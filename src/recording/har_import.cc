@@ -292,7 +292,12 @@ Url parse_url(const std::string& url) {
   return out;
 }
 
-int64_t ms_to_us(double ms) { return ms > 0 ? static_cast<int64_t>(ms * 1000.0 + 0.5) : 0; }
+// A timing in microseconds; nothing for negative ones (-1: "does not apply"), and at most a day
+// (fuzz-har-import: "wait": 3e26 overflowed the conversion; no phase of a request takes a day).
+int64_t ms_to_us(double ms) {
+  constexpr double kMaxTimingMs = 86'400'000;
+  return ms > 0 ? static_cast<int64_t>(std::min(ms, kMaxTimingMs) * 1000.0 + 0.5) : 0;
+}
 
 // request.postData's bytes: "text", base64-decoded if its "encoding" says so, or to_har's
 // "_text_base64" for binary.

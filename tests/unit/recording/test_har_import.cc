@@ -330,3 +330,20 @@ TEST(HarImport, firefox_specifics) {
   EXPECT_EQ(pairs[1].port, 8080);
   EXPECT_FALSE(pairs[1].https);
 }
+
+// Timings beyond any real request (fuzz-har-import: "wait": 3e26 overflowed the conversion to
+// microseconds) count as a day; negative ones ("does not apply") as nothing.
+TEST(HarImport, absurd_timings_are_bounded) {
+  json entry = browser_entry("https://www.example.com/", 200, {{"size", 2}, {"mimeType", "text/plain"}, {"text", "ok"}},
+                             json::array());
+  entry["timings"] = {{"blocked", -1}, {"send", 1e300}, {"wait", 3.33333e+29}, {"receive", 2}};
+  std::vector<std::string> warnings, notes;
+  const auto pairs = from_har(har_of(json::array({entry})), &warnings, "absurd.har", &notes);
+  ASSERT_EQ(pairs.size(), 1u);
+  const uint64_t started = 1709287200000000ULL;  // 2024-03-01T10:00:00Z
+  const uint64_t day = 86'400'000'000ULL;
+  EXPECT_EQ(pairs[0].request_start_us, started);
+  EXPECT_EQ(pairs[0].request_end_us, started + day);
+  EXPECT_EQ(pairs[0].response_first_byte_us, started + 2 * day);
+  EXPECT_EQ(pairs[0].response_last_byte_us, started + 2 * day + 2000);
+}
