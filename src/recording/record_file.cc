@@ -186,6 +186,8 @@ RecordWriter::RecordWriter(fs::path dir, std::function<void(const std::string&)>
   // Held open so that a later chdir or rename of a parent changes nothing.
   dir_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dir_fd_ < 0) throw UserError("cannot open recording directory " + dir_.string() + ": " + std::strerror(errno));
+  // Unnamed files are linked through /proc/self/fd: without /proc (a bare chroot), named ones.
+  unnamed_files_ = ::access("/proc/self/fd", X_OK) == 0;
   thread_ = std::thread([this] { run(); });
 }
 

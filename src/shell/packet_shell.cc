@@ -74,6 +74,7 @@ void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const Shel
 //                                                   (the addresses only if count <= kMaxIsolatedAddresses)
 //   'R'   it carries packets: the command may start
 //   'S'   it stopped (before being ready, or when asked to): nothing more will come
+//   'F'   it stopped after failing, and has said why (kStoppedFailed, below)
 // and the supervisor answers 'A' with 'K' (added) or 'E' length(u16) text (refused: why).
 // The ferry may be hostile (a bug exploited in what it parsed): the supervisor reads at most
 // what the cap allows, answers one request, and never blocks on it.
@@ -226,7 +227,7 @@ class Startup {
       if (errno != EINTR) return 1;
     }
     if (WIFSIGNALED(status)) {
-      std::cerr << program_ << ": the shell's ferry was killed by signal " << WTERMSIG(status) << " while starting"
+      std::cerr << program_ << ": the shell's ferry " << how_it_ended(shell_exit_code(status)) << " while starting"
                 << std::endl;
       return 1;
     }
@@ -359,8 +360,10 @@ class Reaper {
     } else if (info.ssi_code != SI_KERNEL) {
       // Sent by a process (kill), not by the terminal: the command has not seen it yet.
       ::kill(command_, signo);
-      // A request to end: a command that ignores it is ended anyway after the grace period.
-      if (interrupting(signo) && !forwarded_deadline_) {
+      // A request to end (SIGTERM, or SIGHUP: the terminal is gone): a command that ignores it
+      // is ended anyway after the grace period. SIGINT and SIGQUIT ask for less (an interrupt,
+      // a thread dump) and are only passed on.
+      if ((signo == SIGTERM || signo == SIGHUP) && !forwarded_deadline_) {
         forwarded_deadline_ = monotonic_now() + grace_;
         forwarded_signal_ = signo;
       }
@@ -414,7 +417,10 @@ class Reaper {
         if (WIFSTOPPED(status) && !ending_since_) {
           // Job control: stop with the command so that the caller's shell sees us stopped;
           // when continued (fg), continue it too.
+          const Nanos stopped_at = monotonic_now();
           ::raise(SIGSTOP);
+          // Time spent stopped does not count against a command asked to end.
+          if (forwarded_deadline_) *forwarded_deadline_ += monotonic_now() - stopped_at;
           ::kill(command_, SIGCONT);
         } else if (ended) {
           command_status_ = shell_exit_code(status);
@@ -605,6 +611,9 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   ::malloc_trim(0);
   const pid_t ferry = fork_child(info.name, [&] {
     raise_priority(nice);
+    // A process group of its own: a `kill 0` by the command, or the caller's `kill %1`, reaches
+    // the supervisor, which ends the shell in order, and not the ferry, which would stop early.
+    ::setpgid(0, 0);
     if (isolated) enter_namespace(net.inner_namespace);  // its servers live there
     drop_privileges(user);
     env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only
@@ -639,6 +648,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
       std::cerr << info.name << ": " << e.what() << std::endl;
       status = kFerryFailedSaidWhy;
     }
+    // Any other failure once running: the ferries print their reason before returning one.
+    if (started && status != 0 && status != kFerryFinished) status = kFerryFailedSaidWhy;
     // The supervisor may finish without waiting for our exit.
     write_all(channel_fd, std::string_view(status == kFerryFailedSaidWhy ? &kStoppedFailed : &kStopped, 1));
     return status;
