@@ -38,7 +38,8 @@ test_offload_super_packets_cross_the_ferry_and_not_without_offloads() {
 }
 
 # The world's TCP counters (TcpOutSegs TcpRetransSegs), absolute.
-world_tcp_segments() { in_world nstat -az TcpOutSegs TcpRetransSegs | awk '$1 == "TcpOutSegs" { o = $2 } $1 == "TcpRetransSegs" { r = $2 } END { print o, r }'; }
+# (nstat -s: absolute counters, and no history file left in /tmp.)
+world_tcp_segments() { in_world nstat -saz TcpOutSegs TcpRetransSegs | awk '$1 == "TcpOutSegs" { o = $2 } $1 == "TcpRetransSegs" { r = $2 } END { print o, r }'; }
 
 test_offload_loss_is_decided_per_wire_packet() {
   # A bulk download through mm-loss downlink 0.01: the world's sender retransmits about 1 % of
@@ -53,7 +54,7 @@ test_offload_loss_is_decided_per_wire_packet() {
     in_world ip tcp_metrics flush all 2>/dev/null || true
     set -- $(world_tcp_segments)
     out=$(in_world env MAHIMAHI_OFFLOAD=$offload "$BIN/mm-loss" downlink 0.01 -- sh -c \
-      "iperf3 -c \$MAHIMAHI_BASE -p $port -R -b 300M -n 150M -J | grep -E '\"bytes\":'; nstat -az TcpInCsumErrors TcpExtTCPCsumErrors 2>/dev/null")
+      "iperf3 -c \$MAHIMAHI_BASE -p $port -R -b 300M -n 150M -J | grep -E '\"bytes\":'; nstat -saz TcpInCsumErrors TcpExtTCPCsumErrors 2>/dev/null")
     set -- $(world_tcp_segments) "$1" "$2"
     sent=$(( $1 - $3 )); retransmitted=$(( $2 - $4 ))
     rate=$(awk -v r="$retransmitted" -v s="$sent" 'BEGIN { printf "%.3f", 100 * r / s }')
