@@ -14,10 +14,14 @@
 #include "util/statistics.hh"
 
 namespace {
+// Sets `value` only to a number it accepts (fuzz-link-log: a refused base timestamp of 5e19
+// was kept anyway, and times minus it overflowed the signal delay's integer milliseconds).
 bool parse_number(std::string_view& rest, double& value) {
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
-  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-  if (ec != std::errc() || !std::isfinite(value) || std::abs(value) > LinkLog::kMaxValue) return false;
+  double number = 0;
+  auto [ptr, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), number);
+  if (ec != std::errc() || !std::isfinite(number) || std::abs(number) > LinkLog::kMaxValue) return false;
+  value = number;
   rest.remove_prefix(static_cast<size_t>(ptr - rest.data()));
   return true;
 }

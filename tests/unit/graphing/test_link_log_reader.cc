@@ -14,6 +14,11 @@ TEST(LinkLogReader, log_reader_bounds) {
   ASSERT_EQ(LinkLog::parse("0 # 1500\n86400000 # 1500\n", "l").last, 86400000.0);  // 24 hours are fine
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 # 1500\n1e300 + 1500\n", "l"), "l:2: expected a time");
   EXPECT_THROW_WITH(UserError, LinkLog::parse("1 d 1e16 1500\n", "l"), "l:1: malformed 'd' line");
+  // A base timestamp beyond the bound is ignored, not kept (fuzz-link-log: times minus 5e19
+  // overflowed the signal delay's milliseconds).
+  const LinkLog based = LinkLog::parse("# base timestamp: 55555555555555555555\n2 - 1500 1\n3 # 1500\n", "l");
+  EXPECT_EQ(based.first, 2.0);
+  EXPECT_EQ(signal_delays(based).size(), 2u);
   // Negative sizes, counts and delays (found by fuzz-link-log: a count of -1 dropped packets
   // wrapped around to 2^64 - 1 when summed).
   for (const char* line : {"2 d -1 100", "2 d 1 -100", "2 # -1500", "2 + -1", "2 - 1500 -2.5", "2 - -1500 2.5"}) {
