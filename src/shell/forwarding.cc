@@ -39,10 +39,25 @@ std::string forwarding_path(const std::string& device) { return std::string(kCon
 
 void alarm_handler(int) {}  // only interrupts flock()
 
+// A lock of `type` over the whole lock file (every address slot).
+struct flock whole_file(short type) {
+  struct flock all {};
+  all.l_type = type;
+  all.l_whence = SEEK_SET;
+  all.l_start = 0;
+  all.l_len = 0;  // to the end, however long
+  return all;
+}
+
+bool unlinked(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 && st.st_nlink == 0;
+}
+
 // The whole file, locked with flock(), serialises the changes to the forwarding state.
 class NamespaceLock {
  public:
-  NamespaceLock() : fd_(open_namespace_lock_file()) {
+  NamespaceLock() {
     // flock() is interrupted by a 100 ms interval timer (a single alarm could fire before flock
     // is reached and leave it waiting for good), and gives up at the deadline.
     struct sigaction action {};
@@ -56,10 +71,16 @@ class NamespaceLock {
     ::setitimer(ITIMER_REAL, &tick, nullptr);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
     int err = 0;
-    while (::flock(fd_.get(), LOCK_EX) < 0) {
-      err = errno;
-      if (err != EINTR || std::chrono::steady_clock::now() >= deadline) break;
-      err = 0;
+    for (;;) {
+      fd_ = open_namespace_lock_file();
+      while (::flock(fd_.get(), LOCK_EX) < 0) {
+        err = errno;
+        if (err != EINTR || std::chrono::steady_clock::now() >= deadline) break;
+        err = 0;
+      }
+      // The last shell of the namespace removed the file while we waited (remove_if_unused):
+      // a lock on it guards nothing, so lock the file now at the path.
+      if (err != 0 || !unlinked(fd_.get())) break;
     }
     const itimerval off{};
     ::setitimer(ITIMER_REAL, &off, nullptr);
@@ -68,6 +89,24 @@ class NamespaceLock {
                       std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked); try again");
     }
     if (err != 0) throw SystemError("locking " + namespace_lock_path(), err);
+  }
+
+  // Removes the lock file if no shell holds an address slot in it, so that a file per namespace
+  // ever used does not pile up in /run. A whole-file OFD write lock, taken without waiting, is
+  // the proof: no slot is held, and none can be claimed while it stands (claim_slot sees it and
+  // opens the path again, and a claim that raced the removal sees a file with no link).
+  void remove_if_unused() {
+    struct flock all = whole_file(F_WRLCK);
+    if (::fcntl(fd_.get(), F_OFD_SETLK, &all) < 0) return;  // a shell holds or just claimed a slot
+    const std::string path = namespace_lock_path();
+    struct stat at_path {
+    }, ours{};
+    if (::stat(path.c_str(), &at_path) == 0 && ::fstat(fd_.get(), &ours) == 0 && at_path.st_ino == ours.st_ino &&
+        at_path.st_dev == ours.st_dev) {
+      ::unlink(path.c_str());
+    }
+    all.l_type = F_UNLCK;
+    ::fcntl(fd_.get(), F_OFD_SETLK, &all);
   }
 
  private:
@@ -130,16 +169,6 @@ std::vector<std::string> set_elements(const std::string& listing) {
     open = close;
   }
   return names;
-}
-
-// A lock of `type` over the whole lock file (every address slot).
-struct flock whole_file(short type) {
-  struct flock all {};
-  all.l_type = type;
-  all.l_whence = SEEK_SET;
-  all.l_start = 0;
-  all.l_len = 0;  // to the end, however long
-  return all;
 }
 
 // Releases every lock this shell's claim holds (its address slot); the descriptor stays open.
@@ -258,6 +287,39 @@ FileDescriptor open_namespace_lock_file() {
   return fd;
 }
 
+FileDescriptor claim_address_slot(off_t index) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
+  for (;;) {
+    FileDescriptor file = open_namespace_lock_file();
+    struct flock slot {};
+    slot.l_type = F_WRLCK;
+    slot.l_whence = SEEK_SET;
+    slot.l_start = index;
+    slot.l_len = 1;
+    if (::fcntl(file.get(), F_OFD_SETLK, &slot) == 0) {
+      // Claimed, but in a file the last shell removed between our open and our claim: again.
+      if (!unlinked(file.get())) return file;
+    } else {
+      if (errno != EAGAIN && errno != EACCES) throw SystemError("claiming an address slot in " + namespace_lock_path());
+      struct flock holder {};
+      holder.l_type = F_WRLCK;
+      holder.l_whence = SEEK_SET;
+      holder.l_start = index;
+      holder.l_len = 1;
+      check_syscall("probing an address slot", ::fcntl(file.get(), F_OFD_GETLK, &holder));
+      // A slot's lock covers one byte; a whole-file lock is the last shell removing the file
+      // (for microseconds, in a root helper no user can stop): open the path again.
+      if (holder.l_type != F_UNLCK && !(holder.l_start == 0 && holder.l_len == 0)) return FileDescriptor();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw UserError("another shell of this network namespace kept " + namespace_lock_path() + " locked for over " +
+                      std::to_string(kLockTimeoutSeconds) + " s; try again");
+    }
+    const timespec pause{0, 1'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
 void open_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table,
                      const std::string& nat_script) {
   if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
@@ -273,4 +335,5 @@ void open_forwarding(const std::string& shell_device, int slot_claim, const std:
 void close_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
   NamespaceLock lock;
   close_locked(shell_device, slot_claim, nat_table);
+  lock.remove_if_unused();
 }

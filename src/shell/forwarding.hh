@@ -13,16 +13,23 @@
 // a shell that the shell did not ask for. The last shell of the namespace to leave switches the opened
 // devices back off and removes the table; the table itself records which devices were opened
 // and which shells are alive, so that nothing outlives the namespace.
+#include <sys/types.h>
+
 #include <string>
 
 #include "util/file_descriptor.hh"
 
 // The namespace's lock file, /run/mahimahi/netns-<inode of its network namespace>.lock (root's
 // only): flock() on the whole file guards the forwarding state; one-byte OFD locks claim address
-// slots (claim_slot in privileged.cc). Never hand its descriptor to an unprivileged process.
+// slots (claim_address_slot). Never hand its descriptor to an unprivileged process.
 constexpr const char* kStateDirectory = "/run/mahimahi";
 std::string namespace_lock_path();
 FileDescriptor open_namespace_lock_file();
+// Claims address slot `index` of the namespace: an OFD write lock on that byte of the lock file,
+// taken without waiting for other shells. Returns the descriptor holding it (the claim lasts as
+// long as the descriptor), or an invalid one if another shell holds the slot. The last shell of
+// the namespace removes the file (close_forwarding); a claim never lands in a removed file.
+FileDescriptor claim_address_slot(off_t index);
 
 // Serialises the shells of one network namespace while they change the shared forwarding
 // state. Held only by a root helper process; waiting for it gives up after kLockTimeoutSeconds.

@@ -24,6 +24,7 @@
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
 #include "shell/resolv_conf.hh"
+#include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
 
@@ -46,19 +47,7 @@ bool no_new_privs_set() {
 // when the supervisor does, even by SIGKILL. Shells starting at the same time thus never take
 // the same addresses and never wait for each other, and since only root can open the file, no
 // user can block a slot (an abstract socket name could be taken by anyone).
-FileDescriptor claim_slot(Ipv4 first) {
-  FileDescriptor file = open_namespace_lock_file();
-  struct flock slot {};
-  slot.l_type = F_WRLCK;
-  slot.l_whence = SEEK_SET;
-  slot.l_start = static_cast<off_t>(first.value / 4);
-  slot.l_len = 1;
-  if (::fcntl(file.get(), F_OFD_SETLK, &slot) < 0) {
-    if (errno == EAGAIN || errno == EACCES) return FileDescriptor();
-    throw SystemError("claiming " + first.str() + "/30");
-  }
-  return file;
-}
+FileDescriptor claim_slot(Ipv4 first) { return claim_address_slot(static_cast<off_t>(first.value / 4)); }
 
 FileDescriptor open_current_namespace() {
   return FileDescriptor(check_syscall("opening /proc/self/ns/net", ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)));
@@ -259,8 +248,16 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible, Helper
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     if (report.size() < 4096) report.append(buffer, static_cast<size_t>(n));
-    // Its work is done and reported: what is left is its exit, which the caller need not see.
-    if (wait == HelperWait::UntilReported && report == std::string(1, kHelperSucceeded)) return;
+    // Its work is done and reported: what is left is its exit, which the caller need not see,
+    // once it has begun. Until then the helper is a live process, which a shell this one is
+    // nested in would take, once this supervisor is gone, for one the command left running.
+    if (wait == HelperWait::UntilReported && report == std::string(1, kHelperSucceeded)) {
+      for (int i = 0; i < 2000 && !process_is_ending(pid); i++) {
+        const timespec pause{0, 100'000};
+        ::nanosleep(&pause, nullptr);
+      }
+      return;
+    }
   }
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0) {

@@ -222,3 +222,71 @@ test_fault_command_ignoring_hup_and_term_still_ends() {
     fail "no word of why: $(cat "$out")" || return 1
   check_range "time to end a command that ignores SIGHUP and SIGTERM (ms)" "$ms" 1900 4000
 }
+
+# Chromium crashes mid-load inside mm-replay (with mm-delay inside it, so that the load lasts):
+# SIGSEGV to the browser process once its renderer runs and the page has started to arrive.
+# The shells end with the browser's own status, end every process it left (renderer, zygote,
+# crash handler), and leave nothing behind: no Chromium process, no replay daemon, no work
+# directory; a replay started afterwards serves the same page.
+test_fault_chromium_crash_mid_load_inside_replay() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  local dir=$WORLD_TMP/fault-chromium out=$WORLD_TMP/fault-chromium.out shell rc browser work
+  /usr/bin/python3 - "$WORLD_TMP/fault-chromium.har" <<'PY'
+import json, sys
+def entry(url, body, mime):
+    return {"startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
+            "request": {"method": "GET", "url": url, "httpVersion": "HTTP/1.1",
+                        "headers": [{"name": "Host", "value": "crash.test"}], "queryString": [], "cookies": [],
+                        "headersSize": -1, "bodySize": 0},
+            "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                         "headers": [{"name": "Content-Type", "value": mime}], "cookies": [],
+                         "content": {"size": len(body), "mimeType": mime, "text": body},
+                         "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
+            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": "10.98.0.9"}
+# A chain of scripts, each written by the one before: every step is one more round trip.
+entries = [entry("http://crash.test/", '<!doctype html><title>crash</title><h1>crash</h1><script src="/s0.js"></script>', "text/html")]
+for i in range(8):
+    entries.append(entry("http://crash.test/s%d.js" % i,
+                         'document.write("<script src=\\"/s%d.js\\"></" + "script>");' % (i + 1), "application/javascript"))
+entries.append(entry("http://crash.test/s8.js", 'document.title = "loaded";', "application/javascript"))
+json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
+PY
+  "$BIN/mm-recording" from-har "$WORLD_TMP/fault-chromium.har" "$dir" >/dev/null || fail "could not build the recording" || return 1
+  local browser_cmd=(chromium --headless=new --no-sandbox --disable-gpu --no-first-run --disable-http-cache
+    --user-data-dir="$WORLD_TMP/fault-chromium-profile" --dump-dom http://crash.test/)
+  ip netns exec "$WORLD" "$BIN/mm-replay" --ignore-user-agent "$dir" "$BIN/mm-delay" 200 -- "${browser_cmd[@]}" > "$out" 2>&1 &
+  shell=$!
+  # The browser process (named chromium, without --type=, with this test's profile), once a
+  # renderer exists. (Machine-wide: Chromium runs in the nested shell's namespace, and nothing
+  # else runs Chromium during the tests.)
+  browser_pid() {
+    local pid browser="" renderer=""
+    for pid in $(pgrep -x chromium); do
+      process_state_is_not "$pid" Z || continue
+      case "$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" in
+        *--type=renderer*) renderer=$pid ;;
+        *--type=*) ;;
+        *fault-chromium-profile*) browser=$pid ;;
+      esac
+    done
+    [ -n "$renderer" ] && [ -n "$browser" ] && echo "$browser"
+  }
+  no_chromium_left() { ! pgrep -x chromium >/dev/null && ! pgrep -x chrome_crashpad >/dev/null; }
+  wait_until 60 eval '[ -n "$(browser_pid)" ]' || { kill "$shell"; wait_shell 30 "$shell"; fail "no renderer: $(tail -5 "$out")"; return 1; }
+  browser=$(browser_pid)
+  work=$(pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/apache' | sed -n 's|.* -f \(/[^ ]*\)/apache-[^ ]*.*|\1|p' | head -1)
+  grep -q loaded "$out" && { kill "$shell"; wait_shell 30 "$shell"; fail "the page loaded before the crash"; return 1; }
+  kill -SEGV "$browser"
+  wait_shell 60 "$shell"; rc=$?
+  # The browser's own end: its crash (a signal: 128 + N), passed up through both shells.
+  [ "$rc" -gt 128 ] && [ "$rc" != 137 ] || fail "status $rc after the crash, expected the browser's signal: $(tail -5 "$out")" || return 1
+  ! grep -q loaded "$out" || fail "the page loaded: the crash was not mid-load" || return 1
+  wait_until 10 no_chromium_left || fail "Chromium processes left: $(pgrep -a 'chrom' | cut -c1-100)" || return 1
+  [ -z "$work" ] || wait_until 10 gone_with_its_daemons "$work" || fail "the replay's work directory or daemons remain: $work" || return 1
+  echo "  browser (pid $browser) crashed mid-load: status $rc; $(grep -E 'left running|ended' "$out" | grep -v '^\[' | head -2 | tr '\n' ' ')"
+  # The same page again, whole: nothing of the crash is in the way.
+  out=$(timeout 120 ip netns exec "$WORLD" "$BIN/mm-replay" --ignore-user-agent "$dir" -- "${browser_cmd[@]}" 2>/dev/null)
+  echo "$out" | grep -q '<title>loaded</title>' || fail "the page did not load after the crash: $(echo "$out" | head -3)" || return 1
+  wait_until 10 no_chromium_left || fail "Chromium processes left after the second load" || return 1
+  echo "  the same page replayed whole afterwards; no Chromium process left"
+}

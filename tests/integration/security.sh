@@ -126,7 +126,7 @@ test_stopped_or_frozen_shell_of_one_user_does_not_delay_another() {
 # Root (the test) holds the world's set-up lock, as a root helper would (a user cannot take it),
 # until release_world_lock.
 hold_world_lock() {
-  lock=/run/mahimahi/netns-$(in_world stat -L -c %i /proc/self/ns/net).lock
+  lock=$(world_lock_file)
   mkdir -p /run/mahimahi
   touch "$WORLD_TMP/hold"
   flock "$lock" sh -c 'while [ -e "$0" ]; do sleep 0.05; done' "$WORLD_TMP/hold" &
@@ -179,6 +179,7 @@ test_setup_lock_wait_is_bounded_and_interruptible() {
   [ "$rc" != 0 ] && [ "$ms" -lt 2000 ] || { echo "FAIL: the waiting shell did not end promptly"; status=1; }
   grep -q '^ran' "$WORLD_TMP/interrupted.out" && { echo "FAIL: the command ran"; status=1; }
   release_world_lock
+  rm -f "$lock"  # the test made it, and no shell of the world is left to remove it
   return $status
 }
 

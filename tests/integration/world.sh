@@ -52,6 +52,7 @@ world_destroy() {
     kill -9 "$pid" 2>/dev/null || true
   done
   [ -z "${WORLD_DNSMASQ:-}" ] || wait "$WORLD_DNSMASQ" 2>/dev/null || true
+  rm -f "$(world_lock_file)"  # left by a test that held it, or a shell killed before its clean-up
   ip netns del "$WORLD" 2>/dev/null || true
   ip netns del "$SERVER" 2>/dev/null || true
   rm -rf "/etc/netns/$WORLD" "$WORLD_TMP"
@@ -86,6 +87,9 @@ world_leftovers() {
   world_leftovers_now
 }
 
+# The lock file of the world's namespace (shell/forwarding.hh): the last shell removes it.
+world_lock_file() { echo "/run/mahimahi/netns-$(in_world stat -L -c %i /proc/self/ns/net 2>/dev/null).lock"; }
+
 world_is_clean() { [ -z "$(world_leftovers_now)" ]; }
 
 world_leftovers_now() {
@@ -94,6 +98,7 @@ world_leftovers_now() {
     in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|meter|record)-' || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
+    ls "$(world_lock_file)" 2>/dev/null || true
     # A shell's processes outside the root namespace: the world's, and a guard in a shell's own.
     local root_ns pid; root_ns=$(readlink /proc/1/ns/net)
     for pid in $(pgrep '^mm-'); do
@@ -172,6 +177,20 @@ process_state_is_not() { [ "$(process_state "$1")" != "$2" ]; }  # PID STATE
 listening() {  # NETNS tcp|udp PORT
   local flag=-ltn; [ "$2" = udp ] && flag=-lun
   ip netns exec "$1" ss $flag "sport = :$3" | grep -q ":$3 "
+}
+
+# The memory (RSS, kB) of a shell's processes but its command's: the shell (a supervisor's pid)
+# and its descendants, except processes named COMMAND and theirs. RSS counts shared pages in
+# every process.
+shell_memory_kb() {  # SHELL-PID COMMAND
+  local all pids=" " frontier=$1 p kb=0
+  all=$(ps -e -o pid=,ppid=,comm=)
+  while [ -n "$frontier" ]; do
+    pids="$pids$frontier "
+    frontier=$(echo "$all" | awk -v f=" $frontier " -v c="$2" 'index(f, " " $2 " ") && $3 != c { printf "%s ", $1 }')
+  done
+  for p in $pids; do kb=$((kb + $(awk '/^Rss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done
+  echo "$kb"
 }
 
 # A one-shot iperf3 server in the world (or, with IPERF_NETNS, that namespace) on PORT,

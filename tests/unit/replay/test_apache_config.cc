@@ -23,12 +23,12 @@ TEST(ApacheConfig, http_server) {
   EXPECT_EQ(files.stem, "apache-10.0.0.1-80");
   const std::string c = apache_configuration(spec, "10.0.0.1", files);
   EXPECT_EQ(c.rfind("# Apache httpd for 10.0.0.1:80 (HTTP), written by mm-replay", 0), 0u) << c;
-  for (const char* line :
-       {"ServerRoot \"/w\"", "DefaultRuntimeDir \"/w\"", "PidFile \"/w/apache-10.0.0.1-80.pid\"",
-        "ErrorLog \"/w/apache-10.0.0.1-80.log\"", "ServerName 10.0.0.1", "Listen 10.0.0.1:80",
-        "LoadModule mpm_event_module \"/m/mod_mpm_event.so\"", "LoadModule proxy_fcgi_module \"/m/mod_proxy_fcgi.so\"",
-        "ProxyPass \"/\" \"unix:/w/matcher.sock|fcgi://localhost/\"", "SetEnv ap_trust_cgilike_cl 1",
-        "AllowEncodedSlashes NoDecode", "LimitRequestLine 65536", "ServerTokens Prod"}) {
+  for (const char* line : {"ServerRoot \"/w\"", "DefaultRuntimeDir \"/w\"", "PidFile \"/w/apache-10.0.0.1-80.pid\"",
+                           "ErrorLog \"/w/apache-10.0.0.1-80.log\"", "ServerName 10.0.0.1", "Listen 10.0.0.1:80",
+                           "LoadModule mpm_worker_module \"/m/mod_mpm_worker.so\"",
+                           "LoadModule proxy_fcgi_module \"/m/mod_proxy_fcgi.so\"",
+                           "ProxyPass \"/\" \"unix:/w/matcher.sock|fcgi://localhost/\"", "SetEnv ap_trust_cgilike_cl 1",
+                           "AllowEncodedSlashes NoDecode", "LimitRequestLine 65536", "ServerTokens Prod"}) {
     EXPECT_TRUE(has_line(c, line)) << line << "\n" << c;
   }
   EXPECT_EQ(c.find("SSL"), std::string::npos);
@@ -78,7 +78,7 @@ TEST(ApacheConfig, certificate_names) {
 TEST(ApacheConfig, required_modules) {
   EXPECT_TRUE(required_apache_modules({}).empty());
   const std::vector<std::string> http = required_apache_modules({{"10.0.0.1", 80, false, {}, true}});
-  EXPECT_EQ(http, (std::vector<std::string>{"mod_mpm_event.so", "mod_authz_core.so", "mod_proxy.so",
+  EXPECT_EQ(http, (std::vector<std::string>{"mod_mpm_worker.so", "mod_authz_core.so", "mod_proxy.so",
                                             "mod_proxy_fcgi.so", "mod_env.so"}));
   const auto tls = required_apache_modules({{"10.0.0.1", 80, false, {}, false}, {"10.0.0.1", 443, true, {}, false}});
   EXPECT_EQ(tls.size(), http.size() + 2);

@@ -66,7 +66,7 @@ TEST(ReplayServers, missing_programs_named_with_the_package) {
     ScopedVariable apache("MAHIMAHI_APACHE2", "/bin/true");
     ScopedVariable modules("MAHIMAHI_APACHE_MODULES", s.dir.path.string());
     EXPECT_THROW_WITH(UserError, s.start({{"10.0.0.1", 80, false, {}, false}}),
-                      "replay needs Apache's mod_mpm_event.so, but " + (s.dir.path / "mod_mpm_event.so").string());
+                      "replay needs Apache's mod_mpm_worker.so, but " + (s.dir.path / "mod_mpm_worker.so").string());
   }
   {
     ScopedVariable dnsmasq("MAHIMAHI_DNSMASQ", "/nonexistent/dnsmasq");
