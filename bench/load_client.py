@@ -42,6 +42,23 @@ async def read_body(reader, headers):
     raise Failure("a response with neither Content-Length nor chunked coding")
 
 
+async def exchange(reader, writer, path, name):
+    writer.write(("GET %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: gzip\r\nUser-Agent: bench-load\r\n\r\n"
+                  % (path, name)).encode())
+    status_line = await reader.readline()
+    if not status_line:
+        raise Failure("connection closed before the answer to %s" % path)
+    status = int(status_line.split()[1])
+    headers = {}
+    while True:
+        line = await reader.readline()
+        if line in (b"\r\n", b""):
+            break
+        key, _, value = line.decode("latin-1").partition(":")
+        headers[key.strip().lower()] = value.strip()
+    return status, headers, await read_body(reader, headers)
+
+
 async def connection(index, origin, names, digests, count, ca, results):
     scheme, host = origin.split("://")
     name, _, port = host.partition(":")
@@ -50,29 +67,18 @@ async def connection(index, origin, names, digests, count, ca, results):
     if scheme == "https":
         context = ssl.create_default_context(cafile=ca)
     try:
-        reader, writer = await asyncio.open_connection(name, port, ssl=context, server_hostname=name if context else None)
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(name, port, ssl=context, server_hostname=name if context else None), 60)
     except Exception as e:
-        results["errors"].append("connection %d to %s: %s" % (index, origin, e))
+        results["errors"].append("connection %d to %s: %r" % (index, origin, e))
         return
     try:
         for r in range(count):
             file = names[(index * count + r) % len(names)]
             path = "/load/%s?c=%d&r=%d" % (file, index, r)
             start = time.monotonic()
-            writer.write(("GET %s HTTP/1.1\r\nHost: %s\r\nAccept-Encoding: gzip\r\nUser-Agent: bench-load\r\n\r\n"
-                          % (path, name)).encode())
-            status_line = await reader.readline()
-            if not status_line:
-                raise Failure("connection closed before the answer to %s" % path)
-            status = int(status_line.split()[1])
-            headers = {}
-            while True:
-                line = await reader.readline()
-                if line in (b"\r\n", b""):
-                    break
-                key, _, value = line.decode("latin-1").partition(":")
-                headers[key.strip().lower()] = value.strip()
-            body = await read_body(reader, headers)
+            # A request unanswered for a minute is a failure, not a hang of the benchmark.
+            status, headers, body = await asyncio.wait_for(exchange(reader, writer, path, name), 60)
             results["latencies"].append(time.monotonic() - start)
             results["bytes"] += len(body)
             if headers.get("content-encoding", "").lower() == "gzip":
@@ -84,7 +90,8 @@ async def connection(index, origin, names, digests, count, ca, results):
                 results["mismatches"].append("%s%s" % (origin, path))
             else:
                 results["ok"] += 1
-    except (Failure, OSError, ValueError, IndexError, asyncio.IncompleteReadError, zlib.error, EOFError) as e:
+    except (Failure, OSError, ValueError, IndexError, asyncio.IncompleteReadError, asyncio.TimeoutError, zlib.error,
+            EOFError) as e:
         results["errors"].append("connection %d to %s: %s" % (index, origin, e))
     finally:
         writer.close()

@@ -7,7 +7,9 @@
 #                         link-log writer, the record proxy and writer, the FastCGI matcher's
 #                         server, the meter's drawing thread) and the rest
 #   asan/TEST             a representative set of integration tests, the programs installed
-#                         setuid root from the ASan build
+#                         setuid root from the ASan build (MAHIMAHI_ASAN_TESTS='^test_': all)
+#   tsan/TEST             the integration tests of the threaded programs, installed setuid root
+#                         from the TSan build (MAHIMAHI_TSAN_TESTS to change the set)
 # A sanitizer report anywhere fails the test that caused it. Uses run-all's record, run_unit_tests
 # and run_integration, the test world, $top, $TMP, $BIN and $pattern. Bash.
 
@@ -16,7 +18,14 @@
 HARDENING_FUZZ_RUNS=${MAHIMAHI_FUZZ_RUNS:-40000}
 # One or more tests of each program and each privileged path (set-up, clean-up, the guard, NAT,
 # logs, graphs, recording, replay with its daemons and matcher), within a few minutes.
-HARDENING_INTEGRATION='^test_(delay_rtt_is_twice_the_delay|nested_six_deep_mixing_kinds|loss_seed_reproduces_drops|onoff_drops_some_and_passes_some|job_control_stop_and_continue|stragglers_that_ignore_sigterm_are_killed|meter_mm_meter_passes_traffic_through_and_graphs_it|record_500_concurrent_connections_lose_no_pair|record_as_ordinary_user_files_are_the_users|record_disk_full_client_still_served_nothing_half_written|replay_recording_is_parsed_without_root_and_never_in_the_supervisor|replay_sigterm_while_loading_ends_promptly|pageload_reports_plausible_metrics|ordinary_user_through_setuid|ferry_runs_as_the_user_and_command_cannot_regain_root|signals_end_the_shell_cleanly|kill9_of_the_shell_ends_what_the_command_started|shell_rules_are_gone_when_it_exits|dns_works_and_crosses_the_link|bad_input_is_rejected_clearly|link_droptail_drops_and_bounds_delay|link_log_format|link_bad_input|plot_tools_draw_logs_and_their_figures_match|mm_trace_makes_converts_and_checks|meter_output_draws_the_graphs_without_a_display|offload_loss_is_decided_per_wire_packet|record_http_and_https_over_several_origins|record_post_put_chunked_gzip_and_100_continue|record_bad_input|record_malformed_http_is_relayed_and_the_proxy_lives_on|replay_serves_every_recorded_url_byte_identical_with_origins_stopped|replay_matching_rules_closest_query_repeats_ports_user_agent_and_misses|replay_http2_negotiates_h2|replay_bad_input|replay_range_requests_get_206_416_and_recorded_slices|replay_servers_killed_replay_leaves_no_daemon|setup_lock_wait_is_bounded_and_interruptible|directory_name_cannot_run_code_through_the_prompt)$'
+# MAHIMAHI_ASAN_TESTS (a regular expression over the test functions' names, e.g. '^test_' for
+# all of them) replaces the set.
+HARDENING_INTEGRATION=${MAHIMAHI_ASAN_TESTS:-'^test_(delay_rtt_is_twice_the_delay|nested_six_deep_mixing_kinds|loss_seed_reproduces_drops|onoff_drops_some_and_passes_some|job_control_stop_and_continue|stragglers_that_ignore_sigterm_are_killed|meter_mm_meter_passes_traffic_through_and_graphs_it|record_500_concurrent_connections_lose_no_pair|record_as_ordinary_user_files_are_the_users|record_disk_full_client_still_served_nothing_half_written|replay_recording_is_parsed_without_root_and_never_in_the_supervisor|replay_sigterm_while_loading_ends_promptly|pageload_reports_plausible_metrics|ordinary_user_through_setuid|ferry_runs_as_the_user_and_command_cannot_regain_root|signals_end_the_shell_cleanly|kill9_of_the_shell_ends_what_the_command_started|shell_rules_are_gone_when_it_exits|dns_works_and_crosses_the_link|bad_input_is_rejected_clearly|link_droptail_drops_and_bounds_delay|link_log_format|link_bad_input|plot_tools_draw_logs_and_their_figures_match|mm_trace_makes_converts_and_checks|meter_output_draws_the_graphs_without_a_display|offload_loss_is_decided_per_wire_packet|record_http_and_https_over_several_origins|record_post_put_chunked_gzip_and_100_continue|record_bad_input|record_malformed_http_is_relayed_and_the_proxy_lives_on|replay_serves_every_recorded_url_byte_identical_with_origins_stopped|replay_matching_rules_closest_query_repeats_ports_user_agent_and_misses|replay_http2_negotiates_h2|replay_bad_input|replay_range_requests_get_206_416_and_recorded_slices|replay_servers_killed_replay_leaves_no_daemon|setup_lock_wait_is_bounded_and_interruptible|directory_name_cannot_run_code_through_the_prompt)$'}
+# The integration tests whose programs run threads (the ferry pair of every shell, the link-log
+# writer, the record proxy and writer, the replay's FastCGI matcher, the meter's drawing
+# thread), against a setuid install of the TSan build; none of them checks a time tightly, as
+# TSan slows every thread down. MAHIMAHI_TSAN_TESTS replaces the set.
+HARDENING_TSAN_INTEGRATION=${MAHIMAHI_TSAN_TESTS:-'^test_(dns_works_and_crosses_the_link|link_log_format|record_500_concurrent_connections_lose_no_pair|record_http_and_https_over_several_origins|replay_serves_every_recorded_url_byte_identical_with_origins_stopped|replay_http2_negotiates_h2|meter_output_draws_the_graphs_without_a_display|signals_end_the_shell_cleanly)$'}
 
 # Where sanitizers write their reports (ASAN_OPTIONS log_path): a directory any user may write,
 # as the shells drop to the user's rights; every report is a failure of the test that made it.
@@ -66,10 +75,10 @@ hardening_run() {
     run_unit_tests asan/unit "$TMP/asan/tests/unit-tests"
     left=$(hardening_reports "$reports")
     [ -z "$left" ] || { record "asan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
-    hardening_integration "$reports"
+    hardening_integration "$TMP/asan" asan "$HARDENING_INTEGRATION"
     hardening_sanitizer_env_end
   fi
-  rm -rf "$TMP/asan" "$TMP/asan-prefix"
+  rm -rf "$TMP/asan"
   if ! hardening_build "$TMP/tsan" --enable-sanitizers=thread; then
     record "tsan/build" 1
   else
@@ -77,6 +86,7 @@ hardening_run() {
     run_unit_tests tsan/unit "$TMP/tsan/tests/unit-tests"
     left=$(hardening_reports "$reports")
     [ -z "$left" ] || { record "tsan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
+    hardening_integration "$TMP/tsan" tsan "$HARDENING_TSAN_INTEGRATION"
     hardening_sanitizer_env_end
   fi
   rm -rf "$TMP/tsan"
@@ -98,28 +108,30 @@ hardening_fuzz_smoke() {
   rm -rf "$TMP/fuzz-work"
 }
 
-# The integration tests run by run-all's harness against a setuid install of the ASan build.
-hardening_integration() {  # REPORTS-DIR
-  local reports=$1 t
+# The integration tests matching REGEX, run by run-all's harness against a setuid install of
+# BUILD, each recorded as LABEL/NAME.
+hardening_integration() {  # BUILD LABEL REGEX
+  local build=$1 label=$2 regex=$3 prefix=$1-prefix t
   # Setuid sanitizer builds obey their caller's ASAN_OPTIONS and the like: only root and the
   # test user may reach them (a directory of mode 0750, the test user's group).
-  mkdir -p "$TMP/asan-prefix" && chgrp "$(id -g "$TEST_USER")" "$TMP/asan-prefix" && chmod 750 "$TMP/asan-prefix" ||
-    { record "asan/install" 1; return; }
-  make -s -C "$TMP/asan" install prefix="$TMP/asan-prefix" >/dev/null || { record "asan/install" 1; return; }
+  mkdir -p "$prefix" && chgrp "$(id -g "$TEST_USER")" "$prefix" && chmod 750 "$prefix" ||
+    { record "$label/install" 1; return; }
+  make -s -C "$build" install prefix="$prefix" >/dev/null || { record "$label/install" 1; rm -rf "$prefix"; return; }
   local shell
   for shell in $(sed -n 's/^shells = //p' "$top/src/Makefile.am"); do  # the programs make install makes setuid
-    chown root:root "$TMP/asan-prefix/bin/$shell" && chmod 4755 "$TMP/asan-prefix/bin/$shell"
+    chown root:root "$prefix/bin/$shell" && chmod 4755 "$prefix/bin/$shell"
   done
   local bin=$BIN
-  BIN=$TMP/asan-prefix/bin
+  BIN=$prefix/bin
   if world_create && origins_create; then
-    for t in $(declare -F | awk '{print $3}' | grep -E "$HARDENING_INTEGRATION"); do
-      [ -n "$pattern" ] && [[ ! "asan/${t#test_}" =~ $pattern ]] && continue
-      run_integration "$t" "asan/${t#test_}"
+    for t in $(declare -F | awk '{print $3}' | grep -E "$regex"); do
+      [ -n "$pattern" ] && [[ ! "$label/${t#test_}" =~ $pattern ]] && continue
+      run_integration "$t" "$label/${t#test_}"
     done
   else
-    record "asan/test world" 1
+    record "$label/test world" 1
   fi
   world_destroy
   BIN=$bin
+  rm -rf "$prefix"
 }

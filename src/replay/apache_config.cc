@@ -74,8 +74,12 @@ std::vector<std::string> certificate_names(const ReplayServerSpec& spec) {
   return names;
 }
 
-std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name,
-                                 const ApacheFiles& files) {
+unsigned apache_start_processes(size_t instances) {
+  return instances >= 8 ? 1u : static_cast<unsigned>(8 / std::max<size_t>(instances, 1));
+}
+
+std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name, const ApacheFiles& files,
+                                 size_t instances) {
   const fs::path& work = files.work;
   const std::string& stem = files.stem;
   auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
@@ -117,21 +121,23 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
        "MaxRanges none\n"
        // %2F in a path: forward it (the default answers 404 without asking the matcher).
        "AllowEncodedSlashes NoDecode\n"
-       // The worker MPM, not event: under load (all of a process's threads busy) event closes
-       // idle keep-alive connections, which a client that does not retry (h2load, a script)
-       // sees as errors; worker keeps each connection on its thread and lets further ones wait
-       // in the listen queue until a thread or a new process takes them (bench/load: 10,000
-       // requests over 200 connections, h1 and h2, 0 errors; event failed over 30).
-       // One process of 32 threads at first: more than a browser's parallel connections to one
-       // origin. Under load Apache adds processes, up to 16 (512 connections at once; a browser
-       // keeps at most 256 open, --single-server included). Each
-       // thread costs start-up time: 64 instead of 32 makes 100 instances start 15% slower.
-       "StartServers 1\n"
+    // The worker MPM, not event: under load (all of a process's threads busy) event closes
+    // idle keep-alive connections, which a client that does not retry (h2load, a script)
+    // sees as errors (bench/load: 10,000 requests over 200 connections lost 80 % of them;
+    // event failed beyond 30 connections). Worker keeps each connection on its thread, and
+    // further connections wait in the listen queue until a thread is free or Apache has
+    // added a process (it checks once a second, adding 1, 2, 4... at a time; MinSpareThreads
+    // 16 makes it add one while 16 threads are still idle). Processes of 32 threads, up to
+    // 16 (512 connections at once; a browser keeps at most 256 open); at first
+    // apache_start_processes. Each thread costs start-up time: 64 threads per process instead
+    // of 32 made 100 instances start 15% slower.
+    << "StartServers " << apache_start_processes(instances)
+    << "\n"
        "ServerLimit 16\n"
        "ThreadLimit 32\n"
        "ThreadsPerChild 32\n"
        "MaxRequestWorkers 512\n"
-       "MinSpareThreads 8\n"
+       "MinSpareThreads 16\n"
        "MaxSpareThreads 256\n"
     // No enablereuse: a fresh unix-socket connection per request costs microseconds, and the
     // matcher then never has a thread held by an idle kept-open connection.

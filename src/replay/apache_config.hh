@@ -27,8 +27,16 @@ std::vector<std::string> certificate_names(const ReplayServerSpec& spec);
 
 // The whole configuration of one instance. Nothing is read from /etc/apache2: every path is
 // absolute. UserError if a path cannot be quoted in it.
-std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name,
-                                 const ApacheFiles& files);
+// `instances` is how many Apaches the replay runs (apache_start_processes).
+std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name, const ApacheFiles& files,
+                                 size_t instances);
+
+// How many processes (of 32 threads) each instance starts with: a replay of few servers
+// (--single-server: one per port) gets its threads at once, so that a browser's burst of
+// connections to one server (more than 32: many host names on one address) is not queued while
+// Apache adds processes (once a second); many servers start one each, as a browser opens a few
+// connections to each. 8 / instances, at least 1.
+unsigned apache_start_processes(size_t instances);
 
 // The module files (in the modules directory) that serving `servers` needs.
 std::vector<std::string> required_apache_modules(const std::vector<ReplayServerSpec>& servers);

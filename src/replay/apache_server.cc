@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 ApacheServer::ApacheServer(const ReplayServerSpec& spec, const fs::path& program, const fs::path& modules,
                            CertificateAuthority& ca, const fs::path& socket, const fs::path& work,
-                           ReplayGuardian& guardian)
+                           ReplayGuardian& guardian, size_t instances)
     : endpoint_(spec.ip + ":" + std::to_string(spec.port)) {
   address_ = socket_address(*Ipv4::parse(spec.ip), spec.port);
   const std::string stem = apache_file_stem(spec);
@@ -34,7 +34,8 @@ ApacheServer::ApacheServer(const ReplayServerSpec& spec, const fs::path& program
     server_name = names.front();
     ca.write_leaf(names, work / (stem + ".pem"), work / (stem + ".key"));
   }
-  write_daemon_file(config, apache_configuration(spec, server_name, ApacheFiles{modules, work, stem, socket}));
+  write_daemon_file(config,
+                    apache_configuration(spec, server_name, ApacheFiles{modules, work, stem, socket}, instances));
   daemon_ = std::make_unique<ReplayDaemon>(program, std::vector<std::string>{"-f", config.string(), "-DFOREGROUND"},
                                            work / (stem + ".log"), guardian);
 }

@@ -18,10 +18,11 @@ class ReplayGuardian;
 
 class ApacheServer {
  public:
-  // program: the httpd; modules: its module directory; socket: the matcher's; work: where its files go.
+  // program: the httpd; modules: its module directory; socket: the matcher's; work: where its
+  // files go; instances: how many Apaches the replay runs.
   ApacheServer(const ReplayServerSpec& spec, const std::filesystem::path& program, const std::filesystem::path& modules,
                CertificateAuthority& ca, const std::filesystem::path& socket, const std::filesystem::path& work,
-               ReplayGuardian& guardian);
+               ReplayGuardian& guardian, size_t instances);
   ReplayDaemon& daemon() { return *daemon_; }
   const ReplayDaemon& daemon() const { return *daemon_; }
   const std::string& endpoint() const { return endpoint_; }

@@ -134,8 +134,8 @@ void ReplayServers::start_apaches(const std::vector<ReplayServerSpec>& servers, 
   auto work_through = [&] {
     for (size_t i = next++; i < servers.size(); i = next++) {
       try {
-        apaches_[i] =
-            std::make_unique<ApacheServer>(servers[i], programs.apache, programs.modules, ca, socket, work, *guardian_);
+        apaches_[i] = std::make_unique<ApacheServer>(servers[i], programs.apache, programs.modules, ca, socket, work,
+                                                     *guardian_, servers.size());
       } catch (...) {
         const std::lock_guard<std::mutex> guard(failure_mutex);
         if (!failure) failure = std::current_exception();

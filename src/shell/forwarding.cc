@@ -67,23 +67,23 @@ class NamespaceLock {
     sigemptyset(&alarm_only);
     sigaddset(&alarm_only, SIGALRM);
     ::sigprocmask(SIG_UNBLOCK, &alarm_only, nullptr);
-    const itimerval tick{{0, 100'000}, {0, 100'000}};
-    ::setitimer(ITIMER_REAL, &tick, nullptr);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
     int err = 0;
     for (;;) {
-      fd_ = open_namespace_lock_file();
+      fd_ = open_namespace_lock_file();  // (before the timer: if it throws, no timer is left)
+      const itimerval tick{{0, 100'000}, {0, 100'000}};
+      ::setitimer(ITIMER_REAL, &tick, nullptr);
       while (::flock(fd_.get(), LOCK_EX) < 0) {
         err = errno;
         if (err != EINTR || std::chrono::steady_clock::now() >= deadline) break;
         err = 0;
       }
+      const itimerval off{};
+      ::setitimer(ITIMER_REAL, &off, nullptr);
       // The last shell of the namespace removed the file while we waited (remove_if_unused):
       // a lock on it guards nothing, so lock the file now at the path.
       if (err != 0 || !unlinked(fd_.get())) break;
     }
-    const itimerval off{};
-    ::setitimer(ITIMER_REAL, &off, nullptr);
     if (err == EINTR) {
       throw UserError("another shell of this network namespace has been setting up or cleaning up for over " +
                       std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked); try again");
@@ -300,7 +300,9 @@ FileDescriptor claim_address_slot(off_t index) {
       // Claimed, but in a file the last shell removed between our open and our claim: again.
       if (!unlinked(file.get())) return file;
     } else {
-      if (errno != EAGAIN && errno != EACCES) throw SystemError("claiming an address slot in " + namespace_lock_path());
+      const int err = errno;
+      if (err != EAGAIN && err != EACCES)
+        throw SystemError("claiming an address slot in " + namespace_lock_path(), err);
       struct flock holder {};
       holder.l_type = F_WRLCK;
       holder.l_whence = SEEK_SET;
@@ -328,6 +330,7 @@ void open_forwarding(const std::string& shell_device, int slot_claim, const std:
     open_locked(shell_device, nat_script);
   } catch (...) {
     close_locked(shell_device, slot_claim, nat_table);  // all or nothing: the caller has nothing to undo
+    lock.remove_if_unused();
     throw;
   }
 }

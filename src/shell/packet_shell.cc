@@ -690,6 +690,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
 int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
                      const std::function<ShellSpec(int, char**)>& parse) {
+  // An ignored SIGCHLD, inherited from the caller, would make the kernel reap every child at
+  // once: the supervisor could then neither wait for its helpers nor learn the command's status
+  // ("waitpid: No child processes"). The command gets the default too.
+  ::signal(SIGCHLD, SIG_DFL);
   UserEnvironment env = UserEnvironment::capture_and_clear();
   return run_tool(info.name, usage_line(info) + "\n", [&] { return run_shell(argc, argv, info, parse, env); });
 }

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstddef>
 #include <cstring>
@@ -252,7 +253,11 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible, Helper
     // once it has begun. Until then the helper is a live process, which a shell this one is
     // nested in would take, once this supervisor is gone, for one the command left running.
     if (wait == HelperWait::UntilReported && report == std::string(1, kHelperSucceeded)) {
-      for (int i = 0; i < 2000 && !process_is_ending(pid); i++) {
+      // (A /proc that hides root's processes from us, hidepid, shows nothing to wait for.)
+      const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      while (FileDescriptor(::open(stat.c_str(), O_RDONLY | O_CLOEXEC)).valid() && !process_is_ending(pid) &&
+             std::chrono::steady_clock::now() < deadline) {
         const timespec pause{0, 100'000};
         ::nanosleep(&pause, nullptr);
       }

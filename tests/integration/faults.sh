@@ -256,33 +256,45 @@ PY
     --user-data-dir="$WORLD_TMP/fault-chromium-profile" --dump-dom http://crash.test/)
   ip netns exec "$WORLD" "$BIN/mm-replay" --ignore-user-agent "$dir" "$BIN/mm-delay" 200 -- "${browser_cmd[@]}" > "$out" 2>&1 &
   shell=$!
-  # The browser process (named chromium, without --type=, with this test's profile), once a
-  # renderer exists. (Machine-wide: Chromium runs in the nested shell's namespace, and nothing
-  # else runs Chromium during the tests.)
+  # The browser process (named chromium, with this test's profile, without --type=).
   browser_pid() {
-    local pid browser="" renderer=""
+    local pid
     for pid in $(pgrep -x chromium); do
       process_state_is_not "$pid" Z || continue
       case "$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)" in
-        *--type=renderer*) renderer=$pid ;;
         *--type=*) ;;
-        *fault-chromium-profile*) browser=$pid ;;
+        *fault-chromium-profile*) echo "$pid"; return 0 ;;
       esac
     done
-    [ -n "$renderer" ] && [ -n "$browser" ] && echo "$browser"
+    return 1
   }
-  no_chromium_left() { ! pgrep -x chromium >/dev/null && ! pgrep -x chrome_crashpad >/dev/null; }
-  wait_until 60 eval '[ -n "$(browser_pid)" ]' || { kill "$shell"; wait_shell 30 "$shell"; fail "no renderer: $(tail -5 "$out")"; return 1; }
+  # Mid-load: the browser has a connection to the replayed server (it is fetching the page,
+  # whose chain of scripts then takes eight more round trips of 400 ms).
+  fetching() {
+    browser=$(browser_pid) &&
+      [ -n "$(nsenter --net="/proc/$browser/ns/net" ss -Htn state established dst 10.98.0.9 2>/dev/null)" ]
+  }
+  # Chromium's processes (and its crash handler) of the tests: outside the machine's namespace.
+  test_chromium() {
+    local pid root_ns; root_ns=$(readlink /proc/1/ns/net)
+    for pid in $(pgrep -x chromium) $(pgrep -x chrome_crashpad); do
+      process_state_is_not "$pid" Z && [ "$(readlink "/proc/$pid/ns/net" 2>/dev/null)" != "$root_ns" ] && echo "$pid"
+    done
+  }
+  no_chromium_left() { [ -z "$(test_chromium)" ]; }
+  wait_until 60 fetching || { kill "$shell"; wait_shell 30 "$shell"; fail "the browser never fetched: $(tail -5 "$out")"; return 1; }
   browser=$(browser_pid)
   work=$(pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/apache' | sed -n 's|.* -f \(/[^ ]*\)/apache-[^ ]*.*|\1|p' | head -1)
-  grep -q loaded "$out" && { kill "$shell"; wait_shell 30 "$shell"; fail "the page loaded before the crash"; return 1; }
+  [ -n "$work" ] || { kill "$shell"; wait_shell 30 "$shell"; fail "no replay work directory found"; return 1; }
   kill -SEGV "$browser"
   wait_shell 60 "$shell"; rc=$?
-  # The browser's own end: its crash (a signal: 128 + N), passed up through both shells.
-  [ "$rc" -gt 128 ] && [ "$rc" != 137 ] || fail "status $rc after the crash, expected the browser's signal: $(tail -5 "$out")" || return 1
-  ! grep -q loaded "$out" || fail "the page loaded: the crash was not mid-load" || return 1
-  wait_until 10 no_chromium_left || fail "Chromium processes left: $(pgrep -a 'chrom' | cut -c1-100)" || return 1
-  [ -z "$work" ] || wait_until 10 gone_with_its_daemons "$work" || fail "the replay's work directory or daemons remain: $work" || return 1
+  # The browser's own end: SIGSEGV (128 + 11), passed up through both shells.
+  [ "$rc" = 139 ] || fail "status $rc after the crash, expected 139: $(tail -5 "$out")" || return 1
+  ! grep -q '<title>loaded</title>' "$out" || fail "the page loaded: the crash was not mid-load" || return 1
+  grep -q '^mm-delay: ended [0-9]* process.* that the command left running (.*chrom' "$out" ||
+    fail "mm-delay did not say it ended what the browser left: $(grep -v '^\[' "$out" | tail -3)" || return 1
+  wait_until 10 no_chromium_left || fail "Chromium processes left: $(test_chromium)" || return 1
+  wait_until 10 gone_with_its_daemons "$work" || fail "the replay's work directory or daemons remain: $work" || return 1
   echo "  browser (pid $browser) crashed mid-load: status $rc; $(grep -E 'left running|ended' "$out" | grep -v '^\[' | head -2 | tr '\n' ' ')"
   # The same page again, whole: nothing of the crash is in the way.
   out=$(timeout 120 ip netns exec "$WORLD" "$BIN/mm-replay" --ignore-user-agent "$dir" -- "${browser_cmd[@]}" 2>/dev/null)

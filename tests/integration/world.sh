@@ -179,9 +179,9 @@ listening() {  # NETNS tcp|udp PORT
   ip netns exec "$1" ss $flag "sport = :$3" | grep -q ":$3 "
 }
 
-# The memory (RSS, kB) of a shell's processes but its command's: the shell (a supervisor's pid)
-# and its descendants, except processes named COMMAND and theirs. RSS counts shared pages in
-# every process.
+# The memory (PSS, kB: shared pages divided among the processes sharing them) of a shell's
+# processes but its command's: the shell (a supervisor's pid) and its descendants, except
+# processes named COMMAND and theirs.
 shell_memory_kb() {  # SHELL-PID COMMAND
   local all pids=" " frontier=$1 p kb=0
   all=$(ps -e -o pid=,ppid=,comm=)
@@ -189,7 +189,7 @@ shell_memory_kb() {  # SHELL-PID COMMAND
     pids="$pids$frontier "
     frontier=$(echo "$all" | awk -v f=" $frontier " -v c="$2" 'index(f, " " $2 " ") && $3 != c { printf "%s ", $1 }')
   done
-  for p in $pids; do kb=$((kb + $(awk '/^Rss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done
+  for p in $pids; do kb=$((kb + $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done
   echo "$kb"
 }
 

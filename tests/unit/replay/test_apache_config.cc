@@ -21,7 +21,7 @@ TEST(ApacheConfig, http_server) {
   const ReplayServerSpec spec{"10.0.0.1", 80, false, {"a.test"}, false};
   const ApacheFiles files{"/m", "/w", apache_file_stem(spec), "/w/matcher.sock"};
   EXPECT_EQ(files.stem, "apache-10.0.0.1-80");
-  const std::string c = apache_configuration(spec, "10.0.0.1", files);
+  const std::string c = apache_configuration(spec, "10.0.0.1", files, 1);
   EXPECT_EQ(c.rfind("# Apache httpd for 10.0.0.1:80 (HTTP), written by mm-replay", 0), 0u) << c;
   for (const char* line : {"ServerRoot \"/w\"", "DefaultRuntimeDir \"/w\"", "PidFile \"/w/apache-10.0.0.1-80.pid\"",
                            "ErrorLog \"/w/apache-10.0.0.1-80.log\"", "ServerName 10.0.0.1", "Listen 10.0.0.1:80",
@@ -37,7 +37,7 @@ TEST(ApacheConfig, http_server) {
 
 TEST(ApacheConfig, https_and_http2_server) {
   const ReplayServerSpec tls{"10.0.0.1", 443, true, {"a.test"}, false};
-  const std::string c = apache_configuration(tls, "a.test", kFiles);
+  const std::string c = apache_configuration(tls, "a.test", kFiles, 40);
   EXPECT_TRUE(c.find("(HTTPS), written") != std::string::npos);
   for (const char* line : {"SSLEngine on", "SSLProtocol -all +TLSv1.2 +TLSv1.3", "ServerName a.test",
                            "SSLCertificateFile \"/tmp/mm-replay.abc/apache-10.0.0.1-443.pem\"",
@@ -50,18 +50,37 @@ TEST(ApacheConfig, https_and_http2_server) {
 
   ReplayServerSpec h2 = tls;
   h2.h2 = true;
-  const std::string c2 = apache_configuration(h2, "a.test", kFiles);
+  const std::string c2 = apache_configuration(h2, "a.test", kFiles, 40);
   EXPECT_TRUE(c2.find("(HTTPS, HTTP/2), written") != std::string::npos);
   EXPECT_TRUE(has_line(c2, "Protocols h2 http/1.1"));
   EXPECT_TRUE(has_line(c2, "H2Push off"));
   EXPECT_TRUE(has_line(c2, "LoadModule http2_module \"/usr/lib/apache2/modules/mod_http2.so\""));
 }
 
+// The worker MPM, with more processes at first the fewer servers the replay runs: a burst of a
+// browser's connections to one of a few servers finds threads ready.
+TEST(ApacheConfig, processes_at_start_follow_the_number_of_servers) {
+  EXPECT_EQ(apache_start_processes(0), 8u);
+  EXPECT_EQ(apache_start_processes(1), 8u);
+  EXPECT_EQ(apache_start_processes(2), 4u);  // --single-server: ports 80 and 443
+  EXPECT_EQ(apache_start_processes(3), 2u);
+  EXPECT_EQ(apache_start_processes(8), 1u);
+  EXPECT_EQ(apache_start_processes(500), 1u);
+  const ReplayServerSpec spec{"10.0.0.1", 80, false, {"a.test"}, false};
+  const ApacheFiles files{"/m", "/w", apache_file_stem(spec), "/w/s"};
+  EXPECT_TRUE(has_line(apache_configuration(spec, "10.0.0.1", files, 2), "StartServers 4"));
+  const std::string many = apache_configuration(spec, "10.0.0.1", files, 100);
+  for (const char* line : {"StartServers 1", "ServerLimit 16", "ThreadsPerChild 32", "MaxRequestWorkers 512",
+                           "LoadModule mpm_worker_module \"/m/mod_mpm_worker.so\""}) {
+    EXPECT_TRUE(has_line(many, line)) << line;
+  }
+}
+
 TEST(ApacheConfig, unquotable_paths_refused) {
   const ReplayServerSpec spec{"10.0.0.1", 80, false, {}, false};
   ApacheFiles files = kFiles;
   files.work = "/tmp/a\"b";
-  EXPECT_THROW_WITH(UserError, apache_configuration(spec, "x", files), "it cannot quote that name");
+  EXPECT_THROW_WITH(UserError, apache_configuration(spec, "x", files, 1), "it cannot quote that name");
   EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a|b"), "Apache cannot quote its name; set TMPDIR");
   EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a\nb"), "Apache cannot quote its name");
   EXPECT_THROW_WITH(UserError, require_plain_path("/tmp/a\\b"), "Apache cannot quote its name");
