@@ -387,3 +387,17 @@ test_dns_through_a_loopback_resolver_udp_and_tcp() {
   kill "$dns"; wait "$dns" 2>/dev/null
   return $status
 }
+
+# A caller that ignores SIGCHLD (inherited across exec) must not break the shell: the kernel
+# would reap its children at once, and it could learn neither its helpers' nor the command's
+# status ("waitpid: No child processes", status 1). The shell resets it; status is the command's.
+test_inherited_ignored_sigchld_does_not_break_the_shell() {
+  local out rc
+  out=$(AS_USER=$TEST_USER in_world /usr/bin/python3 -c 'import os, signal, sys
+signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+os.execv(sys.argv[1], [sys.argv[1], "5", "sh", "-c", "ping -n -c 1 -W 2 -q $0 >/dev/null && exit 3", sys.argv[2]])' \
+    "$BIN/mm-delay" "$SERVER_IP" 2>&1); rc=$?
+  [ "$rc" = 3 ] || fail "status $rc, expected the command's 3: $out" || return 1
+  [ -z "$out" ] || fail "the shell said: $out" || return 1
+  echo "  mm-delay started with SIGCHLD ignored: status $rc (the command's)"
+}
