@@ -67,7 +67,9 @@ hardening_run() {
   echo "== hardening: clang builds under ASan + UBSan (with the fuzz targets) and TSan"
   local reports=$TMP/sanitizer-reports left
   # build-fuzzers installs clang if it is missing and configures with --enable-fuzzers.
-  if ! "$top/scripts/build-fuzzers" "$TMP/asan" >/dev/null || ! hardening_build "$TMP/asan"; then
+  # Configured for the prefix the integration tests install into, so that the paths compiled in
+  # (the administrator's file, the bundled traces) are the installed ones.
+  if ! "$top/scripts/build-fuzzers" "$TMP/asan" --prefix="$TMP/asan-prefix" >/dev/null || ! hardening_build "$TMP/asan"; then
     record "asan/build" 1
   else
     hardening_fuzz_smoke  # first: libFuzzer reports its findings itself, into each target's log
@@ -79,7 +81,7 @@ hardening_run() {
     hardening_sanitizer_env_end
   fi
   rm -rf "$TMP/asan"
-  if ! hardening_build "$TMP/tsan" --enable-sanitizers=thread; then
+  if ! hardening_build "$TMP/tsan" --enable-sanitizers=thread --prefix="$TMP/tsan-prefix"; then
     record "tsan/build" 1
   else
     hardening_sanitizer_env "$reports"
@@ -109,20 +111,21 @@ hardening_fuzz_smoke() {
 }
 
 # The integration tests matching REGEX, run by run-all's harness against a setuid install of
-# BUILD, each recorded as LABEL/NAME.
+# BUILD (configured with --prefix=BUILD-prefix), each recorded as LABEL/NAME.
 hardening_integration() {  # BUILD LABEL REGEX
   local build=$1 label=$2 regex=$3 prefix=$1-prefix t
   # Setuid sanitizer builds obey their caller's ASAN_OPTIONS and the like: only root and the
   # test user may reach them (a directory of mode 0750, the test user's group).
   mkdir -p "$prefix" && chgrp "$(id -g "$TEST_USER")" "$prefix" && chmod 750 "$prefix" ||
     { record "$label/install" 1; return; }
-  make -s -C "$build" install prefix="$prefix" >/dev/null || { record "$label/install" 1; rm -rf "$prefix"; return; }
+  make -s -C "$build" install >/dev/null || { record "$label/install" 1; rm -rf "$prefix"; return; }
   local shell
   for shell in $(sed -n 's/^shells = //p' "$top/src/Makefile.am"); do  # the programs make install makes setuid
     chown root:root "$prefix/bin/$shell" && chmod 4755 "$prefix/bin/$shell"
   done
   local bin=$BIN
   BIN=$prefix/bin
+  MAHIMAHI_SANITIZER=$label  # (world.sh: address_space_kb)
   if world_create && origins_create; then
     for t in $(declare -F | awk '{print $3}' | grep -E "$regex"); do
       [ -n "$pattern" ] && [[ ! "$label/${t#test_}" =~ $pattern ]] && continue
@@ -132,6 +135,6 @@ hardening_integration() {  # BUILD LABEL REGEX
     record "$label/test world" 1
   fi
   world_destroy
-  BIN=$bin
+  BIN=$bin MAHIMAHI_SANITIZER=
   rm -rf "$prefix"
 }

@@ -15,7 +15,7 @@ ideal_goodput() { awk -v r="$1" 'BEGIN { printf "%.3f", r * 1448 / 1500 }'; }
 # at 96 Mbit/s: what remains is the link's own rate.
 link_goodput() {  # UP DOWN up|down SECONDS [extra mm-link options]
   up=$1 down=$2 dir=$3 secs=$4; shift 4
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   flag=; [ "$dir" = down ] && flag=-R
   # Every shell's outer address is the same (the pool's first /30), so the world's kernel would
@@ -55,7 +55,7 @@ loaded_when_connected() {  # PORT
 
 test_link_droptail_drops_and_bounds_delay() {
   log=$WORLD_TMP/droptail.log
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   out=$(in_world "$BIN/mm-link" rate:12Mbit/s rate:1Gbit/s --uplink-queue=droptail --uplink-queue-args=packets=20 \
         --uplink-log="$log" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -t 4 >/dev/null &
@@ -217,7 +217,7 @@ test_link_cellular_trace_goodput_matches_capacity() {
   [ -r "$trace" ] || fail "missing $trace" || return 1
   capacity=$(awk 'END { printf "%.3f", NR * 12000 / $1 / 1000 }' "$trace")
   ideal=$(ideal_goodput "$capacity")
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   g=$(in_world "$BIN/mm-link" rate:1Gbit/s "$trace" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -R -t 120 -f k" |
       iperf_receiver_mbits)
@@ -227,7 +227,7 @@ test_link_cellular_trace_goodput_matches_capacity() {
 
 test_plot_tools_draw_logs_and_their_figures_match() {
   log=$WORLD_TMP/plot.log
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   in_world "$BIN/mm-link" rate:1Gbit/s rate:12Mbit/s --downlink-queue=droptail --downlink-queue-args=packets=30 \
     --downlink-log="$log" -- sh -c "iperf3 -R -c \$MAHIMAHI_BASE -p $port -t 3 >/dev/null"
@@ -287,7 +287,7 @@ test_plot_tools_say_no_packets_for_a_link_that_carried_nothing() {
 
 test_plot_tools_title_csv_and_several_logs_on_one_chart() {
   up=$WORLD_TMP/several-up.log down=$WORLD_TMP/several-down.log
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   in_world "$BIN/mm-link" rate:24Mbit/s rate:12Mbit/s --uplink-log="$up" --downlink-log="$down" \
     -- sh -c "iperf3 -R -c \$MAHIMAHI_BASE -p $port -t 3 >/dev/null"
@@ -416,7 +416,10 @@ test_bounds_link_refuses_devices_fifos_and_oversized_traces() {
   chmod 644 "$WORLD_TMP"/bounds-*.trace
   # As the user, with a deadline and 1 GB of address space: an unbounded read would end in
   # bad_alloc or the deadline, not in the message.
-  bounds_link() { AS_USER=$TEST_USER in_world sh -c 'ulimit -v 1000000; exec timeout 30 "$@"' sh "$BIN/mm-link" "$@"; }
+  bounds_link() {
+    AS_USER=$TEST_USER in_world sh -c '[ "$0" = 0 ] || ulimit -v "$0"; exec timeout 30 "$@"' "$(address_space_kb 1000000)" \
+      "$BIN/mm-link" "$@"
+  }
   rc_msg 1 "cannot read trace /dev/zero: it is a character device, not a file; name a regular file" \
     bounds_link /dev/zero "$ok" -- true || return 1
   rc_msg 1 "cannot read trace /dev/urandom: it is a character device" bounds_link "$ok" /dev/urandom -- true || return 1
@@ -439,7 +442,7 @@ test_bounds_link_refuses_devices_fifos_and_oversized_traces() {
 
 test_bounds_mm_trace_and_graph_tools() {
   t=$BIN/mm-trace
-  bounds_limited() { sh -c 'ulimit -v 500000; exec timeout 30 "$@"' sh "$@"; }
+  bounds_limited() { sh -c '[ "$0" = 0 ] || ulimit -v "$0"; exec timeout 30 "$@"' "$(address_space_kb 500000)" "$@"; }
   printf '1000000000000\n' > "$WORLD_TMP/bounds-big.trace"
   rc_msg 1 "bounds-big.trace:1: timestamp 1000000000000 is too large: times are at most 2147483647 ms (24.8 days)" \
     bounds_limited "$t" info "$WORLD_TMP/bounds-big.trace" || return 1

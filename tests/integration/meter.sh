@@ -52,7 +52,7 @@ test_meter_link_windows_show_capacity_and_traffic_at_it() {
 }
 meter_link_windows() {
   local dir; dir=$(user_dir windows)
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   local prefix="[link 12Mbit/s up 12Mbit/s down]"
   # iperf3 saturates the downlink; the window is grabbed once its egress line has 2 s of data.
@@ -115,7 +115,7 @@ meter_nested() {
 
 test_meter_output_draws_the_graphs_without_a_display() {
   local dir; dir=$(user_dir headless)
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   # No DISPLAY at all: one PNG per graph in a directory, snapshots every 0.5 s while it runs
   # (the command waits for the first one), and the downlink's log for mm-throughput-graph.
@@ -186,7 +186,7 @@ meter_credentials() {
 test_meter_mm_meter_passes_traffic_through_and_graphs_it() {
   local dir; dir=$(user_dir mm-meter)
   ls -l "$BIN/mm-meter" | grep -q '^-rwsr-xr-x 1 root' || fail "mm-meter is not installed setuid root" || return 1
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   AS_USER=$TEST_USER in_world env -u DISPLAY "$BIN/mm-link" rate:1Gbit/s rate:24Mbit/s -- "$BIN/mm-meter" \
     --meter-output="$dir/graphs" -- sh -c "ping -c 5 -i 0.2 -q \$MAHIMAHI_BASE > $dir/ping;

@@ -7,7 +7,7 @@
 # Runs iperf3 (ARGS) through `mm-delay 0` with MAHIMAHI_OFFLOAD=$1, probing the shell's devices
 # on both sides; prints the probe's lines (inner first).
 offload_probe() {  # 0|1 IPERF_ARGS
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   in_world "$PACKET_PROBE" 'delay-*' -- env MAHIMAHI_OFFLOAD="$1" "$BIN/mm-delay" 0 -- \
     "$PACKET_PROBE" ingress -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port $2 -t 2 >/dev/null" 2>&1 | grep '^packet-probe:'
@@ -49,7 +49,7 @@ test_offload_loss_is_decided_per_wire_packet() {
   # gets every byte (iperf3's counts agree) and no segment with a bad checksum.
   status=0
   for offload in 1 0; do
-    port=$((5400 + RANDOM % 500))
+    port=$(free_port) || return 1
     iperf_server "$port" || return 1
     in_world ip tcp_metrics flush all 2>/dev/null || true
     set -- $(world_tcp_segments)
@@ -75,7 +75,7 @@ test_offload_link_log_lists_wire_packets_at_their_opportunities() {
   # log is at most 1500 bytes, each departure is at an opportunity, and by any millisecond no
   # more bytes have left than the opportunities until then could carry (1500 bytes each).
   log=$WORLD_TMP/offload-up.log
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   in_world env MAHIMAHI_OFFLOAD=1 "$BIN/mm-link" rate:12Mbit/s rate:1Gbit/s --uplink-log="$log" -- \
     sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -t 3 >/dev/null" || { fail "iperf3 through mm-link"; return 1; }
@@ -96,7 +96,7 @@ test_offload_link_log_lists_wire_packets_at_their_opportunities() {
 test_offload_udp_crosses_the_shells_unchanged() {
   # UDP takes the path it always took (no offload applies to it): every datagram of a steady
   # 20 Mbit/s stream arrives, through a delay and a loss shell of rate 0, with offloads on.
-  port=$((5400 + RANDOM % 500))
+  port=$(free_port) || return 1
   iperf_server "$port" || return 1
   out=$(in_world env MAHIMAHI_OFFLOAD=1 "$BIN/mm-delay" 1 "$BIN/mm-loss" uplink 0 -- \
     sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -u -b 20M -l 1400 -t 2 -f k" | grep receiver)

@@ -193,6 +193,25 @@ shell_memory_kb() {  # SHELL-PID COMMAND
   echo "$kb"
 }
 
+# The address-space limit (ulimit -v, kB) under which the bounds tests run a program, so that
+# reading a huge input fails them rather than the machine; 0 (none) for a sanitizer build
+# (MAHIMAHI_SANITIZER=asan or tsan, set by tests/hardening.sh), whose shadow memory alone
+# reserves terabytes of address space: the deadline and the sanitizer's own checks stand in.
+address_space_kb() { if [ -n "${MAHIMAHI_SANITIZER:-}" ]; then echo 0; else echo "$1"; fi; }
+
+# A TCP port from 5400 to 5899 on which nothing listens in the world (or IPERF_NETNS): a random
+# one alone could be a port where an earlier test's iperf3 server still sits, serving a client
+# that a fault test killed ("the server is busy running a test").
+free_port() {
+  local ns=${IPERF_NETNS:-$WORLD} port _
+  for _ in $(seq 100); do
+    port=$((5400 + RANDOM % 500))
+    listening "$ns" tcp "$port" || { echo "$port"; return 0; }
+  done
+  echo "no free port from 5400 to 5899 in $ns" >&2
+  return 1
+}
+
 # A one-shot iperf3 server in the world (or, with IPERF_NETNS, that namespace) on PORT,
 # listening when this returns.
 iperf_server() {  # PORT
