@@ -252,8 +252,11 @@ entries.append(entry("http://crash.test/s8.js", 'document.title = "loaded";', "a
 json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
 PY
   "$BIN/mm-recording" from-har "$WORLD_TMP/fault-chromium.har" "$dir" >/dev/null || fail "could not build the recording" || return 1
-  local browser_cmd=(chromium --headless=new --no-sandbox --disable-gpu --no-first-run --disable-http-cache
-    --user-data-dir="$WORLD_TMP/fault-chromium-profile" --dump-dom http://crash.test/)
+  # Its temporary files in the world's directory: a crashed Chromium leaves its profile's
+  # singleton socket directory (org.chromium.Chromium.XXXXXX) in TMPDIR.
+  mkdir -p "$WORLD_TMP/fault-chromium-tmp"
+  local browser_cmd=(env TMPDIR="$WORLD_TMP/fault-chromium-tmp" chromium --headless=new --no-sandbox --disable-gpu
+    --no-first-run --disable-http-cache --user-data-dir="$WORLD_TMP/fault-chromium-profile" --dump-dom http://crash.test/)
   ip netns exec "$WORLD" "$BIN/mm-replay" --ignore-user-agent "$dir" "$BIN/mm-delay" 200 -- "${browser_cmd[@]}" > "$out" 2>&1 &
   shell=$!
   # The browser process (named chromium, with this test's profile, without --type=).
