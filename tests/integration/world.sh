@@ -179,17 +179,24 @@ listening() {  # NETNS tcp|udp PORT
   ip netns exec "$1" ss $flag "sport = :$3" | grep -q ":$3 "
 }
 
-# The memory (PSS, kB: shared pages divided among the processes sharing them) of a shell's
-# processes but its command's: the shell (a supervisor's pid) and its descendants, except
-# processes named COMMAND and theirs.
-shell_memory_kb() {  # SHELL-PID COMMAND
-  local all pids=" " frontier=$1 p kb=0
+# A shell's processes but its command's: the shell (a supervisor's pid) and its descendants,
+# except processes named COMMAND and theirs; their pids, on one line.
+shell_processes() {  # SHELL-PID COMMAND
+  local all pids="" frontier="$1 "
   all=$(ps -e -o pid=,ppid=,comm=)
   while [ -n "$frontier" ]; do
-    pids="$pids$frontier "
-    frontier=$(echo "$all" | awk -v f=" $frontier " -v c="$2" 'index(f, " " $2 " ") && $3 != c { printf "%s ", $1 }')
+    pids="$pids$frontier"
+    frontier=$(echo "$all" | awk -v f=" $frontier" -v c="$2" 'index(f, " " $2 " ") && $3 != c { printf "%s ", $1 }')
   done
-  for p in $pids; do kb=$((kb + $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0))); done
+  echo "$pids"
+}
+
+# Their memory (PSS, kB: shared pages divided among the processes sharing them).
+shell_memory_kb() {  # SHELL-PID COMMAND
+  local p kb=0
+  for p in $(shell_processes "$1" "$2"); do
+    kb=$((kb + $(awk '/^Pss:/ { print $2 }' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)))
+  done
   echo "$kb"
 }
 
