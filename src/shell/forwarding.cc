@@ -49,6 +49,16 @@ struct flock whole_file(short type) {
   return all;
 }
 
+// A lock of `type` over one byte: the address slot at `index`.
+struct flock byte_lock(short type, off_t index) {
+  struct flock one {};
+  one.l_type = type;
+  one.l_whence = SEEK_SET;
+  one.l_start = index;
+  one.l_len = 1;
+  return one;
+}
+
 bool unlinked(int fd) {
   struct stat st {};
   return ::fstat(fd, &st) == 0 && st.st_nlink == 0;
@@ -93,7 +103,7 @@ class NamespaceLock {
 
   // Removes the lock file if no shell holds an address slot in it, so that a file per namespace
   // ever used does not pile up in /run. A whole-file OFD write lock, taken without waiting, is
-  // the proof: no slot is held, and none can be claimed while it stands (claim_slot sees it and
+  // the proof: no slot is held, and none can be claimed while it stands (claim_address_slot sees it and
   // opens the path again, and a claim that raced the removal sees a file with no link).
   void remove_if_unused() {
     struct flock all = whole_file(F_WRLCK);
@@ -291,11 +301,7 @@ FileDescriptor claim_address_slot(off_t index) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
   for (;;) {
     FileDescriptor file = open_namespace_lock_file();
-    struct flock slot {};
-    slot.l_type = F_WRLCK;
-    slot.l_whence = SEEK_SET;
-    slot.l_start = index;
-    slot.l_len = 1;
+    struct flock slot = byte_lock(F_WRLCK, index);
     if (::fcntl(file.get(), F_OFD_SETLK, &slot) == 0) {
       // Claimed, but in a file the last shell removed between our open and our claim: again.
       if (!unlinked(file.get())) return file;
@@ -303,11 +309,7 @@ FileDescriptor claim_address_slot(off_t index) {
       const int err = errno;
       if (err != EAGAIN && err != EACCES)
         throw SystemError("claiming an address slot in " + namespace_lock_path(), err);
-      struct flock holder {};
-      holder.l_type = F_WRLCK;
-      holder.l_whence = SEEK_SET;
-      holder.l_start = index;
-      holder.l_len = 1;
+      struct flock holder = byte_lock(F_WRLCK, index);
       check_syscall("probing an address slot", ::fcntl(file.get(), F_OFD_GETLK, &holder));
       // A slot's lock covers one byte; a whole-file lock is the last shell removing the file
       // (for microseconds, in a root helper no user can stop): open the path again.
