@@ -57,6 +57,9 @@ const ProgramInfo kInfo{"mm-ca", "[--ca-dir DIR] [show|path|spki|create|trust|un
                         "                    $XDG_DATA_HOME/mahimahi/ca, else ~/.local/share/mahimahi/ca)\n"
                         "  --nssdb DIR       the NSS database for trust and untrust (default: ~/.pki/nssdb, made if\n"
                         "                    absent); for Firefox, give its profile directory\n"
+                        "  --cert FILE, --key FILE\n"
+                        "                    for leaf: the files to write the certificate chain and its private\n"
+                        "                    key (mode 0600) to\n"
                         "  --help            show this help\n"
                         "  --version         show the version\n"};
 

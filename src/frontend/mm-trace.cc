@@ -55,7 +55,8 @@ const char* kHelp =
     "  Limits: a trace has at most 10000000 lines (128 MiB) and times up to 2147483647 ms;\n"
     "  a rate series at most 10000000 lines (128 MiB) and rates up to 1 Tbit/s.\n"
     "\n"
-    "  -o FILE         write the trace to FILE instead of standard output\n"
+    "  --format=FORMAT    the INPUT of convert: kbps-per-ms (default), ms-kbps or csv\n"
+    "  -o, --output FILE  write the trace to FILE instead of standard output\n"
     "  --help, --version\n";
 
 [[noreturn]] void usage_error(const std::string& message) { throw UsageError(message); }
