@@ -15,10 +15,8 @@
 #                                demo recording with curl, as an ordinary user
 #   package/removes-cleanly      dpkg -r, then dpkg -P, leave none of the package's files
 # Uses run-all's record, $top, $TMP (whose build/ is run-all's configured build tree) and
-# $pattern. MAHIMAHI_DEBIAN_MIRROR (default: deb.debian.org) is where the fresh root comes from.
-# Bash.
-
-PACKAGING_MIRROR=${MAHIMAHI_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# $pattern. MAHIMAHI_DEBIAN_MIRROR (default: deb.debian.org) is where the fresh root comes from
+# (tests/debian-root). Bash.
 
 packaging_selected() { [ -z "$pattern" ] || [[ "$1" =~ $pattern ]]; }
 
@@ -133,9 +131,7 @@ packaging_in_root() {  # COMMAND...
 
 packaging_install() {
   local p
-  debootstrap --variant=minbase bookworm "$TMP/root" "$PACKAGING_MIRROR" >"$TMP/debootstrap.log" 2>&1 ||
-    { tail -20 "$TMP/debootstrap.log"; return 1; }
-  printf 'deb %s bookworm main\ndeb %s bookworm-updates main\n' "$PACKAGING_MIRROR" "$PACKAGING_MIRROR" >"$TMP/root/etc/apt/sources.list"
+  "$top/tests/debian-root" "$TMP/root" || return 1
   cp /etc/resolv.conf "$TMP/root/etc/resolv.conf"
   for p in apache2-bin dnsmasq-base libnftables1; do
     packaging_in_root dpkg -s "$p" >/dev/null 2>&1 && { echo "the fresh root has $p already: the test would prove nothing"; return 1; }
