@@ -72,8 +72,9 @@ packaging_lintian() {
   local changes out
   changes=$(ls "$TMP/package"/mahimahi_*.changes | head -1)
   [ -n "$changes" ] || { echo "no .changes file"; return 1; }
-  # --fail-on error,warning: an overridden tag does not count; --pedantic only shows the rest.
-  out=$(lintian --fail-on error,warning --display-info "$changes" 2>&1)
+  # --fail-on error,warning: an overridden tag does not count. Its temporary files (some of which
+  # it leaves) go to the package directory, removed with it.
+  out=$(TMPDIR="$TMP/package" lintian --fail-on error,warning --display-info "$changes" 2>&1)
   local status=$?
   echo "$out"
   [ "$status" = 0 ] || return 1
