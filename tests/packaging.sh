@@ -18,6 +18,8 @@
 # $pattern. MAHIMAHI_DEBIAN_MIRROR (default: deb.debian.org) is where the fresh root comes from
 # (tests/debian-root). Bash.
 
+. "$top/tests/programs.sh"
+
 packaging_selected() { [ -z "$pattern" ] || [[ "$1" =~ $pattern ]]; }
 
 # Runs "$@" and records it as NAME, with its output indented when it fails.
@@ -88,8 +90,8 @@ packaging_contents() {
   contents=$(dpkg-deb -c "$deb") || return 1
   info=$(dpkg-deb -I "$deb") || return 1
   # The programs and shells as src/Makefile.am lists them.
-  shells=$(sed -n 's/^shells = //p' "$top/src/Makefile.am")
-  programs="$shells $(sed -n 's/^bin_PROGRAMS = \$(shells) //p' "$top/src/Makefile.am") mm-webrecord mm-webreplay"
+  shells=$(mm_shells "$top")
+  programs="$(mm_programs "$top") $(mm_aliases "$top")"
   for p in $shells; do
     echo "$contents" | grep -qE "^-rwsr-xr-x root/root .* \./usr/bin/$p\$" || { echo "usr/bin/$p is not setuid root (4755) in the package"; bad=1; }
   done
