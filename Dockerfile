@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # mahimahi in a container: Debian 12, the Debian packages built from this checkout (debian/) and
 # installed with apt, which pulls in what the programs run (Apache, dnsmasq, libnftables).
 #

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Generates ./configure from configure.ac.
 set -e
 cd "$(dirname "$0")"

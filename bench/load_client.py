@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """HTTP/1.1 load for bench/load (standard library only): CONNECTIONS persistent connections at
 once, REQUESTS requests in all, each connection asking for its own URLs one after another
 (keep-alive), over the origins given as scheme://host[:port] (connection i uses origin i mod N).

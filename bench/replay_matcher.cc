@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // bench/replay-matcher DIR PORT index|rescan WORK: serves the recording in DIR the way mm-replay's
 // servers do (an Apache httpd forwarding every request over FastCGI to the matcher), on
 // 127.0.0.1:PORT only (no shell, no DNS: clients send the recorded Host), with either matcher:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Small deterministic images for the corpus sites (scripts/corpus-sites): PNG and baseline JPEG
 # written with the standard library only (zlib), so that the corpus is regenerated bit for bit
 # on any machine with python3, no imaging package needed.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The hardening stage of tests/run-all (docs/robustness.md), sourced by it after the integration
 # tests: the code built again with clang under ASan + UBSan (with the fuzz targets) and under TSan,
 # then

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The packaging stage of tests/run-all, sourced by it after the integration tests: the ways users
 # install mahimahi, each checked end to end.
 #   dist/distcheck               make distcheck: the tarball builds out of tree and passes make

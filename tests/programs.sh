@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The programs and their options, as the checks read them (sourced by check-man-pages,
 # check-completion and packaging.sh; POSIX sh). SRC is the source tree's top directory.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The live meters of mm-link and mm-meter: their options, and their place in the ferry process
 // (the drains of the link's event rings into the logs and the meters, the windows, the files).

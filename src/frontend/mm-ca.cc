@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-ca: the user's local certificate authority, which signs the certificates mm-record shows
 // browsers while it records HTTPS and the ones replay's web servers present. Shows it, makes
 // leaf certificates with it, and adds it to (or removes it from) the NSS database that Chromium

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-delay DELAY-MS [--] [COMMAND...]: a fixed one-way delay in each direction.
 #include <optional>
 

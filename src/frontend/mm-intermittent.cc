@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-intermittent uplink|downlink ON-S OFF-S [--] [COMMAND...]
 #include "frontend/switching_shell.hh"
 

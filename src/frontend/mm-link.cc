@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-link UPLINK-TRACE DOWNLINK-TRACE [OPTION]... [--] [COMMAND...]: runs COMMAND behind a link
 // whose delivery opportunities come from a trace in each direction, with a queue in front of each.
 #include <fcntl.h>

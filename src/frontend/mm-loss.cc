@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-loss uplink|downlink RATE [uplink|downlink RATE] [--seed N] [--] [COMMAND...]
 #include <optional>
 

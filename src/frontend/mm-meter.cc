@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-meter [OPTION]... [--] [COMMAND...]: a pass-through shell (no delay, no loss, no queue)
 // that graphs the traffic crossing it, live in X windows or into image files.
 #include "frontend/link_meters.hh"

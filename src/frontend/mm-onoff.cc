@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-onoff uplink|downlink MEAN-ON-S MEAN-OFF-S [--seed N] [--] [COMMAND...]
 #include "frontend/switching_shell.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-pageload: loads web pages in headless Chromium and reports their page-load time, paint
 // timings, speed index and network figures; runs inside whatever shells wrap it. No privileges.
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-record DIR [OPTION]... [--] [COMMAND...]: records every HTTP/HTTPS request and response
 // of COMMAND into DIR.
 #include <unistd.h>

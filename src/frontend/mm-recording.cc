@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-recording: list and show the request/response pairs of a recording (mm-record's
 // directory, or the original Mahimahi's), and convert recordings to and from HAR 1.2.
 // Runs as the user; needs no privileges.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-replay DIR [OPTION]... [--] [COMMAND...]: runs COMMAND where every server of a recording
 // exists at its recorded IP and port and answers from the recording, with no outside network.
 #include <sys/resource.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-sweep --recording DIR [OPTION]... --out RESULTS: page loads of a recording over a grid of
 // link rates, round-trip times and loss rates; mm-sweep --merge OUT DIR...: combines results.
 #include <sched.h>
@@ -18,7 +19,9 @@
 #include "sweep/sweep_store.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
+#include "util/child_process.hh"
 #include "util/text.hh"
+#include "util/utf8.hh"
 
 namespace fs = std::filesystem;
 
@@ -55,7 +58,10 @@ const ProgramInfo kInfo{
     "  --jobs J            loads at once (default: one per two CPUs, at least 1; up to 64)\n"
     "  --out RESULTS       the results directory (created; the same command continues it)\n"
     "  --emit-jobs FILE    write one mm-sweep command line per configuration to FILE (each\n"
-    "                      --only ID --out RESULTS/parts/ID) instead of running the sweep\n"
+    "                      --only ID --out RESULTS/parts/ID) instead of running the sweep;\n"
+    "                      the lines run this mm-sweep, by its full path\n"
+    "  --job-program PATH  the mm-sweep the emitted lines run instead (where the jobs' machines\n"
+    "                      install mahimahi elsewhere)\n"
     "  --only ID           run only configuration ID (as --emit-jobs writes it); no CSV or plots\n"
     "  --merge OUT DIR...  combine results directories into OUT, then write its CSVs and plots\n"
     "  --help, --version\n"
@@ -65,7 +71,7 @@ const ProgramInfo kInfo{
     "interrupted it.\n"};
 
 struct Options {
-  std::optional<std::string> recording, url, out, emit_jobs, only, rates, rtts, loss, queue, runs, baseline_runs,
+  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, runs, baseline_runs,
       timeout, jobs;
   bool http2 = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
@@ -105,18 +111,48 @@ int default_jobs() {
   return std::max(1, cpus / 2);
 }
 
+// The programs a load runs: mahimahi's own, next to this mm-sweep first (an installed prefix run
+// by its path, from cron or a batch job with a minimal PATH, runs its own siblings), then from
+// PATH (a build tree's mm-sweep, whose shells are not setuid, next to an installed mahimahi).
 SweepPrograms find_programs() {
+  const std::optional<std::string> self = own_executable();
+  const std::string here = self ? fs::path(*self).parent_path().string() : "";
   const char* path = std::getenv("PATH");
   SweepPrograms p;
   for (std::string* program : {&p.replay, &p.delay, &p.loss, &p.link, &p.pageload}) {
+    if (!here.empty()) {
+      try {
+        *program = resolve_command(here + "/" + *program, nullptr);
+        continue;
+      } catch (const StatusError&) {  // not installed beside it: PATH's
+      }
+    }
     try {
       *program = resolve_command(*program, path);
     } catch (const StatusError& e) {
-      throw UserError(std::string(e.what()) +
-                      " (mm-sweep runs it from PATH: install mahimahi, or add its bin directory)");
+      throw UserError(std::string(e.what()) + " (mm-sweep runs it from its own directory" +
+                      (here.empty() ? "" : ", " + here + ",") +
+                      " or from PATH: install mahimahi, or add its bin directory to PATH)");
     }
   }
   return p;
+}
+
+constexpr size_t kMaxJobProgram = 4096;  // PATH_MAX
+
+// The mm-sweep that --emit-jobs's lines run: --job-program, or this one by its full path (a
+// cluster's nodes run the shared prefix's mm-sweep, whatever their jobs' PATH holds).
+std::string job_program(const Options& o) {
+  if (o.job_program) {
+    const std::string& given = *o.job_program;
+    if (given.empty() || given.size() > kMaxJobProgram || given.find_first_of("\r\n") != std::string::npos ||
+        !is_valid_utf8(given))
+      throw UsageError("--job-program \"" + printable(given, 200) + "\" is not a program's path (one line, up to " +
+                       std::to_string(kMaxJobProgram) + " bytes)");
+    return given;
+  }
+  if (const std::optional<std::string> self = own_executable()) return *self;
+  return "mm-sweep";  // no /proc: the jobs find it in their PATH
 }
 
 void only_with_sweep(const Options& o) {
@@ -125,6 +161,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.url.has_value(), "--url"},
                                                  {o.out.has_value(), "--out"},
                                                  {o.emit_jobs.has_value(), "--emit-jobs"},
+                                                 {o.job_program.has_value(), "--job-program"},
                                                  {o.only.has_value(), "--only"},
                                                  {o.rates.has_value(), "--rates"},
                                                  {o.rtts.has_value(), "--rtts"},
@@ -206,19 +243,20 @@ int sweep(const Options& o) {
   if (o.emit_jobs) {
     if (o.only) throw UsageError("--emit-jobs writes every configuration's line: leave out --only");
     std::string text;
-    for (const std::string& line : job_lines("mm-sweep", s, *o.out)) text += line + "\n";
+    for (const std::string& line : job_lines(job_program(o), s, *o.out)) text += line + "\n";
     if (*o.emit_jobs == "-") {
       std::cout << text << std::flush;
     } else {
       write_file_atomically(*o.emit_jobs, text);
     }
     const size_t baselines = s.baseline_loads() > 0 ? 1 : 0;
-    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << all.size() - baselines << " configurations"
+    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << count_of(all.size() - baselines, "configuration")
               << (baselines ? " and the unemulated baseline" : "") << "); merge their results with\n  mm-sweep --merge "
               << shell_quote(*o.out) << " " << shell_quote(*o.out) << "/parts/*\n";
     return 0;
   }
 
+  if (o.job_program) throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
   std::vector<Configuration> chosen = all;
   if (o.only) {
     const auto found = std::find_if(all.begin(), all.end(), [&](const Configuration& c) { return c.id() == *o.only; });
@@ -262,6 +300,7 @@ int run(int argc, char** argv) {
                              {"url", true, value(o.url)},
                              {"out", true, value(o.out)},
                              {"emit-jobs", true, value(o.emit_jobs)},
+                             {"job-program", true, value(o.job_program)},
                              {"only", true, value(o.only)},
                              {"rates", true, value(o.rates)},
                              {"rtts", true, value(o.rtts)},

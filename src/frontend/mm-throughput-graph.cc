@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-throughput-graph [OPTIONS] MS-PER-BIN [LOG...]
 #include <cstdio>
 

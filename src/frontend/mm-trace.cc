@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-trace: make, convert, describe and check link traces (no privileges needed).
 #include <fcntl.h>
 #include <unistd.h>

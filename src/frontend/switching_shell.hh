@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // mm-onoff and mm-intermittent: one direction switches between on (forward) and off (drop).
 #include <optional>

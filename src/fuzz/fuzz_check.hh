@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What a fuzz target asserts: a property that must hold for every input. A failure aborts,
 // which libFuzzer reports as a crash and saves the input as a reproducer.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the server name mm-record reads from a client's TLS ClientHello
 // (record/client_hello.hh). The input is what a client sends first on a connection: OpenSSL
 // parses the records and the hello, and calls the same callback as the recording proxy, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: HAR import (recording/har.hh: parse_har_text, from_har), as mm-recording
 // from-har reads a browser's or an edited export. Every pair it makes must be a valid record.
 #include <cstdint>

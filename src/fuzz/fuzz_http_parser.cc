@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the recording proxy's HTTP/1.x parser (http/http_parser.hh), both
 // directions, with the bytes split three ways: whole, one byte at a time, and at split points
 // the input chooses. The parser promises the same messages whatever the split (the proxy feeds

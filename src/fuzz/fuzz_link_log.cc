@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: mm-link logs as the graph tools read them (graphing/link_log_reader.hh),
 // and what mm-throughput-graph and mm-delay-graph compute from them.
 #include <cstdint>

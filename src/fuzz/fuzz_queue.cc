@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: mm-link's queue arguments (QueueArgs::parse, make_queue_discipline) and then
 // the discipline they build, driven by the input: packets of chosen sizes arriving at chosen
 // times, and opportunities taking them. Checks what every discipline promises: a limit of

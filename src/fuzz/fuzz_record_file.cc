@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: arbitrary bytes as a record file (recording/record_file.hh), as mm-replay,
 // mm-recording and HAR export load them. A pair that loads must survive being written and read
 // again unchanged, and be printable by mm-recording show and exportable to HAR.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the replay matcher's handling of a request (replay/replay_index.hh,
 // replay_range.hh) with every field Apache passes over FastCGI chosen by the input: method,
 // request-target, Host, User-Agent, HTTPS, Range and If-Range. The recording is a fixed set of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: trace files as the ferry and mm-trace read them (packet/trace.hh), the
 // statistics mm-trace info prints (packet/trace_stats.hh), and the rate words of rate:RATE
 // arguments and their suggestions.

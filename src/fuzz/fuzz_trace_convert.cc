@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: mm-trace convert's rate series (packet/trace_convert.hh) in its three
 // formats. Whatever it accepts must come out as a trace the trace reader accepts, with no more
 // lines than the series allows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Line, area and dot charts drawn with cairo and pango, written as SVG or PNG (see chart.hh).
 #include "graphing/chart.hh"
 

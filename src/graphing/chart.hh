@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A static chart (lines, dashed lines, filled areas, dots; linear or logarithmic y) drawn with
 // cairo and pango, written as SVG or PNG. The legend goes below the plot area, never on it.

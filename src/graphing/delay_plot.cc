@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-delay-graph's rows, chart, CSV and summary (see delay_plot.hh).
 #include "graphing/delay_plot.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What mm-delay-graph computes from its logs: the signal delay and the packets' delays per
 // millisecond, the chart, the CSV file (--csv) and the summary it prints.

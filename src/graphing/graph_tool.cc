@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The command line, logs, CSV and error handling of mm-throughput-graph and mm-delay-graph
 // (see graph_tool.hh).
 #include "graphing/graph_tool.hh"

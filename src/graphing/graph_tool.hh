@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What mm-throughput-graph and mm-delay-graph share: their command line, reading their logs,
 // writing the CSV file, and error handling.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reading mm-link logs for the graphs, with bounds, and their summary and signal delay (see
 // link_log_reader.hh).
 #include "graphing/link_log_reader.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Reads an mm-link log (ours or the original's): header lines "# ...", then "T # BYTES",
 // "T + SIZE", "T - SIZE DELAY" and "T d COUNT BYTES" lines. Times are ms (fractions accepted);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The live meters' slots, series and charts (see meter.hh).
 #include "graphing/meter.hh"
 

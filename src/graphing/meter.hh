@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The live meters of mm-link and mm-meter (--meter-*): what one direction of a shell's link
 // carried, kept in slots of a few milliseconds, and the charts drawn from it with the code

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The live meters' windows and files (see meter_display.hh).
 #include "graphing/meter_display.hh"
 

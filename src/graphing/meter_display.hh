@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Where a shell's live meters are drawn: X windows (xcb, cairo, pango), one per graph, redrawn
 // 32 times a second by a thread of their own; and image files (--meter-output), written by

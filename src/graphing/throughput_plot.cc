@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-throughput-graph's bins, chart, CSV and summary (see throughput_plot.hh).
 #include "graphing/throughput_plot.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What mm-throughput-graph computes from its logs: the traffic in bins, the chart, the CSV
 // file (--csv) and the summary it prints.

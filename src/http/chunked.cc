@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // De-chunking stored bodies.
 #include "http/chunked.hh"
 

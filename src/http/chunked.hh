@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Chunked transfer coding (RFC 9112 section 7.1) of a stored message: recordings keep bodies as
 // they crossed the wire, and whoever shows or serves the content de-chunks them here. (The

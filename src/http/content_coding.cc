@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Undoing content codings of stored bodies with zlib (gzip, deflate) and brotli (br).
 #include "http/content_coding.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Content codings (RFC 9110 section 8.4.1) of stored messages: recordings keep bodies
 // compressed as they crossed the wire, and whoever needs the content itself (HAR export,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "http/http_message.hh"
 
 std::optional<std::string_view> HttpMessage::header(std::string_view key) const {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One HTTP/1.x message as recorded: the first line (no CRLF), the header fields in their order
 // with names as sent (values without leading whitespace), and the body exactly as it crossed

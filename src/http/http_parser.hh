@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // An incremental HTTP/1.x parser for one direction of one connection (RFC 9112 framing).
 // The recording proxy forwards bytes as they arrive and feeds the same bytes here, in whatever

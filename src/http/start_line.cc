@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Start-line splitting: positions of spaces only, no validation.
 #include "http/start_line.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Splitting the first line of an HTTP/1.x message into its parts, one copy for the parser, the
 // recording proxy, HAR export, mm-recording and the replay index. Splitting only: each caller

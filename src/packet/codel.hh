@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // CoDel's control law (RFC 8289), run over the front of a packet ring: by the codel queue and by
 // each flow of fq_codel.

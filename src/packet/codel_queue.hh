@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The codel queue: drop-tail admission, CoDel at dequeue (see codel.hh).
 #include "packet/codel.hh"

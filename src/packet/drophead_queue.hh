@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Drop-head: an arriving packet is admitted, and the oldest ones are dropped until the
 // queue is within its limits again.

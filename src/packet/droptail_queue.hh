@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Drop-tail: a packet that would exceed the limits is dropped as it arrives.
 #include "packet/fifo_discipline.hh"

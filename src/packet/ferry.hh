@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The ferry moves packets between the two TUN devices of a shell, one thread per direction.
 // Per packet: one read() straight into the queue's storage, one write(); per wake-up one

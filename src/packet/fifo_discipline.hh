@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The base of the single-queue disciplines (infinite, droptail, drophead, codel, pie): one
 // packet ring, served in arrival order.

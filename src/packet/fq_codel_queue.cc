@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // fq_codel's classification, deficit round robin and overflow drops (see fq_codel_queue.hh).
 #include "packet/fq_codel_queue.hh"
 

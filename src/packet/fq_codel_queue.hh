@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The fq_codel queue discipline (mm-link --uplink-queue=fq_codel): flow queuing with CoDel, RFC 8290.
 #include <cstdint>

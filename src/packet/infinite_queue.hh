@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The infinite queue: every packet is admitted.
 #include "packet/fifo_discipline.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-link's log writer: events handed over by the packet threads through a ring, written as
 // the original Mahimahi's log lines (see link_log.hh).
 #include "packet/link_log.hh"

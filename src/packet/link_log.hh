@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // mm-link's per-direction log (--uplink-log / --downlink-log), in the original's format:
 //   # header lines

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One direction of mm-link: a queue discipline in front of a link whose delivery opportunities
 // come from a trace. Accounting is by bytes: each opportunity carries 1500 bytes; a packet may

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Super-packets cut into wire segments, and wire segments merged back (see offload.hh).
 #include "packet/offload.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TUN offloads. With IFF_VNET_HDR and TUNSETOFFLOAD the kernel hands the ferry a TCP (or UDP,
 // from programs that send with UDP_SEGMENT) "super-packet" of up to 64 KiB in one read(), preceded by a virtio-net

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The packet ring's growth and wrap-around (see packet_ring.hh).
 #include "packet/packet_ring.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A FIFO of variable-length packets stored back to back in one buffer. The ferry reads each
 // packet from the kernel straight into reserve()d space, so queueing costs no copy and no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // PIE's enqueue decision and its periodic probability update (see pie_queue.hh).
 #include "packet/pie_queue.hh"
 

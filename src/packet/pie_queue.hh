@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The pie queue discipline (mm-link --uplink-queue=pie): PIE, RFC 8033.
 #include <cstdint>

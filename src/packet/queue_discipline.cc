@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The queue disciplines' parameters (QueueArgs) and the factory that checks them and builds a
 // discipline by name; each discipline lives in its own file.
 #include "packet/queue_discipline.hh"

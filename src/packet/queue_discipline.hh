@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The queue in front of a trace-driven link (mm-link --uplink-queue / --downlink-queue):
 // infinite, droptail, drophead, codel, pie and fq_codel (one file each, e.g. codel_queue.hh), built by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the queue disciplines share: the size limits of a queue (bytes, packets, or both) and
 // how their parameters are printed in a link log's header.

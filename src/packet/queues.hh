@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The queues of the simple shells. A queue is what a Ferry needs (see ferry.hh):
 //   std::span<uint8_t> reserve();                  space for the next packet read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Traces: loading and parsing with their bounds, rates, and the opportunity cursor (see trace.hh).
 #include "packet/trace.hh"
 

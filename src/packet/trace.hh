@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A link's delivery opportunities. Each lets 1500 bytes of IP packets through (no TUN header
 // is charged, so a trace of one line "1" carries exactly 12 Mbit/s of IP packets). A trace

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-trace convert's rate series to trace (see trace_convert.hh).
 #include "packet/trace_convert.hh"
 

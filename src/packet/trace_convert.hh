@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // mm-trace convert: a trace from a rate series. Opportunities fall on whole milliseconds, the
 // fractions of an opportunity carrying over from one millisecond to the next.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-trace info's figures (see trace_stats.hh).
 #include "packet/trace_stats.hh"
 

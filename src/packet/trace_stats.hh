@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What mm-trace info and check print about a trace, computed from the trace as written: a file's
 // whole milliseconds (not the times the link spreads a millisecond's opportunities to), or a

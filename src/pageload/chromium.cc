@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The browser process of one load (see chromium.hh).
 #include "pageload/chromium.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The browser of one page load: an unmodified headless Chromium started with a fresh profile
 // and a fresh HOME (so nothing of one load, cache, cookies, service workers, HSTS, reaches the

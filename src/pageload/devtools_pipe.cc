@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The DevTools protocol over Chromium's pipe (see devtools_pipe.hh).
 #include "pageload/devtools_pipe.hh"
 

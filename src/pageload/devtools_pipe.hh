@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Chromium's DevTools protocol over --remote-debugging-pipe: the browser reads commands on its
 // fd 3 and writes replies and events on its fd 4, each message one JSON text followed by a NUL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A load's results as CSV rows, JSON objects and a summary (see load_report.hh).
 #include "pageload/load_report.hh"
 

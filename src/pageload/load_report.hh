@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One page load's results as mm-pageload reports them and mm-sweep reads them back: the row of
 // --csv and the object of --json (the same fields, the same names), and the summary (median,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One page load over DevTools (see page_load.hh).
 #include "pageload/page_load.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One page load in a fresh headless Chromium (pageload/chromium.hh), measured over DevTools:
 // Navigation Timing's page-load time, paint timings, the network's counts and protocols, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-pageload's loads, files and summary (see pageload_tool.hh).
 #include "pageload/pageload_tool.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // mm-pageload's work after its command line: the loads, one line per finished load on standard
 // error, the --csv and --json files (rewritten whole after every load, so they are complete

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Visual progress from captured frames by colour histograms, and the speed index (see
 // speed_index.hh). Frames are decoded one at a time and only their histograms kept: a load
 // captures dozens of full-viewport frames.

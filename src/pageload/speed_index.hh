@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Speed index (paper §5.4; WebPagetest's definition): from frames of the viewport captured
 // during a load, the visual completeness of each frame against the final frame, by colour

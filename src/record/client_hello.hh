@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The server name a TLS client asks for (SNI), read from its ClientHello, which mm-record sees
 // before it knows which server to reach. The bytes are the client's: read with bounds, and the

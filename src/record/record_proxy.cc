@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #include "record/record_proxy.hh"
 
 #include <arpa/inet.h>

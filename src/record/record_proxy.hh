@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The recording proxy of mm-record. Every TCP connection leaving the record shell's namespace
 // is redirected to it; it connects onward to the original destination (SO_ORIGINAL_DST) and

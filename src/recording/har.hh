@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // HAR 1.2 (HTTP Archive: browsers' devtools, WebPageTest, mitmproxy) to and from recordings.
 // to_har (har_export.cc) keeps everything a recording holds in a custom "_mahimahi" object per

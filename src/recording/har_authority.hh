@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The one URL detail HAR export and import share: whether "host[:port]" names a port.
 #include <string_view>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // HAR export: a recording as a HAR 1.2 document. Standard fields are filled as the spec and
 // other tools expect (content decoded: de-chunked and decompressed); the custom "_mahimahi"
 // object carries the exact bytes (first lines, raw bodies, non-UTF-8 headers) and our

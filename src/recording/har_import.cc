@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // HAR import: the pairs of a HAR document. Entries written by to_har come back exactly from
 // their "_mahimahi" object; entries from browsers (Chromium's DevTools, Firefox) and other
 // tools become plain HTTP/1.1 exchanges that replay as the browser saw them: HAR content is

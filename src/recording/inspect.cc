@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-recording's views of a recording: the ls table and the show description.
 #include "recording/inspect.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What mm-recording ls and show print: a recording as a table, one pair in detail. Text only;
 // the program does the loading and the writing.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Recording files: protobuf (de)serialization, atomic background writing, directory loading.
 #include "recording/record_file.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Recording files: one HTTP request/response pair per file, a MahimahiProtobufs.RequestResponse
 // (http_record.proto) so that recordings move both ways between this tool and the original

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Apache httpd's configuration for one replay server, as text. See apache_config.hh.
 #include "replay/apache_config.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Apache httpd's configuration for one replay server, as text: everything the instance needs
 // (modules, where its files are, TLS, HTTP/2, limits) and a ProxyPass sending every request to

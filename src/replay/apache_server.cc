@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One Apache httpd of the replay: its files, its start, its readiness, its failures. See apache_server.hh.
 #include "replay/apache_server.hh"
 

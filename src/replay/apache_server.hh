@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One Apache httpd serving one recorded IP:port during replay, forwarding every request to the
 // matcher over FastCGI: writes its certificate (HTTPS) and configuration into the work directory,

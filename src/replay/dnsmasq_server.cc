@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay's dnsmasq: its hosts file and command line, its start, its readiness probes, its
 // failures. See dnsmasq_server.hh.
 #include "replay/dnsmasq_server.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The replay's DNS server: a dnsmasq that knows exactly the recorded names. Each answers its
 // recorded addresses, any other name NXDOMAIN at once (--local=/#/: without it, unknown names get

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One replay daemon: spawning it (util/child_process), watching it end, stopping its process
 // group; reading its log back. See replay_daemon.hh.
 #include "replay/replay_daemon.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One replay daemon (an Apache httpd or dnsmasq): a child process running a program in its own
 // process group, so that its own children (Apache's workers) can be stopped with it, with a fixed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The FastCGI responder of the replay (libfcgi, one listening unix socket, a pool of threads).
 //
 // Threads block in FCGX_Accept_r on the shared listening socket (accept() is thread-safe on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The replay's persistent matcher: a FastCGI responder (libfcgi) on a unix socket, to which
 // every Apache instance forwards every request (mod_proxy_fcgi). It replaces the original's

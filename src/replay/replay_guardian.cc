@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay daemons' guardian: a forked process that kills their process groups when the pipe
 // from its parent reaches end-of-file. See replay_guardian.hh.
 #include "replay/replay_guardian.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The replay daemons' guardian: a forked process that SIGKILLs the daemons' process groups if
 // this process dies without stopping them (a crash, SIGKILL), then removes the replay's work

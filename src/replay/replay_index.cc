@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay matcher: loading and validating a recording into an index, preparing responses for
 // serving, choosing among candidates (identical request in recorded order, else the closest
 // query), and explaining misses.

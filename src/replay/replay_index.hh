@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The replay matcher: every recorded pair of a directory is loaded once into an index keyed by
 // (scheme, normalised Host, method, path), with each response prepared for serving (hop-by-hop

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay matcher's misses: ranking the nearest recorded requests and writing the 404 that
 // names them. See replay_miss.hh.
 #include "replay/replay_miss.hh"

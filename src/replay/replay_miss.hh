@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The replay matcher's misses: the 404 that explains itself. For a request nothing recorded
 // matches, the nearest recorded requests (same host first, then the same path on other hosts) and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Range requests in replay: parsing Range, Content-Range and If-Range, and answering from the
 // recorded responses. See replay_range.hh for the rules.
 #include "replay/replay_range.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Range requests in replay (RFC 9110 §14, §13.1.5), so that video players and resumed downloads
 // get what a real server would give them. A GET with a Range header is answered from the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Replay's daemons together: checks what they need, starts every Apache (in parallel) and the
 // dnsmasq, waits until all answer, stops them together. See replay_servers.hh.
 #include "replay/replay_servers.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The daemons that make a recording's servers exist during replay: one Apache httpd per
 // recorded IP:port (TLS where recorded, with a certificate from the user's local CA naming every

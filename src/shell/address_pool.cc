@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The addresses of a new shell: the pool they come from, who may use which pool, and the
 // choice of a /30 that nothing in this network namespace already uses (see address_pool.hh).
 #include "shell/address_pool.hh"

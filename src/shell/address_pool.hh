@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The addresses of a new shell: the pool they come from (MAHIMAHI_ADDRESS_POOL), the policy on
 // which pools a user may choose, and a free /30 of it that this network namespace does not use.

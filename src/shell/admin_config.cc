@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The administrator's root-owned configuration file: parsing and the ownership checks (see
 // admin_config.hh).
 #include "shell/admin_config.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The administrator's settings for the setuid programs: a root-owned file (SYSCONFDIR/mahimahi.conf)
 // that is the only way to widen what root's rights do for an ordinary user. Nothing in the

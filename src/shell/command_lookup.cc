@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Finding the command as bash does, with the caller's rights. See command_lookup.hh.
 #include "shell/command_lookup.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Finding the program a shell runs, before anything is set up: as bash finds it, with the caller's
 // rights, so that a mistyped command costs no namespace, and reports what bash would report.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The DNS relay for loopback resolvers, run by the ferry after the drop (see dns_relay.hh).
 #include "shell/dns_relay.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // DNS for shells whose caller uses a resolver on loopback (systemd-resolved's 127.0.0.53, a
 // local dnsmasq): that address does not exist inside the shell's namespace. The privileged

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Capturing, clearing and giving back the user's environment (see environment.hh).
 #include "shell/environment.hh"
 

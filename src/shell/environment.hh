@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The user's environment, captured at start and removed from the (possibly setuid) process so
 // that nothing privileged sees it; given back, amended, to the user's command.

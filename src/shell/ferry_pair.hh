@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Runs both directions of a shell in the ferry process: one thread per direction, the main
 // thread waiting for SIGTERM from the supervisor (other signals are the supervisor's business).

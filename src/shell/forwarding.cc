@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Per-device IPv4 forwarding behind one filter, changed only in root helpers (see forwarding.hh).
 #include "shell/forwarding.hh"
 

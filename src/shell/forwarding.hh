@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // IPv4 forwarding for shells, without making the host a router. Only the privileged set-up uses
 // this, and only in a root helper process the user cannot signal (see run_root_helper).

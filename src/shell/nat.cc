@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A shell's nftables NAT table, and the removal of stale ones (see nat.hh).
 #include "shell/nat.hh"
 

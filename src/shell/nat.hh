@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Source NAT for a shell's inner address, as one nftables table per shell.
 // The table is named after the shell's outer TUN device; a table whose device no longer

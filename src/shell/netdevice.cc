@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // TUN devices, addresses and routes of the current namespace, by ioctl (see netdevice.hh).
 #include "shell/netdevice.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Network devices of the current network namespace, configured with classic ioctls.
 // Only the privileged set-up (privileged.cc) calls these.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The frame of every shell: the supervisor's checks and set-up, the ferry and command processes,
 // the start-up protocol with the ferry, and the wait (see packet_shell.hh and README.md).
 #include "shell/packet_shell.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The mechanism every packet shell shares: a new network namespace joined to the caller's by
 // two TUN devices, an unprivileged ferry process between them, the user's command inside.

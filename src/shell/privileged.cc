@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The privileged operations of a shell: identity checks, the drop, root helpers, namespaces and
 // their devices (see privileged.hh and README.md).
 #include "shell/privileged.hh"

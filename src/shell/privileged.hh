@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The privileged operations of a shell: the checks of the caller's identity, the drop, and the
 // set-up of namespaces, devices, addresses, routes, sysctls and NAT (with netdevice.cc, nat.cc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // resolv.conf's nameserver lines (see resolv_conf.hh).
 #include "shell/resolv_conf.hh"
 

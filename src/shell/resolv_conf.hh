@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The resolvers named by /etc/resolv.conf, read the way each part of a shell needs them: all of
 // them (addresses a new shell must not take), the loopback ones (relayed into a shell's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A sweep's grid, configurations and command lines (see sweep_grid.hh).
 #include "sweep/sweep_grid.hh"
 

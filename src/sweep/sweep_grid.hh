@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A sweep's grid: what the user asked for (the recording, the page, the lists of link rates,
 // round-trip times and loss rates, the protocol), the configurations it spans with their ids,

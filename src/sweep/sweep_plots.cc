@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The charts of a sweep (see sweep_plots.hh).
 #include "sweep/sweep_plots.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The charts of a sweep (drawn by graphing/chart.hh, each written as PNG and SVG):
 //   plt-cdf-RATEmbit       the PLT's CDF of each configuration at that rate (one line each)

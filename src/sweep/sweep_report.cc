@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Writing a sweep's CSV files and plots (see sweep_report.hh).
 #include "sweep/sweep_report.hh"
 

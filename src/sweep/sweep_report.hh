@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Writes what a results directory's loads add up to: RESULTS/loads.csv, RESULTS/summary.csv and
 // RESULTS/plots/NAME.png and .svg (sweep_summary.hh, sweep_plots.hh). Made again from the stored

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Running a sweep's loads (see sweep_runner.hh).
 #include "sweep/sweep_runner.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Running a sweep's loads: each load is one command line (sweep_grid.hh's load_command), a fresh
 // stack of shells around one mm-pageload --runs 1, started as a process group of its own with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The resumable results directory of a sweep (see sweep_store.hh).
 #include "sweep/sweep_store.hh"
 

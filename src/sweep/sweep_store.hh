@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The results directory of a sweep, which makes sweeps resumable and mergeable:
 //   RESULTS/sweep.json               the manifest: settings and configurations (sweep_grid.hh)

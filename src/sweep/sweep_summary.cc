@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Summaries, the optimal page-load time and the CSV files of a sweep (see sweep_summary.hh).
 #include "sweep/sweep_summary.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What a sweep's loads add up to: per configuration the loads ok of total, the median, p75 and
 // p95 page-load time, the median speed index, and the optimal page-load time of the paper

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A per-user certificate authority for intercepting TLS while recording and serving it in
 // replay: mm-record mints a certificate on the fly for each name a client asks for (SNI), and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The local CA in an NSS database, through certutil (see nss_database.hh).
 #include "tls/nss_database.hh"
 

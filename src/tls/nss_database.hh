@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The local CA in an NSS certificate database (Chromium's ~/.pki/nssdb on Linux, or a Firefox
 // profile): adding it as "Mahimahi local CA", trusted to identify web sites; removing it; telling

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // OpenSSL's error queue as text (see openssl_error.hh).
 #include "tls/openssl_error.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // OpenSSL's error text: the reasons waiting in the calling thread's error queue, read once and
 // cleared, for messages about TLS handshakes, certificates and keys.

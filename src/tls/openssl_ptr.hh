@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Owners of OpenSSL objects: std::unique_ptr<X509, OpenSslFree<X509_free>> frees with the
 // object's own free function.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A proxy's plain-or-TLS socket end (see tls_stream.hh).
 #include "tls/tls_stream.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // One end of a TCP connection as a proxy sees it: a non-blocking socket that speaks plain bytes,
 // or TLS once an SSL object is attached. Reads, writes with an output buffer for what the socket

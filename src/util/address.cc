@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // IPv4 addresses and subnets (see address.hh).
 #include "util/address.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // IPv4 addresses, subnets and socket addresses: parsing, printing and comparing.
 #include <netinet/in.h>

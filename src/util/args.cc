@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Command-line scanning and strict numbers (see args.hh).
 #include "util/args.hh"
 
@@ -87,6 +88,10 @@ std::vector<std::string> ArgScanner::scan(int argc, char** argv,
   return {};
 }
 
+std::string version_text(const std::string& name) {
+  return name + " (mahimahi) " PACKAGE_VERSION "\n" + kCopyrightNotice;
+}
+
 bool answer_help_or_version(std::string_view word, const std::string& name, const std::string& usage,
                             const std::string& help) {
   if (word == "--help" || word == "-h") {
@@ -94,7 +99,7 @@ bool answer_help_or_version(std::string_view word, const std::string& name, cons
     return true;
   }
   if (word == "--version") {
-    std::cout << name << " (mahimahi) " << PACKAGE_VERSION << "\n";
+    std::cout << version_text(name);
     return true;
   }
   return false;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Command-line scanning shared by every program: strict numbers, --help/--version, the user's
 // command after a shell's own arguments ("--" optional before it), the operands and -o FILE of
@@ -58,7 +59,18 @@ class ArgScanner {
   std::vector<Option> options_;
 };
 
-// --help (-h) prints `usage`, a blank line and `help`; --version prints "NAME (mahimahi) VERSION".
+// What --version prints after its first line, "NAME (mahimahi) VERSION", as GNU programs do:
+// the copyright, the license (COPYING) and the warranty disclaimer.
+inline constexpr const char* kCopyrightNotice =
+    "Copyright (C) 2026 the mahimahi-ng developers.\n"
+    "License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>.\n"
+    "This is free software: you are free to change and redistribute it.\n"
+    "There is NO WARRANTY, to the extent permitted by law.\n";
+
+// The whole --version text of program NAME.
+std::string version_text(const std::string& name);
+
+// --help (-h) prints `usage`, a blank line and `help`; --version prints version_text(name).
 // True if `word` was one of them (and was answered).
 bool answer_help_or_version(std::string_view word, const std::string& name, const std::string& usage,
                             const std::string& help);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Base64 on OpenSSL's EVP_EncodeBlock/EVP_DecodeBlock. They take an int length and
 // EVP_DecodeBlock accepts whitespace at the ends only and turns padding into zero bytes, so the
 // input is fed in chunks and checked and normalised here first.

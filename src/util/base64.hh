@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Standard base64 (RFC 4648 alphabet, with padding): HAR files carry binary bodies and
 // non-UTF-8 header bytes this way.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Big-endian (network byte order) fields of packets and file formats, read and written at any
 // alignment.

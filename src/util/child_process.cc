@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Child processes: posix_spawn for other programs, fork for functions, waiting. See child_process.hh.
 #include "util/child_process.hh"
 
@@ -9,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -165,6 +167,18 @@ bool process_is_ending(pid_t pid) {
     if (std::stoull(line.substr(7), nullptr, 16) & kill_bit) return true;
   }
   return false;
+}
+
+std::optional<std::string> own_executable() {
+  char buffer[PATH_MAX];
+  const ssize_t n = ::readlink("/proc/self/exe", buffer, sizeof buffer);
+  if (n <= 0 || static_cast<size_t>(n) >= sizeof buffer || buffer[0] != '/') return std::nullopt;
+  std::string path(buffer, static_cast<size_t>(n));
+  // The kernel appends " (deleted)" to a file replaced since it started (a package upgrade): the
+  // new one is at the same path.
+  constexpr std::string_view kDeleted = " (deleted)";
+  if (path.ends_with(kDeleted)) path.resize(path.size() - kDeleted.size());
+  return path;
 }
 
 std::optional<std::string> find_program(const std::string& name) {

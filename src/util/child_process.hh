@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Child processes, one way each: starting another program (posix_spawn, safe from a process with
 // threads), forking a child that runs a function (the shells' privileged helpers), waiting for a
@@ -50,6 +51,12 @@ std::vector<pid_t> list_children();
 // (as a shell's ferry is when its supervisor has just ended: PR_SET_PDEATHSIG). False if it is
 // gone or cannot be read.
 bool process_is_ending(pid_t pid);
+
+// This program's own file, as the kernel knows it (/proc/self/exe: absolute, symbolic links
+// resolved; where it has been replaced since, the path it had), or nullopt where /proc cannot
+// tell. Programs that run their siblings look next to it first, as git looks in its exec path:
+// an installed prefix works when run by its path, whatever PATH holds.
+std::optional<std::string> own_executable();
 
 // The first regular, executable file `name` in the directories of $PATH (an empty entry is the
 // current directory), or nullopt.

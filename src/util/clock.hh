@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Time in nanoseconds on CLOCK_MONOTONIC: immune to NTP steps, cheap to read (vDSO).
 #include <time.h>

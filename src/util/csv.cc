@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CSV fields for --csv (see csv.hh).
 #include "util/csv.hh"
 

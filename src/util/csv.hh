@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Fields of the CSV files the tools write (the graph tools' and mm-pageload's --csv): RFC 4180,
 // comma-separated, CRLF-free (one "\n" per row), a field quoted when it holds a comma, a quote or

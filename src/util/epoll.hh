@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Minimal epoll wrapper; waits take a nanosecond timeout (epoll_pwait2) so timers are exact.
 #include <sys/epoll.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Error types: each carries a message meant for the user, naming the input and the fix.
 #include <cerrno>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // File descriptors and small file helpers, including bounded reads of files users name (see
 // file_descriptor.hh).
 #include "util/file_descriptor.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Owning wrapper of a file descriptor, plus small whole-file helpers.
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What a host name is, one rule for all: the names certificates (tls/), dnsmasq's hosts file
 // (replay/) and SNI (record/) carry, and IP literals, which are not names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Private directory creation and checks (see private_directory.hh).
 #include "util/private_directory.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Creating a directory that only its owner may use (a recording, the local CA, an NSS database)
 // and checking that an existing one is safe to keep private files in. One policy for all: the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // A small, fast, reproducible generator (xoshiro256**, seeded through splitmix64): the same
 // seed gives the same drops on every machine and compiler, unlike std:: distributions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Signal sets and signalfd (see signals.hh).
 #include "util/signals.hh"
 

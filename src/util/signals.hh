@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Signals delivered as readable events (signalfd), so that event loops handle them in order.
 #include <signal.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Percentiles (see statistics.hh).
 #include "util/statistics.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Statistics of measured values, one copy each: the graph tools' delay percentiles and the page
 // loads' summaries use the same definition.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Small text helpers, one copy each: ASCII case (HTTP field names, host names and schemes are
 // case-insensitive ASCII; locale-dependent tolower is not wanted), whitespace trimming, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Date formatting and ISO 8601 parsing without the C library's locale or time zone.
 #include "util/time_text.hh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Dates as text, one copy of each format: ISO 8601 for HAR files, and the readable UTC forms
 // mm-recording show, the CA and mm-ca print. All in UTC, whatever the local time zone.

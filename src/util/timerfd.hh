@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // An absolute CLOCK_MONOTONIC timer as a file descriptor. Unlike an epoll timeout, which the
 // kernel lets fire late by 0.1 % of its length, a timerfd fires at its nanosecond.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // UTF-8 validity: what HAR (JSON) text may hold as is, and what mm-recording shows as text.
 #include <string_view>

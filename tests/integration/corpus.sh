@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of the bundled corpus (corpus/, made by scripts/make-corpus): every page
 # replays completely in Chromium, and corpus/README.md's figures are those of the recordings.
 # Sourced by tests/run-all after world.sh.

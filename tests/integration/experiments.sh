@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration test of scripts/experiments/run: the reduced (--quick) version of each of the
 # paper's accuracy experiments runs end to end on the bundled corpus, in a world of its own, and
 # prints complete tables whose figures are what a page load can give.

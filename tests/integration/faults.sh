@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Fault injection (issue 16, docs/robustness.md): a part of a shell killed during traffic, a full
 # disk, a command that ignores the polite signals. Each time the shell says which part failed,
 # ends with a non-zero status, and leaves nothing behind (run-all checks the world afterwards).

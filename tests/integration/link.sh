@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of mm-link (rates, traces, queues, logs, --once), mm-trace and the graph
 # tools (mm-throughput-graph, mm-delay-graph), and the bounds of their inputs, in the test world
 # (world.sh); iperf3's server is the world itself, reached from inside the shells at

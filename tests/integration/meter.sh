@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of the live graphs: mm-link --meter-* and mm-meter, in X windows on a
 # virtual X server (Xvfb) and headless (--meter-output), in the test world (world.sh). The
 # windows and images are examined with tests/tools/x_probe.cc ($XPROBE): titles, colours where

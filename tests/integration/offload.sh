@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of TUN offloads (packet/offload.hh): TCP super-packets cross the ferry when
 # offloads are on (the default) and only MTU-sized packets when MAHIMAHI_OFFLOAD=0; the shells
 # that decide per packet still decide per wire packet (loss, the link and its log); what they

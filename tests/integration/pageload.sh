@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of mm-pageload: real headless Chromium (Debian's) loading pages of the test
 # world's origins (world.sh: origins_create), directly and inside shells.
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of mm-record and its tools (mm-recording, mm-ca, mm-webrecord), against the
 # web origins of the test world (world.sh: origins_create).
 

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of mm-replay, against recordings made by mm-record from the web origins of
 # the test world (world.sh; paused during replay, to prove nothing reaches them) and against
 # crafted recordings.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Security regression tests (issue 9): the setuid programs run as an ordinary user ($TEST_USER)
 # inside the test world must not reroute the host, make it a router, regain root, stall other
 # users' shells, or take more priority than the user could. Each finding of the review is a test.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of the packet shells (mm-delay, mm-loss, mm-onoff, mm-intermittent): what
 # they emulate, nesting, DNS, environment, exit status, signals and job control, as root and as
 # an ordinary user; real clients (ping, getent) inside the test world (world.sh).

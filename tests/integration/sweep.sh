@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # Integration tests of mm-sweep: real sweeps (mm-replay, mm-delay, mm-link, mm-pageload and
 # Chromium) over a page of the test world's origins recorded with Chromium, run as the
 # ordinary test user.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
 # The test world: one library shared by the integration tests (tests/integration/*.sh), the
 # benchmarks (bench/) and the demo (scripts/): a throwaway "test world" of network namespaces,
 # web origins in it, and the helpers the tests have in common. Bash.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // packet-probe: what crosses the network devices of the current namespace while a command runs,
 // seen through a packet socket (no tcpdump): the integration tests of TUN offloads
 // (tests/integration/offload.sh) look at the sizes of the packets a shell's devices carry.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // udp-gso: UDP sent as the kernel's segmentation offload sends it (UDP_SEGMENT: one send() of
 // many datagrams), and received with the list of what arrived, for the integration tests of
 // TUN offloads (tests/integration/offload.sh).

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: GPL-3.0-or-later
 """A minimal WebSocket (RFC 6455) echo server and client, for the pass-through test.
    ws_echo.py serve HOST PORT      answers one connection per client, echoing each text frame
    ws_echo.py call HOST PORT TEXT  upgrades, sends TEXT, prints what comes back"""

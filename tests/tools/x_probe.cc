@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // x-probe: what the integration tests of the live graphs ask of an X server or of an image,
 // through xcb and cairo (no window manager, no ImageMagick).
 //   x-probe windows                       "ID<TAB>TITLE" for each top-level window with a name

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Compressed samples for the tests of decoders: gzip, zlib, raw deflate and brotli.
 #include <brotli/encode.h>

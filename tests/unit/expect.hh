@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // GoogleTest assertions the project's tests share.
 #include <gtest/gtest.h>

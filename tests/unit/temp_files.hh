@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Temporary files and directories for unit tests: made under /tmp, removed with everything in
 // them when the object goes, so that a test leaves nothing behind even when it fails.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Charts: the output file's type comes from its name; an SVG is drawn from a chart's series.
 #include <cairo.h>
 #include <unistd.h>

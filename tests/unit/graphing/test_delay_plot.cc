@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-delay-graph's computations: rows per millisecond, the summary of logs without packets (no
 // "nan"), the CSV file and several logs on one chart.
 #include <cmath>

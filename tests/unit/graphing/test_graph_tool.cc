@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The command line of mm-throughput-graph and mm-delay-graph: the original's syntax, --title,
 // --csv, --label per log, several logs, and the usage errors around them.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reading mm-link logs for the graphs: bounds (security finding 6), the summary and the signal delay.
 #include <unistd.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The live meters: delay classes, slots in bounded memory (a sliding window, a whole run that
 // coarsens), a meter's charts against mm-throughput-graph's and mm-delay-graph's of the same
 // events, and the smoothed scale.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Where the live meters are drawn without a display: --meter-output's names, its files (one
 // image of every graph, or a directory of PNGs), replaced whole; and the message a display
 // that cannot be opened gives.

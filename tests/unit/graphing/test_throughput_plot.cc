@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-throughput-graph's computations: bins (a partly covered last bin), the summary of logs
 // without packets or events (no "nan"), the CSV file and several logs on one chart.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Undoing content codings: gzip (several members too), deflate (zlib and raw), br, stacked
 // codings, de-chunking first; unknown, corrupt and truncated data say why.
 #include "compressed.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One recorded message: header lookup and the bytes on the wire.
 #include "expect.hh"
 #include "http/http_message.hh"

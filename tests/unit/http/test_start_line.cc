@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Start-line splitting, with the tolerance of each caller: single spaces (the parser, the
 // recording proxy, HAR export, mm-recording ls) and runs of spaces (the replay index).
 #include "expect.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // What the queue disciplines' tests share: building a discipline from its options, and feeding
 // a 12 Mbit/s link with a constant stream of packets to watch its delays and drops.

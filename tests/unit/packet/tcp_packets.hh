@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // TCP/IPv4 packets as the kernel hands them to a TUN device with checksum offload, for the tests
 // of offloads (test_offload.cc, test_ferry.cc).

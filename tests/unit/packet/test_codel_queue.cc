@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The codel queue discipline: CoDel's first drop and control law.
 #include <cmath>
 

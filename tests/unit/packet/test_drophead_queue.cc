@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The drophead queue discipline.
 #include "expect.hh"
 #include "packet/drophead_queue.hh"

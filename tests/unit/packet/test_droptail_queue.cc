@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The droptail queue discipline.
 #include "expect.hh"
 #include "packet/droptail_queue.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The ferry with offloads, end to end but without devices: datagram socket pairs stand in for
 // the two TUN devices (each message a virtio-net header and a packet, as a TUN device opened
 // with IFF_VNET_HDR reads and writes), and the ferry's thread runs the real queues.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The fq_codel queue discipline.
 #include "expect.hh"
 #include "packet/fq_codel_queue.hh"

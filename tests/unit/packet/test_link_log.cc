@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-link's log: the event ring between a packet thread and the writer, and the lines written.
 #include <sys/eventfd.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One direction of mm-link: byte accounting over the trace's opportunities, --once, idle links.
 #include <chrono>
 #include <cstring>

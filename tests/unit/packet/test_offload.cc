@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Super-packets cut into wire segments and merged back (packet/offload.hh), checked field by
 // field against what the kernel's segmentation makes, and through a real socket for the writes.
 #include <sys/socket.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The packet ring: FIFO order across wraps and growth, reservations, steady state.
 #include <cstring>
 #include <deque>

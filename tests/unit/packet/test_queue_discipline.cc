@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The queue disciplines' parameters and factory.
 #include "expect.hh"
 #include "packet/queue_discipline.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The simple shells' queues: DelayQueue, GateQueue and their gates.
 #include <cstring>
 #include <deque>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Traces: parsing and its bounds (security finding 6), rates, and the opportunity cursor.
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-trace convert: rate series to traces, the fractions of an opportunity carried over, and
 // silence at the end kept.
 #include <algorithm>

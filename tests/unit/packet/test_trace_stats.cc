@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-trace info's figures, from the trace as written.
 #include <cstdio>
 #include <string>

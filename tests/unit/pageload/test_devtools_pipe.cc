@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The DevTools pipe: NUL framing (split and joined reads, the size bound), replies matched to
 // their commands while events queue up, error replies, deadlines, a closed pipe, dropped
 // replies of notifications, and a signal interrupting a wait; over real pipes, the test playing

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // A load's results: CSV quoting and empty fields, the JSON round trip and its errors, the summary.
 #include <sstream>
 

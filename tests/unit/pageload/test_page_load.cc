@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The pure parts of a load: origins and protocols of responses, the network tally from DevTools
 // events, the reasons of failed navigations, and frames put on the navigation's time axis; and
 // the command line's checks (window, URLs) and Chromium's arguments.

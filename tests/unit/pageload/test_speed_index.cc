@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Visual progress and speed index of frames drawn with cairo: blank, partly painted, complete.
 #include <cairo.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The server name of a ClientHello (record/client_hello.hh): the extension's list read with
 // bounds, and a real client's hello through OpenSSL's callback.
 #include <gtest/gtest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // RecordProxy without a network namespace: its set-up (the servers' CA bundle), run() until
 // stop(), and a connection that was not redirected to it (no SO_ORIGINAL_DST), which is closed
 // without being counted as failed. Loopback only.

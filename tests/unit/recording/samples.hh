@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Recorded pairs for the recording tests: sample_pair(n) varies address, scheme and times with
 // n; varied_entries() covers what HAR conversion must keep (chunked, binary, non-UTF-8 header

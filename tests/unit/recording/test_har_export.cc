@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // HAR export: the standard fields describe each exchange as other tools expect.
 #include "compressed.hh"
 #include "expect.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // HAR import: our own HARs come back byte for byte; browsers' HARs become replayable HTTP/1.1
 // exchanges; what is not a HAR is a user error, and a damaged entry is skipped with a warning.
 #include "compressed.hh"

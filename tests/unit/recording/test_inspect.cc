@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // mm-recording's views: the ls table and the show description.
 #include "compressed.hh"
 #include "expect.hh"

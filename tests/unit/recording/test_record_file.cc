@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Recording files: exact round trips, compatibility with the original Mahimahi's files, atomic
 // background writing (including write errors and a full disk), loading a directory safely.
 #include <sys/mount.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Recordings for the replay unit tests: pairs described in a few fields, written to a temporary
 // directory and loaded into a ReplayIndex; requests as Apache would hand them over; small

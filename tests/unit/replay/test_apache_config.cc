@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Apache's configuration for a replay server, as text: HTTP, HTTPS and HTTP/2 instances, quoting
 // of paths, the certificate's names, the modules needed, paths Apache cannot hold.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One Apache of the replay: the fix its error suggests for each way Apache says it failed.
 #include <string>
 

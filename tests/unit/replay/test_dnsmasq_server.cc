@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay's dnsmasq: its hosts file, its command line and the readiness probe's DNS query.
 #include <string>
 

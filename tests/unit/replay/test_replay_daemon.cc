@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // One replay daemon: started in a process group of its own with a fixed environment and its output
 // in a log, how it ended, stopping its whole group; reading logs back without start-up chatter.
 #include <fcntl.h>

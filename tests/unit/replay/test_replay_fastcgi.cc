@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay's FastCGI server, driven end to end by a minimal FastCGI client (the web server's
 // side of the protocol) over its unix socket: answers, misses, HEAD, a web server that goes away,
 // concurrent requests, and a matcher that fails.

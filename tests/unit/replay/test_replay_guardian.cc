@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay daemons' guardian: when the process that started it dies without disarming it, the
 // process groups it was told about are killed and the work directory removed; disarmed, it
 // leaves them alone; forgotten groups are spared.

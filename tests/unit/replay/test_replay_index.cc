@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay matcher: matching rules (scheme, Host normalisation, method, path, closest query,
 // User-Agent, repeated requests), response preparation (de-chunking, hop-by-hop fields,
 // Content-Length, HEAD), misses that explain themselves, loading with warnings, origins and DNS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The replay matcher's misses, directly: the fields that differ, the User-Agent rule, the nearest
 // recorded requests and the 404's body and log line. (Misses through ReplayIndex::match are in
 // test_replay_index.cc.)

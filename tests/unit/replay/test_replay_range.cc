@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Range requests in replay: Range, Content-Range and If-Range parsing, and what the matcher
 // answers a GET with a Range from a recorded full 200 (206, 416, the whole 200) and from recorded
 // 206 responses (the recorded slice, a part of it, or a miss naming the recorded ranges).

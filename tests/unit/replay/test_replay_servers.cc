@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Replay's daemons together: what is refused before anything starts (bad addresses, duplicates,
 // unusable paths, missing programs and modules), and an empty set that starts and stops. Starting
 // real daemons needs a network namespace: tests/replay.sh does that.

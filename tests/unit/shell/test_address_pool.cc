@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The address pool of the shells: the choice of a free /30, MAHIMAHI_ADDRESS_POOL, and which
 // pools a user may choose.
 #include <algorithm>

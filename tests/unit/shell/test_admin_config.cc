@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The administrator's configuration file: settings, comments, bad lines, ownership.
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The command is found as bash finds it, with the caller's rights, and refused as bash reports it.
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The user's environment: captured and cleared, read and amended, installed for the command.
 #include <cstdlib>
 #include <string>

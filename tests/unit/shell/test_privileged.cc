@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The parts of the privileged set-up that need no root: the ferry's priority and the bound on an
 // isolated namespace's addresses.
 #include <sys/resource.h>

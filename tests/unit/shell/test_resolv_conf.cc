@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // resolv.conf's nameserver lines, as the shells and mm-replay read them.
 #include "expect.hh"
 #include "shell/resolv_conf.hh"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The grid of a sweep: lists and their bounds, configuration ids, each load's command line, the
 // manifest and the command lines of --emit-jobs.
 #include <algorithm>

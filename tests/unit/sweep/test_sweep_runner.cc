@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The runner's pure parts: which loads remain (baselines first), and the time-left text.
 #include <algorithm>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // The results directory: the manifest decides whether a command continues a sweep; loads are
 // stored whole under their run; --merge combines directories and refuses conflicts.
 #include <fstream>

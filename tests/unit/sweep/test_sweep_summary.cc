@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Summaries of a sweep: the optimal page-load time of the paper (§5.1.2), each configuration's
 // medians and percentiles over its ok loads, the CSV files; and the charts drawn from them.
 #include <cairo.h>

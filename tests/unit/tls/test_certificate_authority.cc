@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CertificateAuthority: persistence and its failure modes, the certificates it mints (checked
 // with OpenSSL's own verifier), and a TLS handshake against a minted context in memory.
 #include <openssl/err.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // nss_database, nss_trust, nss_untrust, nss_status against a fake certutil that keeps its
 // "database" in memory: which commands are asked for, in which order, and what is printed.
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // openssl_error_reasons and openssl_failure: the reasons of OpenSSL's error queue, without
 // OpenSSL's code prefix, and the queue left empty.
 #include <openssl/err.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // TlsStream over a socket pair: plain bytes, buffering of what the socket does not take,
 // half-close, and TLS with a certificate from a temporary local CA (handshake, a paused client
 // hello, an untrusted certificate, close_notify). No network.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Ipv4 and Ipv4Net: parsing, printing, containment and overlap.
 #include "expect.hh"
 #include "util/address.hh"

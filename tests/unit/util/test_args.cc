@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Command lines: strict numbers, the shells' scanner, the tools' operands and -o, --help and --version, exit status.
 #include <optional>
 
@@ -122,7 +123,12 @@ TEST(Args, tool_help_and_version_are_answered) {
   ASSERT_EQ(testing::internal::GetCapturedStdout(), "Usage: mm-tool X\nHelp.\n");
   testing::internal::CaptureStdout();
   ASSERT_TRUE(!scan_tool({"--version"}));
-  ASSERT_EQ(testing::internal::GetCapturedStdout(), std::string("mm-tool (mahimahi) ") + PACKAGE_VERSION + "\n");
+  ASSERT_EQ(testing::internal::GetCapturedStdout(),
+            std::string("mm-tool (mahimahi) ") + PACKAGE_VERSION +
+                "\nCopyright (C) 2026 the mahimahi-ng developers.\n"
+                "License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>.\n"
+                "This is free software: you are free to change and redistribute it.\n"
+                "There is NO WARRANTY, to the extent permitted by law.\n");
   ASSERT_TRUE(!answer_help_or_version("--helpful", "mm-tool", "", ""));
 }
 

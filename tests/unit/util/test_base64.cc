@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Base64: round trips of every length, padding and whitespace tolerance, rejected input.
 #include "expect.hh"
 #include "util/base64.hh"

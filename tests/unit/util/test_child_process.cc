@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Child processes: a spawned program's exit status, death by a signal, descriptors placed on its
 // standard input/output/error, its environment (given or inherited), its own process group,
 // signals reset to their defaults, a program that cannot be run; fork_child and wait_for_exit.

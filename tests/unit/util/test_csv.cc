@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // CSV fields of --csv: quoting (RFC 4180) and missing values.
 #include <cmath>
 

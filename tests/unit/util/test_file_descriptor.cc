@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Reading files the user names (read_user_file): bounds on size, devices, FIFOs and pipes
 // (security finding 6), and how messages name them.
 #include <fcntl.h>

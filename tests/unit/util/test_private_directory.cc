@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // make_private_directory: mode 0700 whatever the umask, missing parents, and the refusals
 // (symbolic link, not a directory, writable by others, existing when it must be new, missing
 // parent), each message naming the path and the fix.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // Dates as text: ISO 8601 both ways and the readable UTC forms, independent of the time zone.
 #include <cstdlib>
 

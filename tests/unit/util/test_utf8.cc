@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
 // UTF-8 validity.
 #include "expect.hh"
 #include "util/utf8.hh"
