@@ -18,8 +18,8 @@
 #include "sweep/sweep_runner.hh"
 #include "sweep/sweep_store.hh"
 #include "util/args.hh"
-#include "util/exception.hh"
 #include "util/child_process.hh"
+#include "util/exception.hh"
 #include "util/text.hh"
 #include "util/utf8.hh"
 
@@ -71,8 +71,8 @@ const ProgramInfo kInfo{
     "interrupted it.\n"};
 
 struct Options {
-  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, runs, baseline_runs,
-      timeout, jobs;
+  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, runs,
+      baseline_runs, timeout, jobs;
   bool http2 = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
 };
@@ -250,9 +250,10 @@ int sweep(const Options& o) {
       write_file_atomically(*o.emit_jobs, text);
     }
     const size_t baselines = s.baseline_loads() > 0 ? 1 : 0;
-    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " (" << count_of(all.size() - baselines, "configuration")
-              << (baselines ? " and the unemulated baseline" : "") << "); merge their results with\n  mm-sweep --merge "
-              << shell_quote(*o.out) << " " << shell_quote(*o.out) << "/parts/*\n";
+    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " ("
+              << count_of(all.size() - baselines, "configuration") << (baselines ? " and the unemulated baseline" : "")
+              << "); merge their results with\n  mm-sweep --merge " << shell_quote(*o.out) << " " << shell_quote(*o.out)
+              << "/parts/*\n";
     return 0;
   }
 
