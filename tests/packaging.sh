@@ -5,7 +5,12 @@
 #                                check, installs and uninstalls cleanly
 #   dist/install-destdir-as-user make install DESTDIR=... by an ordinary user: everything installed,
 #                                no setuid bit, and a note that says so
-#   package/build                dpkg-buildpackage -b from the distcheck tarball
+#   dist/tarball-holds-every-file  the distcheck tarball holds every file of the checkout (git
+#                                ls-files) but the CI entry point and .gitignore
+#   package/build-from-checkout  the README's commands, exactly, in a copy of the checkout's files:
+#                                apt-get build-dep ./ && dpkg-buildpackage -us -uc -b, which
+#                                builds in the source tree and runs its make check there (the unit
+#                                tests, the layer, man page, completion and license checks)
 #   package/lintian              no error and no warning that debian/*lintian-overrides does not
 #                                justify
 #   package/contents             dpkg-deb -c and -I: setuid shells, a man page for every program,
@@ -59,15 +64,36 @@ packaging_destdir_as_user() {
   return "$bad"
 }
 
-packaging_build() {
-  local tarball src
+# The files of the checkout, as a clean clone has them: git's tracked files (their contents in
+# the work tree, so that a change not yet committed is tested too).
+packaging_checkout_files() { git -C "$top" ls-files --cached --exclude-standard; }
+
+packaging_tarball_holds_every_file() {
+  local tarball missing
   tarball=$(ls "$TMP/build"/mahimahi-*.tar.gz | head -1)
   [ -n "$tarball" ] || { echo "no tarball (dist/distcheck failed)"; return 1; }
-  mkdir -p "$TMP/package" && tar -C "$TMP/package" -xzf "$tarball" || return 1
-  src=$(ls -d "$TMP/package"/mahimahi-*/ | head -1)
-  # make check ran in distcheck, and the unit tests ran first in run-all: not a third time.
-  (cd "$src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" DEB_BUILD_PROFILES=nocheck \
-    dpkg-buildpackage -us -uc -b) >"$TMP/package/build.log" 2>&1 || { tail -40 "$TMP/package/build.log"; return 1; }
+  git -C "$top" rev-parse --git-dir >/dev/null 2>&1 || { echo "$top is not a git checkout: nothing to compare the tarball with"; return 1; }
+  missing=$(LC_ALL=C comm -23 <(packaging_checkout_files | grep -vE '^(\.ci/|\.gitignore$)' | LC_ALL=C sort) \
+    <(tar -tzf "$tarball" | sed 's|^[^/]*/||' | LC_ALL=C sort))
+  [ -z "$missing" ] || { echo "the tarball (make dist) lacks these files of the checkout: add them to EXTRA_DIST"; echo "$missing"; return 1; }
+}
+
+# The README's build of the packages, in a copy of the checkout (its top directory named like
+# the source package, as a clone is): the packages land in its parent, $TMP/package.
+packaging_build() {
+  local src=$TMP/package/mahimahi
+  git -C "$top" rev-parse --git-dir >/dev/null 2>&1 || { echo "$top is not a git checkout"; return 1; }
+  mkdir -p "$src" || return 1
+  (cd "$top" && packaging_checkout_files | tar --no-recursion -cf - -T -) | tar -C "$src" -xf - || return 1
+  # The README's commands as they are; the environment only gives the build both cores.
+  # build-dep installs nothing here (install-deps has every Build-Depends) and so asks nothing.
+  (cd "$src" && apt-get build-dep ./ </dev/null && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -us -uc -b) \
+    >"$TMP/package/build.log" 2>&1 || { tail -40 "$TMP/package/build.log"; return 1; }
+  # make check ran in the source tree, each of its tests passing.
+  local t
+  for t in unit-tests check-layers check-man-pages check-completion check-license; do
+    grep -q "^PASS: $t\$" "$TMP/package/build.log" || { echo "dh_auto_test did not pass $t"; grep -E '^(PASS|FAIL|ERROR|SKIP): ' "$TMP/package/build.log"; return 1; }
+  done
   ls "$TMP/package"/mahimahi_*.deb "$TMP/package"/mahimahi-data_*.deb
 }
 
@@ -105,6 +131,9 @@ packaging_contents() {
   for p in README.Debian security.md copyright; do
     echo "$contents" | grep -q " \./usr/share/doc/mahimahi/$p\(\.gz\)\?\$" || { echo "no /usr/share/doc/mahimahi/$p"; bad=1; }
   done
+  # The license (COPYING's, as debian/copyright gives it).
+  dpkg-deb --fsys-tarfile "$deb" | tar -xOf - ./usr/share/doc/mahimahi/copyright | grep -q '^License: GPL-3+$' ||
+    { echo "usr/share/doc/mahimahi/copyright does not license the files GPL-3+"; bad=1; }
   # Setuid files are the shells only.
   p=$(echo "$contents" | grep -E '^-..s' | grep -vE " \./usr/bin/($(echo $shells | tr ' ' '|'))\$")
   [ -z "$p" ] || { echo "unexpected setuid files: $p"; bad=1; }
@@ -170,13 +199,20 @@ packaging_remove() {
 
 packaging_run() {
   echo "== packaging (make distcheck, DESTDIR install, the Debian packages in a fresh Debian 12 root)"
-  local built=1 installed=1
-  if packaging_selected dist/distcheck || packaging_selected package/; then
-    packaging_test dist/distcheck packaging_distcheck || built=0
+  local tarball=1 built=1 installed=1
+  if packaging_selected dist/distcheck || packaging_selected dist/tarball; then
+    packaging_test dist/distcheck packaging_distcheck || tarball=0
+    if packaging_selected dist/tarball; then
+      if [ "$tarball" = 1 ]; then
+        packaging_test dist/tarball-holds-every-file packaging_tarball_holds_every_file
+      else
+        record "dist/tarball-holds-every-file: no tarball (dist/distcheck failed)" 1
+      fi
+    fi
   fi
   packaging_selected dist/install-destdir-as-user && packaging_test dist/install-destdir-as-user packaging_destdir_as_user
   packaging_selected package/ || return 0
-  [ "$built" = 1 ] && packaging_test package/build packaging_build || built=0
+  packaging_test package/build-from-checkout packaging_build || built=0
   if [ "$built" = 1 ]; then
     packaging_test package/lintian packaging_lintian
     packaging_test package/contents packaging_contents

@@ -111,27 +111,18 @@ int default_jobs() {
   return std::max(1, cpus / 2);
 }
 
-// The programs a load runs: mahimahi's own, next to this mm-sweep first (an installed prefix run
-// by its path, from cron or a batch job with a minimal PATH, runs its own siblings), then from
-// PATH (a build tree's mm-sweep, whose shells are not setuid, next to an installed mahimahi).
+// The programs a load runs: those next to this mm-sweep first (an installed prefix run by its
+// path, from cron or a batch job with a minimal PATH, runs its own siblings), then PATH's.
 SweepPrograms find_programs() {
-  const std::optional<std::string> self = own_executable();
-  const std::string here = self ? fs::path(*self).parent_path().string() : "";
   const char* path = std::getenv("PATH");
   SweepPrograms p;
   for (std::string* program : {&p.replay, &p.delay, &p.loss, &p.link, &p.pageload}) {
-    if (!here.empty()) {
-      try {
-        *program = resolve_command(here + "/" + *program, nullptr);
-        continue;
-      } catch (const StatusError&) {  // not installed beside it: PATH's
-      }
-    }
     try {
-      *program = resolve_command(*program, path);
+      *program = resolve_program(*program, path);
     } catch (const StatusError& e) {
+      const std::optional<std::string> self = own_executable();
       throw UserError(std::string(e.what()) + " (mm-sweep runs it from its own directory" +
-                      (here.empty() ? "" : ", " + here + ",") +
+                      (self ? ", " + fs::path(*self).parent_path().string() + "," : "") +
                       " or from PATH: install mahimahi, or add its bin directory to PATH)");
     }
   }

@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <optional>
 #include <string_view>
 
+#include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 
@@ -63,4 +65,14 @@ std::string resolve_command(const std::string& name, const char* path_variable) 
   // bash runs a file it found but cannot execute, and exec reports the reason.
   if (!first_not_executable.empty()) refuse(first_not_executable, "Permission denied", 126);
   refuse(name, "command not found", 127);
+}
+
+std::string resolve_program(const std::string& name, const char* path_variable) {
+  if (name.starts_with("mm-") && name.find('/') == std::string::npos) {
+    if (const std::optional<std::string> self = own_executable()) {
+      const std::string sibling = self->substr(0, self->rfind('/') + 1) + name;
+      if (examine(sibling) == Candidate::runnable) return sibling;
+    }
+  }
+  return resolve_command(name, path_variable);
 }

@@ -536,7 +536,7 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
   if (spec.command.empty()) spec.command = login_shell(user.uid);
   // Before any set-up: a mistyped command builds no network, and is reported as bash would.
-  std::string program_path = resolve_command(spec.command[0], env.get("PATH"));
+  std::string program_path = resolve_program(spec.command[0], env.get("PATH"));
 
   const char* realtime_env = env.get(kRealtimeVariable);
   const int nice =

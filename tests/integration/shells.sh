@@ -215,6 +215,45 @@ test_bad_input_is_rejected_clearly() {
   rc_msg 0 "mm-loss (mahimahi)" sh -c "'$BIN/mm-loss' --version >&2" || return 1
 }
 
+# Every program and alias answers --version as GNU programs do: its name and version, then the
+# copyright, the license (GPL-3.0-or-later, COPYING) and the warranty disclaimer.
+test_every_program_prints_its_version_and_license() {
+  . "$top/tests/programs.sh"
+  local p out n=0
+  for p in $(mm_programs "$top") $(mm_aliases "$top"); do
+    out=$("$BIN/$p" --version 2>&1) || fail "$p --version exited $?: $out" || return 1
+    echo "$out" | head -1 | grep -qE "^mm-[a-z-]+ \(mahimahi\) [0-9]+\.[0-9]+\.[0-9]+\$" || fail "$p: first line: $out" || return 1
+    echo "$out" | grep -qx "License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>." &&
+      echo "$out" | grep -qx "There is NO WARRANTY, to the extent permitted by law." &&
+      echo "$out" | grep -q "^Copyright (C) [0-9]\{4\} " || fail "$p --version: $out" || return 1
+    n=$((n + 1))
+  done
+  [ "$n" -ge 17 ] || fail "only $n programs" || return 1
+  echo "  $n programs and aliases: name (mahimahi) version, copyright, GPLv3+, no warranty"
+}
+
+# A nested shell named without a path ("mm-delay 1 mm-loss ...") is the one installed next to
+# the outer shell, before PATH's: an installed prefix run by its path works from cron or a batch
+# job whose PATH lacks it, and a program of the same name earlier in PATH is not run.
+test_nested_shells_run_their_siblings_before_path() {
+  local decoys=$WORLD_TMP/decoys-nested p out status
+  mkdir -p "$decoys" && chmod 755 "$decoys"
+  for p in mm-delay mm-loss mm-link; do
+    printf '#!/bin/sh\necho "decoy %s ran" >&2\nexit 97\n' "$p" >"$decoys/$p" && chmod 755 "$decoys/$p"
+  done
+  out=$(AS_USER=$TEST_USER in_world env PATH="$decoys:/usr/bin:/bin" "$BIN/mm-delay" 1 mm-loss uplink 0 \
+    mm-link rate:100Mbit/s rate:100Mbit/s -- sh -c 'echo "innermost $MAHIMAHI_BASE"' 2>&1)
+  status=$?
+  [ "$status" = 0 ] || fail "exit $status: $out" || return 1
+  echo "$out" | grep -q decoy && { fail "a decoy from PATH ran: $out"; return 1; }
+  echo "$out" | grep -qE '^innermost [0-9.]+$' || fail "$out" || return 1
+  # A name that is not mahimahi's is PATH's, as bash finds it (the decoy directory comes first).
+  printf '#!/bin/sh\necho own-tool\n' >"$decoys/own-tool" && chmod 755 "$decoys/own-tool"
+  out=$(AS_USER=$TEST_USER in_world env PATH="$decoys:/usr/bin:/bin" "$BIN/mm-delay" 1 own-tool 2>&1)
+  [ "$out" = own-tool ] || fail "own-tool: $out" || return 1
+  echo "  PATH=decoys:/usr/bin:/bin: $BIN/mm-delay 1 mm-loss ... mm-link ... ran its siblings; own-tool came from PATH"
+}
+
 test_address_pool_can_be_moved() {
   out=$(in_world env MAHIMAHI_ADDRESS_POOL=10.200.0.0/16 "$BIN/mm-delay" 0 "$BIN/mm-delay" 0 sh -c 'echo $MAHIMAHI_BASE; ip -o -4 addr show dev ingress')
   echo "$out" | sed 's/^/  /'

@@ -152,13 +152,27 @@ test_sweep_emitted_jobs_run_apart_and_merge() {
   sweep_run --recording "$home/rec" --rates 25 --rtts 20,100 --runs 1 --timeout 40 --out "$res" \
     --emit-jobs "$home/jobs.txt" 2>/dev/null || fail "--emit-jobs failed" || return 1
   [ "$(wc -l < "$home/jobs.txt")" = 3 ] || fail "jobs: $(cat "$home/jobs.txt")" || return 1
-  # Run two of the three lines, as a scheduler would (each its own --out), then merge.
+  # Each line names the emitting mm-sweep by its full path; --job-program names another (quoted).
+  [ "$(grep -c "^$BIN/mm-sweep --recording " "$home/jobs.txt")" = 3 ] || fail "not by its full path: $(cat "$home/jobs.txt")" || return 1
+  local other
+  other=$(sweep_run --recording "$home/rec" --rates 25 --rtts 20,100 --runs 1 --out "$res" --emit-jobs - \
+    --job-program "/opt/shared prefix/bin/mm-sweep" 2>/dev/null) || fail "--job-program failed" || return 1
+  [ "$(echo "$other" | grep -c "^'/opt/shared prefix/bin/mm-sweep' --recording ")" = 3 ] || fail "--job-program: $other" || return 1
+  # Run two of the three lines, as a scheduler would (each its own --out), then merge: with a
+  # minimal PATH that does not hold mahimahi's directory, and decoy mm-* programs first in it (a
+  # sweep must run its own siblings, not whatever PATH finds first).
+  local decoys=$home/decoys p
+  mkdir -p "$decoys"
+  for p in mm-replay mm-delay mm-loss mm-link mm-pageload; do
+    printf '#!/bin/sh\necho "decoy %s ran" >&2\nexit 97\n' "$p" >"$decoys/$p" && chmod 755 "$decoys/$p"
+  done
   local line
   for line in 1 3; do
     sed -n "${line}p" "$home/jobs.txt" | grep -q -- "--only .* --out $res/parts/" || fail "$(cat "$home/jobs.txt")" || return 1
-    AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" PATH="$BIN:$PATH" \
+    AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" PATH="$decoys:/usr/bin:/bin" \
       sh -c "$(sed -n "${line}p" "$home/jobs.txt")" 2>"$home/job$line.err" ||
       fail "job $line: $(tail -5 "$home/job$line.err")" || return 1
+    ! grep -rq decoy "$home/job$line.err" "$res/parts" || fail "job $line ran a decoy from PATH" || return 1
   done
   sweep_left_nothing || return 1
   sweep_run --merge "$res" "$res"/parts/* 2>"$home/merge.err" || fail "merge: $(cat "$home/merge.err")" || return 1
@@ -167,5 +181,6 @@ test_sweep_emitted_jobs_run_apart_and_merge() {
     [ -n "$(summary_value "$res" h1-multi-25mbit-100ms-loss0 plt_ratio_to_optimal)" ] &&
     [ "$(summary_value "$res" h1-multi-25mbit-20ms-loss0 loads_total)" = 0 ] || fail "summary: $(cat "$res/summary.csv")" || return 1
   plots_are_valid "$res/plots" >/dev/null || fail "merged plots are not valid" || return 1
-  echo "  --emit-jobs wrote 3 lines; two run apart (--only, own --out) and merged: their loads, the optimal, the plots"
+  echo "  --emit-jobs wrote 3 lines naming $BIN/mm-sweep; two run apart (--only, own --out; PATH=decoys:/usr/bin:/bin)" \
+    "and merged: their loads, the optimal, the plots"
 }

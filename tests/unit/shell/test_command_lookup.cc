@@ -86,3 +86,18 @@ TEST(CommandLookup, refuses_an_unbounded_path) {
   const std::string huge(kMaxCommandPath + 1, 'x');
   EXPECT_EQ(status_of("tool", huge), 127);
 }
+
+// mahimahi's own programs are looked for next to the running program first (an integration test,
+// sweep.sh's and shells.sh's, shows an installed one found there before PATH's decoys); anything
+// else, and a program not installed beside it, is PATH's, as bash finds it.
+TEST(CommandLookup, a_program_not_beside_this_one_is_found_on_the_path) {
+  TempDir a;
+  make_file(a.path / "mm-not-installed-here", 0755);
+  make_file(a.path / "tool", 0755);
+  EXPECT_EQ(resolve_program("mm-not-installed-here", a.path.c_str()), (a.path / "mm-not-installed-here").string());
+  EXPECT_EQ(resolve_program("tool", a.path.c_str()), (a.path / "tool").string());
+  const std::string with_slash = (a.path / "tool").string();
+  EXPECT_EQ(resolve_program(with_slash, "/nonexistent"), with_slash);
+  EXPECT_THROW_WITH(StatusError, resolve_program("mm-not-installed-anywhere", a.path.c_str()),
+                    "mm-not-installed-anywhere: command not found");
+}
