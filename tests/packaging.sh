@@ -40,7 +40,8 @@ packaging_test() {  # NAME COMMAND...
 }
 
 packaging_distcheck() {
-  make -s -C "$TMP/build" distcheck >"$TMP/distcheck.log" 2>&1 || { tail -40 "$TMP/distcheck.log"; return 1; }
+  # -j: the tarball's build and its make check use every core (as the packages' build does).
+  make -s -j"$(nproc)" -C "$TMP/build" distcheck >"$TMP/distcheck.log" 2>&1 || { tail -40 "$TMP/distcheck.log"; return 1; }
   ls "$TMP/build"/mahimahi-*.tar.gz >/dev/null || { echo "distcheck made no tarball"; return 1; }
 }
 
