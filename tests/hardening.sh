@@ -2,10 +2,11 @@
 # The hardening stage of tests/run-all (docs/robustness.md), sourced by it after the integration
 # tests: the code built again with clang under ASan + UBSan (with the fuzz targets) and under TSan,
 # then
-#   asan/unit/...         every unit test under ASan + UBSan (LeakSanitizer included), run by
 #   asan/make-check       the build's make check as a contributor runs it (no sanitizer options
-#                         given: the harness applies lsan.supp itself), which also runs the
+#                         given: the harness applies lsan.supp itself): the unit tests, and the
 #                         layer, man page (every program's --help), completion and license checks
+#   asan/unit/...         every unit test under ASan + UBSan (LeakSanitizer included), as the
+#                         test user, with stricter options and every report checked
 #   fuzz/TARGET           each fuzz target for a short smoke run on the committed corpus
 #   tsan/unit/...         every unit test under TSan: the threaded parts (the ferry pair, the
 #                         link-log writer, the record proxy and writer, the FastCGI matcher's
@@ -82,6 +83,9 @@ hardening_run() {
     hardening_fuzz_smoke  # first: libFuzzer reports its findings itself, into each target's log
     hardening_make_check "$TMP/asan" asan
     hardening_sanitizer_env "$reports"
+    run_unit_tests asan/unit "$TMP/asan/tests/unit-tests"
+    left=$(hardening_reports "$reports")
+    [ -z "$left" ] || { record "asan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
     hardening_integration "$TMP/asan" asan "$HARDENING_INTEGRATION"
     hardening_sanitizer_env_end
   fi
@@ -101,20 +105,15 @@ hardening_run() {
   rm -rf "$TMP/tsan"
 }
 
-# The build's own make check, as a contributor runs it: no sanitizer option in the environment
-# (the test harness sets the suppressions itself). The unit tests' results are recorded one by
-# one as LABEL/unit/NAME from its log; LABEL/make-check fails on anything else that failed,
-# a sanitizer's report at exit (LeakSanitizer's) included.
+# The build's own make check, as a contributor runs it (as root, from the build tree): no
+# sanitizer option in the environment, since the test harness sets the suppressions itself.
+# Recorded as LABEL/make-check; asan/unit/... run the unit tests again, as the test user with the
+# stricter options and report files of hardening_sanitizer_env.
 hardening_make_check() {  # BUILD LABEL
   local build=$1 label=$2 out status
+  [ -n "$pattern" ] && [[ ! "$label/make-check" =~ $pattern ]] && return
   out=$(env -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS -u TSAN_OPTIONS make -s -C "$build/tests" check 2>&1)
   status=$?
-  if [ -f "$build/tests/unit-tests.log" ]; then
-    run_unit_tests "$label/unit" cat "$build/tests/unit-tests.log"
-  else
-    record "$label/unit: make check ran no unit test" 1
-  fi
-  [ -n "$pattern" ] && [[ ! "$label/make-check" =~ $pattern ]] && return
   record "$label/make-check" "$status"
   [ "$status" = 0 ] || { echo "$out" | grep -E '^(PASS|FAIL|ERROR|XPASS): '; tail -40 "$build/tests/test-suite.log"; } | sed 's/^/   /'
 }

@@ -186,6 +186,8 @@ int sweep(const Options& o) {
   if (!o.operands.empty())
     throw UsageError("unexpected argument \"" + o.operands.front() + "\" (options only; see --help)");
   if (!o.recording) throw UsageError("--recording DIR is required: the recording to replay (made by mm-record)");
+  if (o.job_program && !o.emit_jobs)
+    throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
   if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
   SweepSettings s;
   std::error_code error;
@@ -248,7 +250,6 @@ int sweep(const Options& o) {
     return 0;
   }
 
-  if (o.job_program) throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
   std::vector<Configuration> chosen = all;
   if (o.only) {
     const auto found = std::find_if(all.begin(), all.end(), [&](const Configuration& c) { return c.id() == *o.only; });

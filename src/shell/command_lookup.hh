@@ -19,8 +19,8 @@ inline constexpr size_t kMaxCommandPath = 64 * 1024;
 // "NAME: Permission denied" (126, a file found but not executable), "NAME: Is a directory" (126).
 std::string resolve_command(const std::string& name, const char* path_variable);
 
-// Resolves `name` as resolve_command does, but a name of one of mahimahi's programs ("mm-" and no
-// slash) is first looked for next to this program (own_executable(), symbolic links resolved):
+// Resolves `name` as resolve_command does, but the name of one of mahimahi's programs (mm-delay,
+// mm-link, ...; no slash) is first looked for next to this program (own_executable(), symbolic links resolved):
 // a nested shell ("mm-delay 50 mm-link ...") and mm-sweep's loads run the programs installed
 // beside the one that starts them, whatever PATH holds (a prefix of the user's own, cron, a batch
 // job's minimal PATH), as git runs its commands from its exec path. Not there: PATH, as bash.

@@ -219,9 +219,13 @@ test_bad_input_is_rejected_clearly() {
 # copyright, the license (GPL-3.0-or-later, COPYING) and the warranty disclaimer.
 test_every_program_prints_its_version_and_license() {
   . "$top/tests/programs.sh"
-  local p out n=0
+  local p out nested n=0
   for p in $(mm_programs "$top") $(mm_aliases "$top"); do
     out=$("$BIN/$p" --version 2>&1) || fail "$p --version exited $?: $out" || return 1
+    # Each is one of the programs a shell runs from its own directory, with no PATH to find it.
+    nested=$(in_world env PATH=/nonexistent "$BIN/mm-delay" 0 -- "$p" --version 2>&1) ||
+      fail "mm-delay 0 -- $p (PATH=/nonexistent) exited $?: $nested" || return 1
+    [ "$nested" = "$out" ] || fail "$p nested: $nested" || return 1
     echo "$out" | head -1 | grep -qE "^mm-[a-z-]+ \(mahimahi\) [0-9]+\.[0-9]+\.[0-9]+\$" || fail "$p: first line: $out" || return 1
     echo "$out" | grep -qx "License GPLv3+: GNU GPL version 3 or later <https://gnu.org/licenses/gpl.html>." &&
       echo "$out" | grep -qx "There is NO WARRANTY, to the extent permitted by law." &&
@@ -229,7 +233,8 @@ test_every_program_prints_its_version_and_license() {
     n=$((n + 1))
   done
   [ "$n" -ge 17 ] || fail "only $n programs" || return 1
-  echo "  $n programs and aliases: name (mahimahi) version, copyright, GPLv3+, no warranty"
+  echo "  $n programs and aliases: name (mahimahi) version, copyright, GPLv3+, no warranty; each found by a shell" \
+    "next to itself with PATH=/nonexistent"
 }
 
 # A nested shell named without a path ("mm-delay 1 mm-loss ...") is the one installed next to
