@@ -22,7 +22,6 @@
 
 namespace {
 
-constexpr const char* kTable = "mahimahi_forward";
 constexpr const char* kConf = "/proc/sys/net/ipv4/conf/";
 
 // Interface names as the kernel allows them are nearly arbitrary; only these go into nft scripts.
@@ -197,45 +196,116 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
-// Every step costs the same however many shells run: one nftables transaction to open (with the
-// shell's own table), one to close, and a listing only when the last shell leaves.
-void open_locked(const std::string& shell_device, const std::string& with_script) {
-  const std::vector<std::string> off = devices_not_forwarding();
-  const std::string t = std::string(" ip ") + kTable;
-  std::ostringstream script;
-  script << "add table" << t << "\n"
-         << "add set" << t << " opened { type ifname; }\n"
-         << "add set" << t << " shells { type ifname; }\n"
-         << "add chain" << t << " forward { type filter hook forward priority -1; policy accept; }\n"
-         << "flush chain" << t
-         << " forward\n"
-         // What did not come in on an opened device is none of this table's business; from a
-         // shell, anything goes out (the shell's own traffic); into a shell, only replies to its
-         // connections (and their ICMP errors); everything else coming in on an opened device
-         // is what the host did not forward before: dropped.
-         << "add rule" << t << " forward iifname != @opened accept\n"
-         << "add rule" << t << " forward iifname @shells accept\n"
-         << "add rule" << t << " forward oifname @shells ct direction reply accept\n"
-         << "add rule" << t << " forward oifname @shells ct state related accept\n"
-         << "add rule" << t << " forward drop\n"
-         << "add element" << t << " shells { \"" << shell_device << "\" }\n";
-  if (!off.empty()) {
-    script << "add element" << t << " opened { ";
-    for (size_t i = 0; i < off.size(); i++) script << (i ? ", " : "") << '"' << off[i] << '"';
-    script << " }\n";
+// The shell's elements of the forwarding part: its device among the shells, and its slot.
+std::string forward_elements(const std::string& verb, const ShellEntry& entry) {
+  const std::string e = verb + " element ip " + std::string(kSharedTable);
+  const std::string device = "\"" + entry.device + "\"";
+  std::string s = e + " shells { " + device + " }\n" + e + " slots { " + entry.inner.str();
+  if (verb != "delete") s += " : " + device;
+  return s + " }\n";
+}
+
+std::string shell_elements(const std::string& verb, const ShellEntry& entry) {
+  return forward_elements(verb, entry) + nat_elements(verb, kSharedTable, entry);
+}
+
+// The whole table, for the first shell: made with "create", so that it fails if the table is
+// there (no second copy of the rules).
+std::string table_definition() {
+  const std::string t = std::string(" ip ") + kSharedTable;
+  std::ostringstream s;
+  s << "create table" << t << "\n"
+    << "add set" << t << " opened { type ifname; }\n"
+    << "add set" << t << " shells { type ifname; }\n"
+    << "add map" << t << " slots { type ipv4_addr : ifname; }\n"
+    << "add chain" << t
+    << " forward { type filter hook forward priority -1; policy accept; }\n"
+    // What did not come in on an opened device is none of this table's business; from a
+    // shell, anything goes out (the shell's own traffic); into a shell, only replies to its
+    // connections (and their ICMP errors); everything else coming in on an opened device
+    // is what the host did not forward before: dropped.
+    << "add rule" << t << " forward iifname != @opened accept\n"
+    << "add rule" << t << " forward iifname @shells accept\n"
+    << "add rule" << t << " forward oifname @shells ct direction reply accept\n"
+    << "add rule" << t << " forward oifname @shells ct state related accept\n"
+    << "add rule" << t << " forward drop\n"
+    << nat_definitions(kSharedTable);
+  return s.str();
+}
+
+// The device that holds `inner` in the table's slots, or "" if none (or no table).
+std::string slot_holder(Ipv4 inner) {
+  std::string listing;
+  try {
+    listing = run_nft("get element ip " + std::string(kSharedTable) + " slots { " + inner.str() + " }");
+  } catch (const std::runtime_error&) {
+    return "";
   }
-  script << with_script;
-  run_nft(script.str());  // the filter holds before any device forwards
-  if (!set_forwarding(shell_device, "1")) throw UserError("the shell's device " + shell_device + " vanished");
+  // "... elements = { 10.0.0.2 : "delay-12" } ..."
+  const size_t colon = listing.find(" : \"");
+  if (colon == std::string::npos) return "";
+  const size_t end = listing.find('"', colon + 4);
+  return end == std::string::npos ? "" : listing.substr(colon + 4, end - colon - 4);
+}
+
+// Deletes what a dead shell left under `inner`: each element on its own, since which of them
+// it had (interception, QUIC) is not known. Only the holder of the slot calls this.
+void remove_dead_shell(const std::string& device, Ipv4 inner) {
+  if (!safe_device_name(device)) return;
+  const ShellEntry dead{device, inner, Intercept{inner, 0, true}};
+  std::istringstream lines(shell_elements("delete", dead));
+  std::string line;
+  while (std::getline(lines, line)) {
+    try {
+      run_nft(line);
+    } catch (const std::runtime_error&) {
+      // It had none of those.
+    }
+  }
+}
+
+// Adds the shell's elements. They are refused if the table is missing (the first shell makes
+// it, with them) or if the shell's slot still names a dead shell's device (the one that held
+// the slot before it, which ended without cleaning up: its elements go first).
+void add_shell_elements(const std::string& elements, const ShellEntry& entry) {
+  try {
+    run_nft(elements);
+    return;
+  } catch (const std::runtime_error&) {
+    const std::string holder = slot_holder(entry.inner);
+    if (holder.empty()) {
+      try {
+        run_nft(table_definition() + elements);
+        return;
+      } catch (const std::runtime_error&) {
+        // The table was there: the first error says what was wrong.
+      }
+    } else if (holder != entry.device) {
+      remove_dead_shell(holder, entry.inner);
+      run_nft(elements);
+      return;
+    }
+    throw;
+  }
+}
+
+// Under the lock: one small transaction, and the opened devices' forwarding switched on (there
+// are any only when a device has appeared, or for the namespace's first shell).
+void open_locked(const ShellEntry& entry) {
+  const std::vector<std::string> off = devices_not_forwarding();
+  std::ostringstream elements;
+  elements << shell_elements("add", entry);
+  if (!off.empty()) {
+    elements << "add element ip " << kSharedTable << " opened { ";
+    for (size_t i = 0; i < off.size(); i++) elements << (i ? ", " : "") << '"' << off[i] << '"';
+    elements << " }\n";
+  }
+  add_shell_elements(elements.str(), entry);  // the filter holds before any device forwards
   for (const std::string& device : off) set_forwarding(device, "1");
 }
 
-// Deleting from nftables costs an RCU grace period (5-20 ms here) when the socket of the
-// transaction closes, so a shell's whole clean-up is one transaction: its NAT table, and its
-// element of the shared set or, for the last shell, the shared table.
-void close_locked(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
-  const std::string t = std::string(" ip ") + kTable;
-  const std::string delete_nat = nat_table.empty() ? "" : "delete table ip " + nat_table + "\n";
+void close_locked(const ShellEntry& entry, int slot_claim) {
+  const std::string t = std::string(" ip ") + kSharedTable;
   // This shell gives up its claim first: two shells closing at once would otherwise each see
   // the other's claim, and both leave the shared table behind.
   release_claim(slot_claim);
@@ -257,19 +327,19 @@ void close_locked(const std::string& shell_device, int slot_claim, const std::st
       if (!now_forwarding && safe_device_name(device)) set_forwarding(device, "0");
     }
   }
-  const std::string ours =
-      last ? "delete table" + t + "\n" : "delete element" + t + " shells { \"" + shell_device + "\" }\n";
+  const std::string ours = last ? "delete table" + t + "\n" : shell_elements("delete", entry);
   try {
-    run_nft(delete_nat + ours);
+    run_nft(ours);
     return;
   } catch (const std::exception&) {
-    // Something was gone already (removed by hand, a flushed ruleset, or a NAT table removed as
-    // stale by a shell that thought this one dead): each part on its own, whatever is left.
+    // Something was gone already (removed by hand, or a flushed ruleset): each part on its own,
+    // whatever is left.
   }
-  for (const std::string& part : {delete_nat, ours}) {
-    if (part.empty()) continue;
+  std::istringstream lines(ours);
+  std::string line;
+  while (std::getline(lines, line)) {
     try {
-      run_nft(part);
+      run_nft(line);
     } catch (const std::exception&) {
     }
   }
@@ -325,21 +395,38 @@ FileDescriptor claim_address_slot(off_t index) {
   }
 }
 
-void open_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table,
-                     const std::string& nat_script) {
-  if (!safe_device_name(shell_device)) throw std::logic_error("bad shell device name " + shell_device);
-  NamespaceLock lock;
+void open_forwarding(const ShellEntry& entry, int slot_claim) {
+  if (!safe_device_name(entry.device)) throw std::logic_error("bad shell device name " + entry.device);
+  load_nftables();  // (not under the lock)
+  {
+    NamespaceLock lock;
+    try {
+      open_locked(entry);
+    } catch (...) {
+      close_locked(entry, slot_claim);  // all or nothing: the caller has nothing to undo
+      lock.remove_if_unused();
+      throw;
+    }
+  }
+  // The shell's own device is no opened device and no other shell's business: switched on
+  // outside the lock (writing a forwarding switch waits for the kernel's rtnl lock, which any
+  // namespace's device changes hold).
+  bool vanished = false;
   try {
-    open_locked(shell_device, nat_script);
+    vanished = !set_forwarding(entry.device, "1");
   } catch (...) {
-    close_locked(shell_device, slot_claim, nat_table);  // all or nothing: the caller has nothing to undo
-    lock.remove_if_unused();
+    close_forwarding(entry, slot_claim);
     throw;
+  }
+  if (vanished) {
+    close_forwarding(entry, slot_claim);
+    throw UserError("the shell's device " + entry.device + " vanished");
   }
 }
 
-void close_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table) {
+void close_forwarding(const ShellEntry& entry, int slot_claim) {
+  load_nftables();
   NamespaceLock lock;
-  close_locked(shell_device, slot_claim, nat_table);
+  close_locked(entry, slot_claim);
   lock.remove_if_unused();
 }

@@ -14,10 +14,18 @@
 // a shell that the shell did not ask for. The last shell of the namespace to leave switches the opened
 // devices back off and removes the table; the table itself records which devices were opened
 // and which shells are alive, so that nothing outlives the namespace.
+//
+// That table, "mahimahi" (family ip), is the only one shells make: the chains and sets are made
+// by the first shell, and each shell adds and deletes only its elements (nat.hh), one small
+// transaction each, so the work under the namespace's lock costs the same with 1 shell or 1000.
+// Its map "slots" tells which device holds each inner address: a shell that died without
+// cleaning up (SIGKILL) is cleaned up by the next shell that takes its address slot, or removed
+// with the table by the last shell to leave.
 #include <sys/types.h>
 
 #include <string>
 
+#include "shell/nat.hh"
 #include "util/file_descriptor.hh"
 
 // The namespace's lock file, /run/mahimahi/netns-<inode of its network namespace>.lock (root's
@@ -36,13 +44,15 @@ FileDescriptor claim_address_slot(off_t index);
 // state. Held only by a root helper process; waiting for it gives up after kLockTimeoutSeconds.
 constexpr unsigned kLockTimeoutSeconds = 10;
 
+// The shared table's name (family ip).
+constexpr const char* kSharedTable = "mahimahi";
+
 // Call in the caller's namespace, after the shell's TUN device exists; slot_claim is the shell's
-// claim on its addresses (claim_slot), by which shells tell whether others are alive. nat_script
-// (nat.hh) adds the shell's own table, nat_table, in the same nftables transaction. All or
-// nothing: if it throws, nothing remains to be closed.
-void open_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table,
-                     const std::string& nat_script);
-// Undoes open_forwarding for this shell, and deletes its NAT table (if not empty) in the same
-// nftables transaction; the last shell restores the namespace's settings. Releases the claim
-// (slot_claim stays open): the shell's addresses are free again from then on.
-void close_forwarding(const std::string& shell_device, int slot_claim, const std::string& nat_table);
+// claim on its addresses (claim_slot), by which shells tell whether others are alive, and
+// entry.inner is its slot's inner address. Adds the shell's elements, with the table if it is the
+// first, in one nftables transaction. All or nothing: if it throws, nothing remains to be closed.
+void open_forwarding(const ShellEntry& entry, int slot_claim);
+// Undoes open_forwarding for this shell (one transaction, deleting its elements); the last shell
+// restores the namespace's settings and deletes the table. Releases the claim (slot_claim stays
+// open): the shell's addresses are free again from then on.
+void close_forwarding(const ShellEntry& entry, int slot_claim);

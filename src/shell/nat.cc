@@ -1,20 +1,16 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// A shell's nftables NAT table, and the removal of stale ones (see nat.hh).
+// Shells' NAT in the shared nftables table (see nat.hh), and libnftables.
 #include "shell/nat.hh"
 
 #include <dlfcn.h>
-#include <net/if.h>
 #include <nftables/libnftables.h>
 #include <unistd.h>
 
 #include <sstream>
 #include <stdexcept>
 #include <type_traits>
-#include <vector>
 
 namespace {
-constexpr std::string_view kPrefix = "mahimahi_";
-
 // libnftables and the five libraries it brings are loaded only by the root helpers that use it,
 // at their first transaction: the supervisor and the ferry, which live as long as the shell,
 // never map them (about 800 kB of an idle shell's RSS).
@@ -55,80 +51,67 @@ struct Nftables {
 };
 }  // namespace
 
+void load_nftables() { Nftables::get(); }
+
 std::string run_nft(const std::string& script) {
   // libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
   // guard against setuid use): only root helpers, root through and through, may get here.
   if (::getuid() != 0 || ::geteuid() != 0) throw std::logic_error("nftables used outside a root helper");
-  // Each context, and its netlink socket, is kept until the helper exits (never freed): closing
-  // the socket of a transaction that deleted something waits for an RCU grace period (5-20 ms
-  // here), and the shell's last helper reports before it exits, so no one waits for that.
-  static std::vector<nft_ctx*>& open_contexts = *new std::vector<nft_ctx*>;
+  // One context, and its netlink socket, for the helper's life (never freed): closing a socket
+  // after a transaction that deleted something waits for an RCU grace period (5-20 ms here)
+  // holding the namespace's nftables mutex, and the shell's helpers report before they exit.
   const Nftables& nft = Nftables::get();
-  nft_ctx* ctx = nft.ctx_new(NFT_CTX_DEFAULT);
+  static nft_ctx* const ctx = [&nft] {
+    nft_ctx* c = nft.ctx_new(NFT_CTX_DEFAULT);
+    if (c) {
+      nft.buffer_output(c);
+      nft.buffer_error(c);
+    }
+    return c;
+  }();
   if (!ctx) throw std::runtime_error("nftables: cannot create a context");
-  open_contexts.push_back(ctx);
-  nft.buffer_output(ctx);
-  nft.buffer_error(ctx);
-  if (nft.run_cmd_from_buffer(ctx, script.c_str()) != 0) {
-    std::string err = nft.get_error_buffer(ctx);
+  const int status = nft.run_cmd_from_buffer(ctx, script.c_str());
+  std::string out = nft.get_output_buffer(ctx);  // (reading empties the buffers for the next run)
+  std::string err = nft.get_error_buffer(ctx);
+  if (status != 0) {
     while (!err.empty() && err.back() == '\n') err.pop_back();
     throw std::runtime_error("nftables refused \"" + script.substr(0, script.find('\n')) + "\": " + err +
                              " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
   }
-  return nft.get_output_buffer(ctx);
+  return out;
 }
 
-std::string nat_table_name(const std::string& device) {
-  std::string name(kPrefix);
-  for (char c : device) name += (c == '-') ? '_' : c;
-  return name;
-}
-
-std::string nat_table_script(const std::string& device, Ipv4 inner) {
-  const std::string table = nat_table_name(device);
+std::string nat_definitions(const std::string& table) {
+  const std::string t = " ip " + table;
   std::ostringstream s;
-  s << "add table ip " << table << "\n"
-    << "add chain ip " << table << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-    << "add rule ip " << table << " postrouting ip saddr " << inner.str() << " oifname != \"" << device
-    << "\" masquerade\n";
-  return s.str();
-}
-
-std::string intercept_script(const std::string& device, Ipv4 inner, Ipv4 outer, uint16_t port, bool refuse_quic) {
-  const std::string table = nat_table_name(device);
-  std::ostringstream s;
-  s << "add chain ip " << table << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-    << "add rule ip " << table << " prerouting iifname \"" << device << "\" ip saddr " << inner.str()
-    << " meta l4proto tcp dnat to " << outer.str() << ":" << port << "\n";
-  if (refuse_quic) {
+  // inners: every shell's inner address; own_paths: inner . its own device, where it is not
+  // masqueraded; intercepts: device . inner -> the listening socket of mm-record's shells;
+  // quic_refused: the devices of shells refusing QUIC.
+  s << "add set" << t << " inners { type ipv4_addr; }\n"
+    << "add set" << t << " own_paths { type ipv4_addr . ifname; }\n"
+    << "add map" << t << " intercepts { type ifname . ipv4_addr : ipv4_addr . inet_service; }\n"
+    << "add set" << t << " quic_refused { type ifname; }\n"
+    << "add chain" << t << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
+    << "add rule" << t << " postrouting ip saddr . oifname @own_paths return\n"
+    << "add rule" << t << " postrouting ip saddr @inners masquerade\n"
+    << "add chain" << t << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+    << "add rule" << t << " prerouting meta l4proto tcp dnat ip to iifname . ip saddr map @intercepts\n"
     // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
-    s << "add chain ip " << table << " forward { type filter hook forward priority filter; policy accept; }\n"
-      << "add rule ip " << table << " forward iifname \"" << device << "\" udp dport 443 reject\n";
-  }
+    << "add chain" << t << " quic { type filter hook forward priority filter; policy accept; }\n"
+    << "add rule" << t << " quic iifname @quic_refused udp dport 443 reject\n";
   return s.str();
 }
 
-std::vector<std::string> remove_stale_nat_tables() {
-  std::vector<std::string> removed;
-  std::istringstream out(run_nft("list tables ip"));
-  std::string word, family, name;
-  while (out >> word >> family >> name) {  // "table ip NAME"
-    if (word != "table" || name.rfind(kPrefix, 0) != 0) continue;
-    // mahimahi_<kind>_<pid> was made for device <kind>-<pid>
-    std::string device = name.substr(kPrefix.size());
-    auto us = device.rfind('_');
-    // Only shell tables (<kind>_<pid>); others, such as mahimahi_forward, are shared state.
-    if (us == std::string::npos || us + 1 == device.size() ||
-        device.find_first_not_of("0123456789", us + 1) != std::string::npos)
-      continue;
-    device[us] = '-';
-    if (if_nametoindex(device.c_str()) != 0) continue;  // its shell is still alive
-    try {
-      run_nft("delete table ip " + name);
-      removed.push_back(name);
-    } catch (...) {
-      // Another starting shell removed it first.
-    }
+std::string nat_elements(const std::string& verb, const std::string& table, const ShellEntry& entry) {
+  const std::string e = verb + " element ip " + table;
+  const std::string device = "\"" + entry.device + "\"", inner = entry.inner.str();
+  std::ostringstream s;
+  s << e << " inners { " << inner << " }\n" << e << " own_paths { " << inner << " . " << device << " }\n";
+  if (entry.intercept) {
+    s << e << " intercepts { " << device << " . " << inner;
+    if (verb != "delete") s << " : " << entry.intercept->outer.str() << " . " << entry.intercept->port;
+    s << " }\n";
+    if (entry.intercept->refuse_quic) s << e << " quic_refused { " << device << " }\n";
   }
-  return removed;
+  return s.str();
 }

@@ -1,30 +1,44 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// Source NAT for a shell's inner address, as one nftables table per shell.
-// The table is named after the shell's outer TUN device; a table whose device no longer
-// exists belonged to a shell that died without cleaning up (SIGKILL) and is removed by the
-// next shell that starts in the same namespace. Only root helpers (privileged.hh) run nftables.
+// Source NAT for shells' inner addresses, and mm-record's interception, as sets and maps of the
+// namespace's one shared nftables table (forwarding.hh): its chains are made once, by the first
+// shell, and each shell adds and deletes only its own elements, so a shell's set-up and clean-up
+// cost the same however many shells run. Only root helpers (privileged.hh) run nftables.
 #include <cstdint>
+#include <optional>
 #include <string>
-#include <vector>
 
 #include "util/address.hh"
 
-// The name of the NAT table of the shell whose outer device is `device`: mahimahi_<kind>_<pid>.
-std::string nat_table_name(const std::string& device);
+// mm-record's redirection: every TCP connection from the shell's inner address arriving on its
+// device goes to outer:port (a listening socket of the shell's), and if refuse_quic, UDP to port
+// 443 is answered with ICMP port unreachable.
+struct Intercept {
+  Ipv4 outer;
+  uint16_t port = 0;
+  bool refuse_quic = false;
+};
 
-// The nft commands that add that table, masquerading packets from `inner` that leave by any
-// interface but `device`. Run with the shell's other rules, in one transaction (forwarding.hh).
-std::string nat_table_script(const std::string& device, Ipv4 inner);
+// What one shell adds to the shared table. Its elements are keyed by its device and its inner
+// address, and the inner address is its slot's (claim_address_slot): whoever holds the slot
+// owns the elements of that address.
+struct ShellEntry {
+  std::string device;  // the outer TUN device, e.g. delay-1234
+  Ipv4 inner;
+  std::optional<Intercept> intercept;
+};
 
-// The nft commands that add to that table: every TCP connection from `inner` arriving on `device`
-// goes to outer:port (a listening socket of the shell's), and if refuse_quic, UDP to port 443 is
-// answered with ICMP port unreachable.
-std::string intercept_script(const std::string& device, Ipv4 inner, Ipv4 outer, uint16_t port, bool refuse_quic);
+// The nft commands that add the NAT part of table `table` (in family ip): its sets, maps and
+// chains. Packets from a shell's inner address are masqueraded unless they leave by the shell's
+// own device.
+std::string nat_definitions(const std::string& table);
 
-// Deletes every mahimahi_* table of this namespace whose device is gone; returns their names.
-std::vector<std::string> remove_stale_nat_tables();
+// The nft commands that add (verb "add") or delete ("delete") the shell's NAT elements.
+std::string nat_elements(const std::string& verb, const std::string& table, const ShellEntry& entry);
 
-// Runs one nft script with libnftables, in a root helper (std::logic_error elsewhere); throws
-// std::runtime_error with nft's message.
+// Loads libnftables now (a root helper does so before it takes a lock); throws what run_nft would.
+void load_nftables();
+
+// Runs one nft script with libnftables as one transaction, in a root helper (std::logic_error
+// elsewhere); throws std::runtime_error with nft's message.
 std::string run_nft(const std::string& script);

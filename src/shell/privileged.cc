@@ -277,27 +277,26 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible, Helper
 ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
   if (this != &other) {
     release();
-    device_ = std::move(other.device_);
+    entry_ = std::move(other.entry_);
     slot_claim_ = other.slot_claim_;
-    nat_table_ = std::move(other.nat_table_);
-    other.device_.clear();
-    other.nat_table_.clear();
+    other.entry_.reset();
   }
   return *this;
 }
 
 void ForwardingGrant::release() noexcept {
-  if (device_.empty()) return;
-  const std::string device = std::move(device_), nat_table = std::move(nat_table_);
-  device_.clear();
-  nat_table_.clear();
+  if (!entry_) return;
+  const ShellEntry entry = std::move(*entry_);
+  entry_.reset();
   // Waited for until it reports, so that when the shell has ended, everything it made is gone.
   // Not until it exits: its exit closes the nftables socket, which waits for an RCU grace period
   // (5-20 ms here) before the kernel frees what the transaction deleted (see run_nft).
   try {
-    run_root_helper([&] { close_forwarding(device, slot_claim_, nat_table); }, false, HelperWait::UntilReported);
+    run_root_helper([&] { close_forwarding(entry, slot_claim_); }, false, HelperWait::UntilReported);
   } catch (const std::exception& e) {
-    std::cerr << "mahimahi: cleaning up the shell's nftables tables and forwarding: " << e.what() << std::endl;
+    std::cerr << "mahimahi: cleaning up the shell's nftables elements and forwarding: " << e.what()
+              << "; the next shell of this network namespace to take the addresses " << entry.inner.str()
+              << " removes what is left, or the last one to end" << std::endl;
   }
 }
 
@@ -335,28 +334,23 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   if (!net.offload) net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
-  // The shell's NAT table, and for mm-record the redirection of its connections to a listening
-  // socket on the outer address (not loopback: a DNAT to a local address on the TUN needs no
+  // The shell's NAT, and for mm-record the redirection of its connections to a listening socket
+  // on the outer address (not loopback: a DNAT to a local address on the TUN needs no
   // route_localnet, and only this shell's packets reach it).
-  std::string nat_script = nat_table_script(net.outer_device, net.addresses.inner);
+  ShellEntry entry{net.outer_device, net.addresses.inner, std::nullopt};
   if (options.intercept) {
     net.intercepted = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
     check_syscall("listen", ::listen(net.intercepted.get(), 4096));
-    nat_script += intercept_script(net.outer_device, net.addresses.inner, net.addresses.outer,
-                                   ntohs(local_address(net.intercepted).sin_port), options.refuse_quic);
+    entry.intercept =
+        Intercept{net.addresses.outer, ntohs(local_address(net.intercepted).sin_port), options.refuse_quic};
   }
-  // One helper, one nftables transaction: libnftables never runs in the supervisor, which stays
-  // small while it waits. If the helper is killed half-way (the user interrupted the set-up), its
-  // device is left in the shared state, where the next shell to close finds it gone and removes
-  // it, and a NAT table of a device that is gone is removed as stale by the next shell.
-  const std::string nat_table = nat_table_name(net.outer_device);
-  run_root_helper(
-      [&] {
-        remove_stale_nat_tables();
-        open_forwarding(net.outer_device, net.slot_claim.get(), nat_table, nat_script);
-      },
-      true, HelperWait::UntilExited);
-  net.forwarding = ForwardingGrant(net.outer_device, net.slot_claim.get(), nat_table);
+  // One helper, one small nftables transaction: libnftables never runs in the supervisor, which
+  // stays small while it waits. If the helper is killed half-way (the user interrupted the
+  // set-up), the transaction was made or not; what it made is removed by the next shell that
+  // takes this shell's addresses, or with the table by the last shell. The helper's exit is not
+  // waited for: closing its nftables socket may wait for others' deletions (see run_nft).
+  run_root_helper([&] { open_forwarding(entry, net.slot_claim.get()); }, true, HelperWait::UntilReported);
+  net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
   if (!resolvers.empty()) {

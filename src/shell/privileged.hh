@@ -52,28 +52,25 @@ class SetupInterrupted : public UserError {
   using UserError::UserError;
 };
 
-// Forwarding opened for one shell's device (see forwarding.hh); closing it, and deleting the
-// shell's NAT table if handed one, is the last step of the shell's clean-up, run in a root helper.
+// Forwarding opened for one shell's device, with its NAT (see forwarding.hh); closing it is the
+// last step of the shell's clean-up, run in a root helper.
 class ForwardingGrant {
  public:
   ForwardingGrant() = default;
-  // slot_claim: the shell's claim on its addresses, open for as long as this grant; nat_table:
-  // the shell's NAT table (nat.hh), deleted with the forwarding.
-  ForwardingGrant(std::string device, int slot_claim, std::string nat_table)
-      : device_(std::move(device)), slot_claim_(slot_claim), nat_table_(std::move(nat_table)) {}
+  // slot_claim: the shell's claim on its addresses, open for as long as this grant; entry: what
+  // open_forwarding added for the shell.
+  ForwardingGrant(ShellEntry entry, int slot_claim) : entry_(std::move(entry)), slot_claim_(slot_claim) {}
   ForwardingGrant(ForwardingGrant&& other) noexcept
-      : device_(std::move(other.device_)), slot_claim_(other.slot_claim_), nat_table_(std::move(other.nat_table_)) {
-    other.device_.clear();
-    other.nat_table_.clear();
+      : entry_(std::move(other.entry_)), slot_claim_(other.slot_claim_) {
+    other.entry_.reset();
   }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
   ~ForwardingGrant() { release(); }
 
  private:
   void release() noexcept;
-  std::string device_;
+  std::optional<ShellEntry> entry_;
   int slot_claim_ = -1;
-  std::string nat_table_;
 };
 
 // Everything one shell adds to the system. Destroying it (and closing the TUN fds wherever

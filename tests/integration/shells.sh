@@ -166,7 +166,7 @@ test_shell_rules_are_gone_when_it_exits() {
   local i tables outer before after
   for i in 1 2 3; do
     in_world "$BIN/mm-delay" 0 true || fail "mm-delay 0 true failed" || return 1
-    tables=$(in_world nft list tables | grep mahimahi_ || true)
+    tables=$(world_tables)
     [ -z "$tables" ] || fail "right after the shell exited (run $i): $tables" || return 1
   done
   ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & outer=$!
@@ -176,7 +176,8 @@ test_shell_rules_are_gone_when_it_exits() {
   after=$(in_world nft list ruleset | grep -E '^table|"[a-z]+-[0-9]+"')
   kill -TERM "$outer"; wait "$outer"
   echo "  with another shell alive, after the inner one: $(echo "$after" | tr -s ' \n' ' ')"
-  [ "$(echo "$before" | grep -c '^table')" = 2 ] || fail "expected 2 tables with one shell, got: $before" || return 1
+  [ "$(echo "$before" | grep -c '^table')" = 1 ] || fail "expected the one shared table with one shell, got: $before" || return 1
+  echo "$before" | grep -q '"delay-[0-9]*"' || fail "the outer shell's device is not in the table: $before" || return 1
   [ "$after" = "$before" ] || fail "the inner shell left: $after (before it: $before)"
 }
 
@@ -367,7 +368,7 @@ test_kill9_of_the_shell_ends_what_the_command_started() {
   wait_until 10 all_ended || fail "processes of the killed shell remain: $(world_leftovers_now)" || return 1
   local ms=$(( ($(date +%s%N) - s) / 1000000 ))
   none_sleeping 36.51 36.52 36.53 36.54 36.55 || return 1
-  # What only its supervisor removes (its NAT table) the next shell's start removes.
+  # What only its supervisor removes (its elements of the shared table) the next shell removes.
   in_world "$BIN/mm-delay" 0 true || fail "a new shell failed after kill -9" || return 1
   sed 's/^/  /' "$WORLD_TMP/kill9.out"
   echo "  status $rc; everything ended $ms ms after the SIGKILL"
@@ -379,7 +380,7 @@ test_kill9_of_the_shell_ends_what_the_command_started() {
 
 test_command_is_found_before_set_up_as_bash_would() {
   mkdir -p "$WORLD_TMP/locked"; chmod 700 "$WORLD_TMP/locked"
-  before=$(in_world nft list tables | grep -c mahimahi_)
+  before=$(world_tables | wc -l)
   rc_msg 127 "mm-delay: no-such-command-x: command not found" in_world "$BIN/mm-delay" 0 no-such-command-x || return 1
   # A PATH directory the caller cannot search is passed over: "not found" (127), as bash says,
   # not execvp's "Permission denied" (126).
@@ -388,15 +389,16 @@ test_command_is_found_before_set_up_as_bash_would() {
   printf 'echo hi\n' > "$WORLD_TMP/plain"; chmod 644 "$WORLD_TMP/plain"
   rc_msg 126 "plain: Permission denied" in_world "$BIN/mm-delay" 0 "$WORLD_TMP/plain" || return 1
   rc_msg 126 "Is a directory" in_world "$BIN/mm-delay" 0 "$WORLD_TMP" || return 1
-  after=$(in_world nft list tables | grep -c mahimahi_)
-  [ "$before" = "$after" ] || fail "NAT tables changed ($before -> $after)"
+  after=$(world_tables | wc -l)
+  [ "$before" = "$after" ] || fail "nftables tables changed ($before -> $after)"
 }
 
 # Whether no process of a shell (mm-*) is left in the world.
 # Neither a process of a shell nor its device (which the kernel removes as the last process
 # holding it finishes exiting, a moment after it has left the namespace). What only a shell's
-# clean-up removes (its NAT table, and the namespace's lock file if it was the last) stays after
-# a SIGKILL of its supervisor, until the next shell of the namespace starts and ends.
+# clean-up removes (its elements of the shared table, the table and the namespace's lock file if
+# it was the last) stays after a SIGKILL of its supervisor, until the next shell to take its
+# addresses starts, or the last shell of the namespace ends.
 no_shell_process_left() { ! world_leftovers_now | grep -qv -E '^leftover: (table |/run/mahimahi/)'; }
 
 test_kill9_leftovers_are_removed_by_next_start() {
@@ -404,11 +406,40 @@ test_kill9_leftovers_are_removed_by_next_start() {
   kill -9 "$shell"; wait "$shell" 2>/dev/null
   # The shell's other processes (its ferry, its guard and the command) end on their own once it is gone.
   wait_until 10 no_shell_process_left || fail "processes of the killed shell remain: $(world_leftovers_now)" || return 1
-  before=$(in_world nft list tables | grep -c mahimahi_)
+  before=$(world_tables | wc -l)
   in_world "$BIN/mm-delay" 0 true || fail "a new shell failed after kill -9" || return 1
-  after=$(in_world nft list tables | grep -c mahimahi_)
-  echo "  NAT tables: $before after kill -9, $after after the next start"
-  [ "$after" = 0 ] || fail "stale NAT table not removed"
+  after=$(world_tables | wc -l)
+  echo "  tables: $before after kill -9, $after after the next shell"
+  [ "$before" = 1 ] || fail "expected the killed shell's table to stay until the next shell" || return 1
+  [ "$after" = 0 ] || fail "the table of the killed shell was not removed"
+}
+
+# With another shell alive the table stays: a killed shell's elements are removed by the next
+# shell that takes its addresses (the lowest free /30: the killed shell's).
+test_kill9_elements_are_removed_by_the_next_shell_on_its_addresses() {
+  local first second third slots_before slots_during dead_inner
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & first=$!
+  wait_until 10 shell_command "$first" sleep >/dev/null || { kill "$first"; fail "the first shell did not start"; return 1; }
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & second=$!
+  wait_until 10 shell_command "$second" sleep >/dev/null || { kill "$first" "$second"; fail "the second shell did not start"; return 1; }
+  kill -9 "$first"; wait "$first" 2>/dev/null
+  gone() { ! in_world ip link show "delay-$first" >/dev/null 2>&1; }
+  wait_until 10 gone || { kill "$second"; fail "the killed shell's device stayed"; return 1; }
+  slots_before=$(in_world nft list map ip mahimahi slots | tr -s ' \n\t' ' ')
+  dead_inner=$(echo "$slots_before" | grep -o "[0-9.]* : \"delay-$first\"" | cut -d' ' -f1)
+  ip netns exec "$WORLD" "$BIN/mm-delay" 0 sleep 30 & third=$!
+  wait_until 10 shell_command "$third" sleep >/dev/null || { kill "$second" "$third"; fail "the third shell did not start"; return 1; }
+  slots_during=$(in_world nft list map ip mahimahi slots | tr -s ' \n\t' ' ')
+  local ruleset; ruleset=$(in_world nft list table ip mahimahi)
+  kill -TERM "$second" "$third"; wait "$second"; wait "$third"
+  echo "  slots after kill -9: ${slots_before#*elements = }"
+  echo "  slots with the next shell: ${slots_during#*elements = }"
+  [ -n "$dead_inner" ] || fail "the killed shell delay-$first had no slot in the table" || return 1
+  echo "$slots_during" | grep -q "$dead_inner : \"delay-$third\"" ||
+    fail "the third shell did not take the killed shell's addresses $dead_inner" || return 1
+  ! echo "$ruleset" | grep -q "delay-$first\"" || fail "the killed shell's elements stayed: $ruleset" || return 1
+  local left; left=$(world_leftovers)
+  [ -z "$left" ] || fail "after the last shell: $left"
 }
 
 test_dns_through_a_loopback_resolver_udp_and_tcp() {

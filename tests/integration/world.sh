@@ -79,10 +79,10 @@ ping_stats() {  # prints: received min avg max
        END { printf "%s %s %s %s\n", r + 0, mn + 0, av + 0, mx + 0 }'
 }
 
-# Leftovers of shells in the world: NAT tables, TUN devices, shell processes. A shell returns
-# once its ferry has stopped; the kernel then needs a moment (an RCU grace period per device) to
-# unregister the TUN devices as the ferry exits, so wait (up to 10 s, for a loaded machine) for
-# those to go.
+# Leftovers of shells in the world: nftables tables (the shared one "mahimahi", and an older
+# version's mahimahi_*), TUN devices, shell processes. A shell returns once its ferry has
+# stopped; the kernel then needs a moment (an RCU grace period per device) to unregister the TUN
+# devices as the ferry exits, so wait (up to 10 s, for a loaded machine) for those to go.
 world_leftovers() {
   wait_until 10 world_is_clean && return 0
   world_leftovers_now
@@ -93,9 +93,12 @@ world_lock_file() { echo "/run/mahimahi/netns-$(in_world stat -L -c %i /proc/sel
 
 world_is_clean() { [ -z "$(world_leftovers_now)" ]; }
 
+# The world's nftables tables of shells: "mahimahi" (shell/forwarding.hh), or an older version's.
+world_tables() { in_world nft list tables 2>/dev/null | grep -E " mahimahi(_|$)" || true; }
+
 world_leftovers_now() {
   {
-    in_world nft list tables 2>/dev/null | grep mahimahi_ || true
+    world_tables
     in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|meter|record)-' || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
