@@ -95,7 +95,8 @@ std::string nat_definitions(const std::string& table) {
     << "add rule" << t << " postrouting ip saddr . oifname @own_paths return\n"
     << "add rule" << t << " postrouting ip saddr @inners masquerade\n"
     << "add chain" << t << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-    << "add rule" << t << " prerouting meta l4proto tcp dnat ip to iifname . ip saddr map @intercepts\n"
+    << "add rule" << t
+    << " prerouting meta l4proto tcp dnat ip to iifname . ip saddr map @intercepts\n"
     // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
     << "add chain" << t << " quic { type filter hook forward priority filter; policy accept; }\n"
     << "add rule" << t << " quic iifname @quic_refused udp dport 443 reject\n";

@@ -60,8 +60,7 @@ class ForwardingGrant {
   // slot_claim: the shell's claim on its addresses, open for as long as this grant; entry: what
   // open_forwarding added for the shell.
   ForwardingGrant(ShellEntry entry, int slot_claim) : entry_(std::move(entry)), slot_claim_(slot_claim) {}
-  ForwardingGrant(ForwardingGrant&& other) noexcept
-      : entry_(std::move(other.entry_)), slot_claim_(other.slot_claim_) {
+  ForwardingGrant(ForwardingGrant&& other) noexcept : entry_(std::move(other.entry_)), slot_claim_(other.slot_claim_) {
     other.entry_.reset();
   }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
