@@ -265,28 +265,30 @@ void remove_dead_shell(const std::string& device, Ipv4 inner) {
 }
 
 // Adds the shell's elements. They are refused if the table is missing (the first shell makes
-// it, with them) or if the shell's slot still names a dead shell's device (the one that held
-// the slot before it, which ended without cleaning up: its elements go first).
+// it, with them) or if the shell's slot still names a device: the shell that held the slot
+// before, which ended without cleaning up (its elements go first).
 void add_shell_elements(const std::string& elements, const ShellEntry& entry) {
   try {
     run_nft(elements);
     return;
-  } catch (const std::runtime_error&) {
+  } catch (const std::runtime_error& first) {
     const std::string holder = slot_holder(entry.inner);
     if (holder.empty()) {
       try {
         run_nft(table_definition() + elements);
         return;
-      } catch (const std::runtime_error&) {
-        // The table was there: the first error says what was wrong.
+      } catch (const std::runtime_error& making) {
+        // "create table" refused: the table was there, and the first error says what was wrong;
+        // else the table could not be made, and this error says why.
+        if (std::string(making.what()).find("File exists") != std::string::npos) throw first;
+        throw;
       }
-    } else if (holder != entry.device) {
-      remove_dead_shell(holder, entry.inner);
-      run_nft(elements);
-      return;
     }
-    throw;
+    // This shell holds the slot and has added nothing yet: whatever is there is a dead shell's
+    // (whose pid may even have been this shell's, with other elements).
+    remove_dead_shell(holder, entry.inner);
   }
+  run_nft(elements);
 }
 
 // Under the lock: one small transaction, and the opened devices' forwarding switched on (there

@@ -347,9 +347,8 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   // One helper, one small nftables transaction: libnftables never runs in the supervisor, which
   // stays small while it waits. If the helper is killed half-way (the user interrupted the
   // set-up), the transaction was made or not; what it made is removed by the next shell that
-  // takes this shell's addresses, or with the table by the last shell. The helper's exit is not
-  // waited for: closing its nftables socket may wait for others' deletions (see run_nft).
-  run_root_helper([&] { open_forwarding(entry, net.slot_claim.get()); }, true, HelperWait::UntilReported);
+  // takes this shell's addresses, or with the table by the last shell.
+  run_root_helper([&] { open_forwarding(entry, net.slot_claim.get()); }, true, HelperWait::UntilExited);
   net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
