@@ -455,7 +455,7 @@ test_a_hundred_and_twenty_shells_at_once_as_a_user() {
     AS_USER=$TEST_USER in_world sh -c '
       : > "$1/$2.ready"
       flock -s "$1/barrier" true
-      exec "$3/mm-delay" 10 -- ping -n -q -c 3 -i 0.2 -w 20 "$MAHIMAHI_BASE"' sh "$dir" "$i" "$BIN" > "$dir/$i.out" 2>&1 &
+      exec "$3/mm-delay" 10 -- sh -c "exec ping -n -q -c 3 -i 0.2 -w 20 \$MAHIMAHI_BASE"' sh "$dir" "$i" "$BIN" > "$dir/$i.out" 2>&1 &
     pids+=($!)
   done
   all_ready() { [ "$(find "$dir" -name '*.ready' | wc -l)" -ge "$n" ]; }
