@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-3.0-or-later
 # mahimahi in a container: Debian 12, the Debian packages built from this checkout (debian/) and
-# installed with apt, which pulls in what the programs run (Apache, dnsmasq, libnftables).
+# installed with apt, which pulls in what the programs run (Apache, dnsmasq, libnftnl).
 #
 #   docker build -t mahimahi .
 #   docker run --rm -it --network none --cap-add NET_ADMIN --cap-add SYS_ADMIN \

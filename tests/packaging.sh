@@ -147,7 +147,7 @@ packaging_contents() {
   p=$(echo "$contents" | grep -E '^-..s' | grep -vE " \./usr/bin/($(echo $shells | tr ' ' '|'))\$")
   [ -z "$p" ] || { echo "unexpected setuid files: $p"; bad=1; }
   local depends; depends=$(echo "$info" | sed -n 's/^ Depends: //p')
-  for p in libc6 libssl3 libprotobuf32 libcairo2 mahimahi-data libnftables1 apache2-bin dnsmasq-base fonts-dejavu-core; do
+  for p in libc6 libssl3 libprotobuf32 libcairo2 libnftnl11 libmnl0 mahimahi-data apache2-bin dnsmasq-base fonts-dejavu-core; do
     echo "$depends" | grep -qE "(^|, )$p( |,|\$)" || { echo "Depends lacks $p: $depends"; bad=1; }
   done
   echo "$info" | grep -qE '^ Suggests: .*chromium' || { echo "chromium is not suggested"; bad=1; }
@@ -175,13 +175,13 @@ packaging_install() {
   local p
   "$top/tests/debian-root" "$TMP/root" || return 1
   cp /etc/resolv.conf "$TMP/root/etc/resolv.conf"
-  for p in apache2-bin dnsmasq-base libnftables1; do
+  for p in apache2-bin dnsmasq-base libnftnl11; do
     packaging_in_root dpkg -s "$p" >/dev/null 2>&1 && { echo "the fresh root has $p already: the test would prove nothing"; return 1; }
   done
   mkdir -p "$TMP/root/debs" && cp "$TMP/package"/mahimahi_*.deb "$TMP/package"/mahimahi-data_*.deb "$TMP/root/debs/" || return 1
   packaging_in_root sh -c 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends /debs/*.deb curl' \
     >"$TMP/apt.log" 2>&1 || { tail -30 "$TMP/apt.log"; return 1; }
-  for p in mahimahi mahimahi-data apache2-bin dnsmasq-base libnftables1 fonts-dejavu-core; do
+  for p in mahimahi mahimahi-data apache2-bin dnsmasq-base libnftnl11 fonts-dejavu-core; do
     packaging_in_root dpkg -s "$p" 2>/dev/null | grep -q '^Status: install ok installed' || { echo "$p was not installed"; return 1; }
   done
 }

@@ -4,6 +4,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
+#include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -12,11 +15,13 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <memory>
 #include <sstream>
 #include <vector>
 
 #include "shell/nat.hh"
+#include "shell/nftables.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
@@ -67,7 +72,8 @@ bool unlinked(int fd) {
 // The whole file, locked with flock(), serialises the changes to the forwarding state.
 class NamespaceLock {
  public:
-  NamespaceLock() {
+  // closing: for a shell's clean-up (whose caller says what becomes of it), not its set-up.
+  explicit NamespaceLock(bool closing) {
     // flock() is interrupted by a 100 ms interval timer (a single alarm could fire before flock
     // is reached and leave it waiting for good), and gives up at the deadline.
     struct sigaction action {};
@@ -96,7 +102,8 @@ class NamespaceLock {
     }
     if (err == EINTR) {
       throw UserError("another shell of this network namespace has been setting up or cleaning up for over " +
-                      std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked); try again");
+                      std::to_string(kLockTimeoutSeconds) + " s (" + namespace_lock_path() + " is locked)" +
+                      (closing ? "" : "; try again"));
     }
     if (err != 0) throw SystemError("locking " + namespace_lock_path(), err);
   }
@@ -167,20 +174,6 @@ bool set_forwarding(const std::string& device, const char* value) {
   }
 }
 
-// The quoted names in the listing of a set ("elements = { "a", "b" }").
-std::vector<std::string> set_elements(const std::string& listing) {
-  std::vector<std::string> names;
-  const size_t elements = listing.find("elements");
-  if (elements == std::string::npos) return names;
-  for (size_t open = listing.find('"', elements); open != std::string::npos; open = listing.find('"', open + 1)) {
-    const size_t close = listing.find('"', open + 1);
-    if (close == std::string::npos) break;
-    names.push_back(listing.substr(open + 1, close - open - 1));
-    open = close;
-  }
-  return names;
-}
-
 // Releases every lock this shell's claim holds (its address slot); the descriptor stays open.
 void release_claim(int slot_claim) {
   struct flock all = whole_file(F_UNLCK);
@@ -196,127 +189,138 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
-// The shell's elements of the forwarding part: its device among the shells, and its slot.
-std::string forward_elements(const std::string& verb, const ShellEntry& entry) {
-  const std::string e = verb + " element ip " + std::string(kSharedTable);
-  const std::string device = "\"" + entry.device + "\"";
-  std::string s = e + " shells { " + device + " }\n" + e + " slots { " + entry.inner.str();
-  if (verb != "delete") s += " : " + device;
-  return s + " }\n";
+// Adds to transaction the additions (add) or deletions of the shell's elements: its device
+// among the shells, its slot, its NAT.
+void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+  const nft::Bytes device = nft::Bytes().ifname(entry.device), inner = nft::Bytes().ipv4(entry.inner);
+  if (add) {
+    t.add_element("shells", device);
+    t.add_element("slots", inner, &device);
+  } else {
+    t.delete_element("shells", device);
+    t.delete_element("slots", inner);
+  }
+  add_nat_elements(t, add, entry);
 }
 
-std::string shell_elements(const std::string& verb, const ShellEntry& entry) {
-  return forward_elements(verb, entry) + nat_elements(verb, kSharedTable, entry);
-}
-
-// The whole table, for the first shell: made with "create", so that it fails if the table is
-// there (no second copy of the rules).
-std::string table_definition() {
-  const std::string t = std::string(" ip ") + kSharedTable;
-  std::ostringstream s;
-  s << "create table" << t << "\n"
-    << "add set" << t << " opened { type ifname; }\n"
-    << "add set" << t << " shells { type ifname; }\n"
-    << "add map" << t << " slots { type ipv4_addr : ifname; }\n"
-    << "add chain" << t
-    << " forward { type filter hook forward priority -1; policy accept; }\n"
-    // What did not come in on an opened device is none of this table's business; from a
-    // shell, anything goes out (the shell's own traffic); into a shell, only replies to its
-    // connections (and their ICMP errors); everything else coming in on an opened device
-    // is what the host did not forward before: dropped.
-    << "add rule" << t << " forward iifname != @opened accept\n"
-    << "add rule" << t << " forward iifname @shells accept\n"
-    << "add rule" << t << " forward oifname @shells ct direction reply accept\n"
-    << "add rule" << t << " forward oifname @shells ct state related accept\n"
-    << "add rule" << t << " forward drop\n"
-    << nat_definitions(kSharedTable);
-  return s.str();
+// The whole table, for the first shell, with create_table: the transaction fails if the table
+// is there (no second copy of the rules).
+void add_table_definition(nft::Transaction& t) {
+  using namespace nft;
+  t.create_table();
+  t.add_set("opened", kIfnameType, 16);
+  t.add_set("shells", kIfnameType, 16);
+  t.add_set("slots", kIpv4Type, 4, kIfnameType, 16);
+  // What did not come in on an opened device is none of this table's business; from a shell,
+  // anything goes out (the shell's own traffic); into a shell, only replies to its connections
+  // (and their ICMP errors); everything else coming in on an opened device is what the host did
+  // not forward before: dropped.
+  t.add_base_chain("forward", "filter", NF_INET_FORWARD, -1);
+  Rule not_opened, from_shell, reply, related, drop;
+  not_opened.meta(NFT_META_IIFNAME, kReg1).lookup(kReg1, "opened", true).verdict(NF_ACCEPT);
+  from_shell.meta(NFT_META_IIFNAME, kReg1).lookup(kReg1, "shells").verdict(NF_ACCEPT);
+  const uint8_t reply_direction = 1;  // IP_CT_DIR_REPLY
+  reply.meta(NFT_META_OIFNAME, kReg1)
+      .lookup(kReg1, "shells")
+      .ct(NFT_CT_DIRECTION, kReg1)
+      .equals(kReg1, &reply_direction, 1)
+      .verdict(NF_ACCEPT);
+  const uint32_t zero = 0;
+  related.meta(NFT_META_OIFNAME, kReg1)
+      .lookup(kReg1, "shells")
+      .ct(NFT_CT_STATE, kReg1)
+      .bitwise_and(kReg1, NF_CT_STATE_BIT(IP_CT_RELATED))
+      .equals(kReg1, &zero, 4, true)
+      .verdict(NF_ACCEPT);
+  drop.verdict(NF_DROP);
+  for (Rule* rule : {&not_opened, &from_shell, &reply, &related, &drop}) t.add_rule("forward", *rule);
+  add_nat_definitions(t);
 }
 
 // The device that holds `inner` in the table's slots, or "" if none (or no table).
 std::string slot_holder(Ipv4 inner) {
-  std::string listing;
   try {
-    listing = run_nft("get element ip " + std::string(kSharedTable) + " slots { " + inner.str() + " }");
-  } catch (const std::runtime_error&) {
-    return "";
+    const nft::Bytes key = nft::Bytes().ipv4(inner);
+    for (const auto& [slot, device] : nft::elements(kSharedTable, "slots")) {
+      if (slot == key) return nft::ifname_of(device);
+    }
+  } catch (const SystemError&) {
   }
-  // "... elements = { 10.0.0.2 : "delay-12" } ..."
-  const size_t colon = listing.find(" : \"");
-  if (colon == std::string::npos) return "";
-  const size_t end = listing.find('"', colon + 4);
-  return end == std::string::npos ? "" : listing.substr(colon + 4, end - colon - 4);
+  return "";
 }
 
-// Deletes what a dead shell left under `inner`: each element on its own, since which of them
-// it had (interception, QUIC) is not known. Only the holder of the slot calls this.
+// Deletes each of the shell's elements on its own, whatever is there of them.
+void delete_each_element(const ShellEntry& entry) {
+  nft::Transaction each(kSharedTable);
+  add_shell_elements(each, false, entry);
+  each.commit_each();
+}
+
+// Deletes what a dead shell left under `inner`: which of the elements it had (interception,
+// QUIC) is not known, so each on its own. Only the holder of the slot calls this.
 void remove_dead_shell(const std::string& device, Ipv4 inner) {
   if (!safe_device_name(device)) return;
-  const ShellEntry dead{device, inner, Intercept{inner, 0, true}};
-  std::istringstream lines(shell_elements("delete", dead));
-  std::string line;
-  while (std::getline(lines, line)) {
-    try {
-      run_nft(line);
-    } catch (const std::runtime_error&) {
-      // It had none of those.
-    }
-  }
+  delete_each_element(ShellEntry{device, inner, Intercept{inner, 0, true}});
 }
 
-// Adds the shell's elements. They are refused if the table is missing (the first shell makes
-// it, with them) or if the shell's slot still names a device: the shell that held the slot
-// before, which ended without cleaning up (its elements go first).
-void add_shell_elements(const std::string& elements, const ShellEntry& entry) {
-  try {
-    run_nft(elements);
-    return;
-  } catch (const std::runtime_error& first) {
-    const std::string holder = slot_holder(entry.inner);
-    if (holder.empty()) {
-      try {
-        run_nft(table_definition() + elements);
-        return;
-      } catch (const std::runtime_error& making) {
-        // "create table" refused: the table was there, and the first error says what was wrong;
-        // else the table could not be made, and this error says why.
-        if (std::string(making.what()).find("File exists") != std::string::npos) throw first;
-        throw;
-      }
+std::string refused(const std::string& what, int error) {
+  return "nftables refused " + what + " (table ip " + kSharedTable + "): " + std::strerror(error);
+}
+
+// Adds the shell's elements, and the devices to open. They are refused if the table is missing
+// (the first shell makes it, with them: ENOENT) or if the shell's slot still names a device
+// (EEXIST): the shell that held the slot before, which ended without cleaning up (its elements
+// go first).
+void add_elements(const ShellEntry& entry, const std::vector<std::string>& open) {
+  const auto transaction = [&](bool with_table) {
+    nft::Transaction t(kSharedTable);
+    if (with_table) add_table_definition(t);
+    add_shell_elements(t, true, entry);
+    for (const std::string& device : open) t.add_element("opened", nft::Bytes().ifname(device));
+    return t.commit();
+  };
+  int error = transaction(false);
+  if (error == ENOENT) {
+    error = transaction(true);
+    if (error == EEXIST) {
+      throw UserError(std::string("the nftables table ip ") + kSharedTable +
+                      " of this network namespace lacks a part (was it changed by hand?); delete it when no shell "
+                      "runs: nft delete table ip " +
+                      kSharedTable);
     }
+    if (error != 0)
+      throw std::runtime_error(refused("the shells' table", error) +
+                               " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
+    return;
+  }
+  if (error == EEXIST) {
     // This shell holds the slot and has added nothing yet: whatever is there is a dead shell's
     // (whose pid may even have been this shell's, with other elements).
-    remove_dead_shell(holder, entry.inner);
+    const std::string holder = slot_holder(entry.inner);
+    if (!holder.empty()) remove_dead_shell(holder, entry.inner);
+    error = transaction(false);
   }
-  run_nft(elements);
+  if (error != 0) throw std::runtime_error(refused("the shell's elements", error));
 }
 
 // Under the lock: one small transaction, and the opened devices' forwarding switched on (there
 // are any only when a device has appeared, or for the namespace's first shell).
 void open_locked(const ShellEntry& entry) {
   const std::vector<std::string> off = devices_not_forwarding();
-  std::ostringstream elements;
-  elements << shell_elements("add", entry);
-  if (!off.empty()) {
-    elements << "add element ip " << kSharedTable << " opened { ";
-    for (size_t i = 0; i < off.size(); i++) elements << (i ? ", " : "") << '"' << off[i] << '"';
-    elements << " }\n";
-  }
-  add_shell_elements(elements.str(), entry);  // the filter holds before any device forwards
+  add_elements(entry, off);  // the filter holds before any device forwards
   for (const std::string& device : off) set_forwarding(device, "1");
 }
 
 void close_locked(const ShellEntry& entry, int slot_claim) {
-  const std::string t = std::string(" ip ") + kSharedTable;
   // This shell gives up its claim first: two shells closing at once would otherwise each see
   // the other's claim, and both leave the shared table behind.
   release_claim(slot_claim);
-  std::string listing;
+  std::vector<std::pair<nft::Bytes, nft::Bytes>> opened;
   bool last = !other_shells_alive(slot_claim);
   if (last) {
     try {
-      listing = run_nft("list set" + t + " opened");
-    } catch (const std::exception&) {
+      opened = nft::elements(kSharedTable, "opened");
+    } catch (const SystemError&) {
       // No table (a flushed ruleset), or it cannot be read: leave it, filter included.
       last = false;
     }
@@ -325,26 +329,21 @@ void close_locked(const ShellEntry& entry, int slot_claim) {
     // If forwarding was switched on for every device meanwhile (an administrator, a container
     // runtime), the host now wants it: leave the devices as they are.
     const bool now_forwarding = read_small_file("/proc/sys/net/ipv4/conf/all/forwarding").rfind('1', 0) == 0;
-    for (const std::string& device : set_elements(listing)) {
+    for (const auto& [key, unused] : opened) {
+      const std::string device = nft::ifname_of(key);
       if (!now_forwarding && safe_device_name(device)) set_forwarding(device, "0");
     }
+    nft::Transaction t(kSharedTable);
+    t.delete_table();
+    if (t.commit() == 0) return;
+  } else {
+    nft::Transaction t(kSharedTable);
+    add_shell_elements(t, false, entry);
+    if (t.commit() == 0) return;
   }
-  const std::string ours = last ? "delete table" + t + "\n" : shell_elements("delete", entry);
-  try {
-    run_nft(ours);
-    return;
-  } catch (const std::exception&) {
-    // Something was gone already (removed by hand, or a flushed ruleset): each part on its own,
-    // whatever is left.
-  }
-  std::istringstream lines(ours);
-  std::string line;
-  while (std::getline(lines, line)) {
-    try {
-      run_nft(line);
-    } catch (const std::exception&) {
-    }
-  }
+  // Something was gone already (removed by hand, or a flushed ruleset): each part on its own,
+  // whatever is left.
+  delete_each_element(entry);
 }
 
 }  // namespace
@@ -399,9 +398,8 @@ FileDescriptor claim_address_slot(off_t index) {
 
 void open_forwarding(const ShellEntry& entry, int slot_claim) {
   if (!safe_device_name(entry.device)) throw std::logic_error("bad shell device name " + entry.device);
-  load_nftables();  // (not under the lock)
   {
-    NamespaceLock lock;
+    NamespaceLock lock(false);
     try {
       open_locked(entry);
     } catch (...) {
@@ -427,8 +425,7 @@ void open_forwarding(const ShellEntry& entry, int slot_claim) {
 }
 
 void close_forwarding(const ShellEntry& entry, int slot_claim) {
-  load_nftables();
-  NamespaceLock lock;
+  NamespaceLock lock(true);
   close_locked(entry, slot_claim);
   lock.remove_if_unused();
 }

@@ -1,118 +1,75 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Shells' NAT in the shared nftables table (see nat.hh), and libnftables.
+// Shells' NAT in the shared nftables table (see nat.hh).
 #include "shell/nat.hh"
 
-#include <dlfcn.h>
-#include <nftables/libnftables.h>
-#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <netinet/in.h>
 
-#include <sstream>
-#include <stdexcept>
-#include <type_traits>
+using nft::Bytes;
+using nft::Rule;
 
-namespace {
-// libnftables and the five libraries it brings are loaded only by the root helpers that use it,
-// at their first transaction: the supervisor and the ferry, which live as long as the shell,
-// never map them (about 800 kB of an idle shell's RSS).
-struct Nftables {
-  decltype(&nft_ctx_new) ctx_new;
-  decltype(&nft_ctx_buffer_output) buffer_output;
-  decltype(&nft_ctx_buffer_error) buffer_error;
-  decltype(&nft_run_cmd_from_buffer) run_cmd_from_buffer;
-  decltype(&nft_ctx_get_output_buffer) get_output_buffer;
-  decltype(&nft_ctx_get_error_buffer) get_error_buffer;
+void add_nat_definitions(nft::Transaction& t) {
+  using namespace nft;
+  t.add_set("inners", kIpv4Type, 4);
+  t.add_set("own_paths", concatenation(kIpv4Type, kIfnameType), 4 + 16);
+  t.add_set("intercepts", concatenation(kIfnameType, kIpv4Type), 16 + 4, concatenation(kIpv4Type, kServiceType), 4 + 4);
+  t.add_set("quic_refused", kIfnameType, 16);
 
-  static const Nftables& get() {
-    static const Nftables library = load();
-    return library;
-  }
+  // ip saddr . oifname @own_paths return; ip saddr @inners masquerade
+  t.add_base_chain("postrouting", "nat", NF_INET_POST_ROUTING, 100);  // srcnat
+  Rule own_path;
+  own_path.payload(NFT_PAYLOAD_NETWORK_HEADER, 12, 4, kReg1)
+      .meta(NFT_META_OIFNAME, kReg32_01)
+      .lookup(kReg1, "own_paths")
+      .verdict(NFT_RETURN);
+  t.add_rule("postrouting", own_path);
+  Rule masquerade;
+  masquerade.payload(NFT_PAYLOAD_NETWORK_HEADER, 12, 4, kReg1).lookup(kReg1, "inners").masquerade();
+  t.add_rule("postrouting", masquerade);
 
- private:
-  static Nftables load() {
-    constexpr const char* kSoname = "libnftables.so.1";
-    void* handle = ::dlopen(kSoname, RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      throw std::runtime_error(std::string("cannot load ") + kSoname + " (" + ::dlerror() +
-                               "); install the nftables library (Debian: apt-get install libnftables1)");
-    }
-    const auto symbol = [handle](auto& pointer, const char* name) {
-      pointer = reinterpret_cast<std::remove_reference_t<decltype(pointer)>>(::dlsym(handle, name));
-      if (!pointer) throw std::runtime_error(std::string(kSoname) + " has no " + name + "; it is too old");
-    };
-    Nftables n{};
-    symbol(n.ctx_new, "nft_ctx_new");
-    symbol(n.buffer_output, "nft_ctx_buffer_output");
-    symbol(n.buffer_error, "nft_ctx_buffer_error");
-    symbol(n.run_cmd_from_buffer, "nft_run_cmd_from_buffer");
-    symbol(n.get_output_buffer, "nft_ctx_get_output_buffer");
-    symbol(n.get_error_buffer, "nft_ctx_get_error_buffer");
-    return n;
-  }
-};
-}  // namespace
+  // meta l4proto tcp dnat ip to iifname . ip saddr map @intercepts
+  t.add_base_chain("prerouting", "nat", NF_INET_PRE_ROUTING, -100);  // dstnat
+  const uint8_t tcp = IPPROTO_TCP;
+  Rule intercept;
+  intercept.meta(NFT_META_L4PROTO, kReg1)
+      .equals(kReg1, &tcp, 1)
+      .meta(NFT_META_IIFNAME, kReg1)
+      .payload(NFT_PAYLOAD_NETWORK_HEADER, 12, 4, kReg2)
+      .map(kReg1, "intercepts", kReg1)
+      .dnat(kReg1, kReg32_01);
+  t.add_rule("prerouting", intercept);
 
-void load_nftables() { Nftables::get(); }
-
-std::string run_nft(const std::string& script) {
-  // libxtables, which libnftables loads, _exit()s when the real and effective uids differ (its
-  // guard against setuid use): only root helpers, root through and through, may get here.
-  if (::getuid() != 0 || ::geteuid() != 0) throw std::logic_error("nftables used outside a root helper");
-  // One context, and its netlink socket, for the helper's life (never freed): closing a socket
-  // after a transaction that deleted something waits for an RCU grace period (5-20 ms here)
-  // holding the namespace's nftables mutex, and the shell's helpers report before they exit.
-  const Nftables& nft = Nftables::get();
-  static nft_ctx* const ctx = [&nft] {
-    nft_ctx* c = nft.ctx_new(NFT_CTX_DEFAULT);
-    if (c) {
-      nft.buffer_output(c);
-      nft.buffer_error(c);
-    }
-    return c;
-  }();
-  if (!ctx) throw std::runtime_error("nftables: cannot create a context");
-  const int status = nft.run_cmd_from_buffer(ctx, script.c_str());
-  std::string out = nft.get_output_buffer(ctx);  // (reading empties the buffers for the next run)
-  std::string err = nft.get_error_buffer(ctx);
-  if (status != 0) {
-    while (!err.empty() && err.back() == '\n') err.pop_back();
-    throw std::runtime_error("nftables refused \"" + script.substr(0, script.find('\n')) + "\": " + err +
-                             " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
-  }
-  return out;
+  // iifname @quic_refused udp dport 443 reject: browsers fall back from QUIC to TCP at once
+  // when UDP/443 is refused (ICMP port unreachable).
+  t.add_base_chain("quic", "filter", NF_INET_FORWARD, 0);
+  const uint8_t udp = IPPROTO_UDP;
+  const uint16_t https = htons(443);
+  Rule refuse;
+  refuse.meta(NFT_META_IIFNAME, kReg1)
+      .lookup(kReg1, "quic_refused")
+      .meta(NFT_META_L4PROTO, kReg1)
+      .equals(kReg1, &udp, 1)
+      .payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, kReg1)
+      .equals(kReg1, &https, 2)
+      .reject_port_unreachable();
+  t.add_rule("quic", refuse);
 }
 
-std::string nat_definitions(const std::string& table) {
-  const std::string t = " ip " + table;
-  std::ostringstream s;
-  // inners: every shell's inner address; own_paths: inner . its own device, where it is not
-  // masqueraded; intercepts: device . inner -> the listening socket of mm-record's shells;
-  // quic_refused: the devices of shells refusing QUIC.
-  s << "add set" << t << " inners { type ipv4_addr; }\n"
-    << "add set" << t << " own_paths { type ipv4_addr . ifname; }\n"
-    << "add map" << t << " intercepts { type ifname . ipv4_addr : ipv4_addr . inet_service; }\n"
-    << "add set" << t << " quic_refused { type ifname; }\n"
-    << "add chain" << t << " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-    << "add rule" << t << " postrouting ip saddr . oifname @own_paths return\n"
-    << "add rule" << t << " postrouting ip saddr @inners masquerade\n"
-    << "add chain" << t << " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-    << "add rule" << t
-    << " prerouting meta l4proto tcp dnat ip to iifname . ip saddr map @intercepts\n"
-    // Browsers fall back from QUIC to TCP at once when UDP/443 is refused (ICMP port unreachable).
-    << "add chain" << t << " quic { type filter hook forward priority filter; policy accept; }\n"
-    << "add rule" << t << " quic iifname @quic_refused udp dport 443 reject\n";
-  return s.str();
-}
-
-std::string nat_elements(const std::string& verb, const std::string& table, const ShellEntry& entry) {
-  const std::string e = verb + " element ip " + table;
-  const std::string device = "\"" + entry.device + "\"", inner = entry.inner.str();
-  std::ostringstream s;
-  s << e << " inners { " << inner << " }\n" << e << " own_paths { " << inner << " . " << device << " }\n";
+void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+  const auto element = [&](const char* set, const Bytes& key, const Bytes* value = nullptr) {
+    if (add) {
+      t.add_element(set, key, value);
+    } else {
+      t.delete_element(set, key);
+    }
+  };
+  element("inners", Bytes().ipv4(entry.inner));
+  element("own_paths", Bytes().ipv4(entry.inner).ifname(entry.device));
   if (entry.intercept) {
-    s << e << " intercepts { " << device << " . " << inner;
-    if (verb != "delete") s << " : " << entry.intercept->outer.str() << " . " << entry.intercept->port;
-    s << " }\n";
-    if (entry.intercept->refuse_quic) s << e << " quic_refused { " << device << " }\n";
+    const Bytes to = Bytes().ipv4(entry.intercept->outer).port(entry.intercept->port);
+    element("intercepts", Bytes().ifname(entry.device).ipv4(entry.inner), &to);
+    if (entry.intercept->refuse_quic) element("quic_refused", Bytes().ifname(entry.device));
   }
-  return s.str();
 }

@@ -3,11 +3,12 @@
 // Source NAT for shells' inner addresses, and mm-record's interception, as sets and maps of the
 // namespace's one shared nftables table (forwarding.hh): its chains are made once, by the first
 // shell, and each shell adds and deletes only its own elements, so a shell's set-up and clean-up
-// cost the same however many shells run. Only root helpers (privileged.hh) run nftables.
+// cost the same however many shells run. Only root helpers (privileged.hh) use nftables.
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "shell/nftables.hh"
 #include "util/address.hh"
 
 // mm-record's redirection: every TCP connection from the shell's inner address arriving on its
@@ -28,17 +29,11 @@ struct ShellEntry {
   std::optional<Intercept> intercept;
 };
 
-// The nft commands that add the NAT part of table `table` (in family ip): its sets, maps and
-// chains. Packets from a shell's inner address are masqueraded unless they leave by the shell's
-// own device.
-std::string nat_definitions(const std::string& table);
+// Adds the NAT part of the shared table to transaction: its sets, maps and chains. Packets
+// from a shell's inner address are masqueraded unless they leave by the shell's own device;
+// mm-record's TCP is redirected to its socket (map intercepts); UDP/443 from a device in
+// quic_refused is refused.
+void add_nat_definitions(nft::Transaction& transaction);
 
-// The nft commands that add (verb "add") or delete ("delete") the shell's NAT elements.
-std::string nat_elements(const std::string& verb, const std::string& table, const ShellEntry& entry);
-
-// Loads libnftables now (a root helper does so before it takes a lock); throws what run_nft would.
-void load_nftables();
-
-// Runs one nft script with libnftables as one transaction, in a root helper (std::logic_error
-// elsewhere); throws std::runtime_error with nft's message.
-std::string run_nft(const std::string& script);
+// Adds to transaction the additions (add) or the deletions (!add) of the shell's NAT elements.
+void add_nat_elements(nft::Transaction& transaction, bool add, const ShellEntry& entry);

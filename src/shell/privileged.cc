@@ -344,10 +344,9 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     entry.intercept =
         Intercept{net.addresses.outer, ntohs(local_address(net.intercepted).sin_port), options.refuse_quic};
   }
-  // One helper, one small nftables transaction: libnftables never runs in the supervisor, which
-  // stays small while it waits. If the helper is killed half-way (the user interrupted the
-  // set-up), the transaction was made or not; what it made is removed by the next shell that
-  // takes this shell's addresses, or with the table by the last shell.
+  // One helper, one small nftables transaction (the supervisor never talks to nftables). If the helper is killed
+  // half-way (the user interrupted the set-up), the transaction was made or not; what it made is removed by the next
+  // shell that takes this shell's addresses, or with the table by the last shell.
   run_root_helper([&] { open_forwarding(entry, net.slot_claim.get()); }, true, HelperWait::UntilExited);
   net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 

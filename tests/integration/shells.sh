@@ -66,17 +66,18 @@ test_nested_six_deep_mixing_kinds() {
   out=$(in_world "$BIN/mm-delay" 2 "$BIN/mm-loss" uplink 0 "$BIN/mm-delay" 3 "$BIN/mm-intermittent" downlink 1000 1 \
         "$BIN/mm-onoff" uplink 1000 0.001 --seed 1 "$BIN/mm-delay" 5 -- \
         sh -c 'echo "base=$MAHIMAHI_BASE"; echo "prefix=$MAHIMAHI_SHELL_PREFIX"
-               ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null; ping -n -c 5 -i 0.1 -q '"$SERVER_IP")
+               ping -n -c 1 -W 2 -q '"$SERVER_IP"' >/dev/null; ping -n -c 20 -i 0.05 -q '"$SERVER_IP")
   echo "$out" | sed 's/^/  /'
   echo "$out" | grep -qx 'base=100.64.0.1' || fail "MAHIMAHI_BASE is not the outermost shell's address" || return 1
   echo "$out" | grep -qF 'prefix=[delay 2 ms] [loss up=0] [delay 3 ms] [intermittent (down) on=1000s off=1s] [onoff (up) on=1000s off=0.001s] [delay 5 ms] ' ||
     fail "prefix wrong" || return 1
   set -- $(echo "$out" | ping_stats)
-  [ "$1" = 5 ] || fail "received $1 of 5" || return 1
+  [ "$1" = 20 ] || fail "received $1 of 20" || return 1
   # 10 ms each way; each ping crosses twelve ferry threads: the fastest reply within 1.5 ms of
   # 20, the average (with scheduling delay at every hop) within 3 ms. One ping first, unmeasured:
   # a flow's first packet may wait for the world's neighbour resolution (a run saw 50 ms), which
-  # is not the shells' doing and made the average of five a matter of luck.
+  # is not the shells' doing and made the average of five a matter of luck. Twenty, not five: one
+  # reply held up by the machine (a run saw 28 ms in five, with offloads off) must not decide it.
   check_range "min RTT (ms)" "$2" 20.0 21.5 && check_range "avg RTT (ms)" "$3" 20.0 23.0
 }
 
@@ -146,17 +147,21 @@ test_packet_shells_have_one_cxx_runtime() {
   [ -z "$bad" ] || fail "a shared libstdc++ or libgcc_s in:$bad"
 }
 
-# libnftables is loaded only by the short root helpers: the supervisor and the ferry, which live
-# as long as the shell, never map it (nor link it).
-test_long_lived_shell_processes_never_map_libnftables() {
-  local out
-  ! ldd "$BIN/mm-delay" | grep -q libnftables || fail "mm-delay links libnftables" || return 1
-  # The command's parent is the guard; the supervisor's children are the guard and the ferry.
-  out=$(in_world "$BIN/mm-delay" 0 sh -c 's=$(cut -d" " -f4 /proc/$PPID/stat); for p in $s $(pgrep -x -P $s mm-delay); do
+# The shells talk to nftables through libnftnl and libmnl (GPL-2.0-or-later, LGPL-2.1-or-later),
+# never libnftables (GPL-2.0-only, which a GPL-3.0-or-later program may not load): no program
+# links it or names it (as dlopen would), and a running shell's processes map none of it.
+test_programs_never_load_libnftables() {
+  local p out bad=
+  for p in "$BIN"/mm-*; do
+    [ -f "$p" ] && [ ! -L "$p" ] || continue
+    { ldd "$p" 2>/dev/null | grep -q libnftables || grep -q 'libnftables\.so' "$p"; } && bad="$bad ${p##*/}"
+  done
+  [ -z "$bad" ] || fail "these load libnftables:$bad" || return 1
+  ldd "$BIN/mm-delay" | grep -q 'libnftnl\.so' || fail "mm-delay does not link libnftnl" || return 1
+  out=$(in_world "$BIN/mm-delay" 0 sh -c 's=$(cut -d" " -f4 /proc/$PPID/stat); for p in $s $(pgrep -P $s); do
       echo "process $p $(grep -c libnftables /proc/$p/maps)"; done')
   echo "$out" | sed 's/^/  /'
-  [ "$(echo "$out" | grep -c '^process ')" = 3 ] || fail "expected the supervisor, the guard and the ferry" || return 1
-  ! echo "$out" | grep -qv ' 0$' || fail "a long-lived process of the shell maps libnftables"
+  ! echo "$out" | grep -qv ' 0$' || fail "a process of the shell maps libnftables"
 }
 
 # The clean-up's helper reports before its exit (which waits for the kernel's grace period) and
