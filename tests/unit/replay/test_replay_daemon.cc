@@ -66,8 +66,12 @@ TEST(ReplayDaemon, killed_and_its_group_stopped) {
   TempDir dir;
   ReplayGuardian guardian(4, dir.path);
   const fs::path child_pid = dir.path / "child.pid";
-  ReplayDaemon daemon("/bin/sh", {"-c", "sleep 30 & echo $! > " + child_pid.string() + "; wait"}, dir.path / "d.log",
-                      guardian);
+  // Written aside and renamed: the file exists only once it holds the whole pid (the shell
+  // creates a redirection's file before echo writes to it).
+  ReplayDaemon daemon("/bin/sh",
+                      {"-c", "sleep 30 & echo $! > " + child_pid.string() + ".new; mv " + child_pid.string() + ".new " +
+                                 child_pid.string() + "; wait"},
+                      dir.path / "d.log", guardian);
   for (int i = 0; i < 500 && !fs::exists(child_pid); i++) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   const pid_t worker = std::stoi(read_small_file(child_pid.string()));
   EXPECT_FALSE(daemon.ended());
