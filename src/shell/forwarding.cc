@@ -17,7 +17,6 @@
 #include <csignal>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <vector>
 
 #include "shell/nat.hh"

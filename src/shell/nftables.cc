@@ -113,17 +113,15 @@ bool Bytes::operator==(const Bytes& other) const {
   return size == other.size && std::memcmp(data, other.data, size) == 0;
 }
 
-std::string ifname_of(const Bytes& bytes, uint32_t offset) {
-  if (offset >= bytes.size) return "";
-  const char* start = reinterpret_cast<const char*>(bytes.data) + offset;
-  return std::string(start, ::strnlen(start, std::min<size_t>(IFNAMSIZ, bytes.size - offset)));
+std::string ifname_of(const Bytes& bytes) {
+  const char* start = reinterpret_cast<const char*>(bytes.data);
+  return std::string(start, ::strnlen(start, std::min<size_t>(IFNAMSIZ, bytes.size)));
 }
 
 Rule::Rule() = default;
 Rule::~Rule() {
   for (nftnl_expr* e : expressions_) nftnl_expr_free(e);
 }
-Rule::Rule(Rule&& other) noexcept : expressions_(std::move(other.expressions_)) { other.expressions_.clear(); }
 
 Rule& Rule::add(nftnl_expr* e) {
   expressions_.push_back(e);
@@ -237,7 +235,6 @@ void Transaction::add_message(uint16_t type, uint16_t flags, const std::function
   payload(nlh);
   parts_.emplace_back(static_cast<size_t>(at - buffer_.data()), nlh->nlmsg_len);
   mnl_nlmsg_batch_next(batch_.get());
-  messages_++;
 }
 
 void Transaction::create_table() {
@@ -408,11 +405,11 @@ int send_one(const char* part, size_t length) {
 }  // namespace
 
 int Transaction::commit() {
-  if (messages_ == 0) return 0;
+  if (parts_.empty()) return 0;
   nftnl_batch_end(static_cast<char*>(mnl_nlmsg_batch_current(batch_.get())), 0);
   mnl_nlmsg_batch_next(batch_.get());
   return send_batch(static_cast<char*>(mnl_nlmsg_batch_head(batch_.get())), mnl_nlmsg_batch_size(batch_.get()),
-                    messages_);
+                    parts_.size());
 }
 
 void Transaction::commit_each() {

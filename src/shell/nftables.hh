@@ -33,7 +33,7 @@ struct Bytes {
   Bytes& port(uint16_t port);              // 2 bytes, network order, padded to 4
   bool operator==(const Bytes& other) const;
 };
-std::string ifname_of(const Bytes& bytes, uint32_t offset = 0);
+std::string ifname_of(const Bytes& bytes);  // the name at its start
 
 // The kernel's registers, as nft numbers them (a 16-byte register, or a 4-byte one).
 enum Register : uint32_t { kVerdict = 0, kReg1 = 1, kReg2 = 2, kReg32_01 = 9 };
@@ -43,8 +43,8 @@ class Rule {
  public:
   Rule();
   ~Rule();
-  Rule(Rule&&) noexcept;
-  Rule& operator=(Rule&&) = delete;
+  Rule(const Rule&) = delete;  // (it owns its expressions)
+  Rule& operator=(const Rule&) = delete;
   Rule& meta(uint32_t key, Register into);                                        // NFT_META_*
   Rule& payload(uint32_t base, uint32_t offset, uint32_t length, Register into);  // NFT_PAYLOAD_*
   Rule& equals(Register reg, const void* data, uint32_t length, bool negated = false);
@@ -80,7 +80,6 @@ class Transaction {
   void add_rule(const std::string& chain, Rule& rule);  // takes rule's expressions
   void add_element(const std::string& set, const Bytes& key, const Bytes* data = nullptr);
   void delete_element(const std::string& set, const Bytes& key);
-  size_t size() const { return messages_; }
 
   // Sends it and waits for the kernel's answer to every part: 0 if committed, else the errno
   // of the first part refused (nothing is then changed).
@@ -94,7 +93,6 @@ class Transaction {
   std::string table_;
   std::vector<char> buffer_;
   std::unique_ptr<mnl_nlmsg_batch, void (*)(mnl_nlmsg_batch*)> batch_;
-  size_t messages_ = 0;
   std::vector<std::pair<size_t, size_t>> parts_;  // each part's offset and length in buffer_
   uint32_t next_set_id_ = 1;
   std::vector<std::pair<std::string, uint32_t>> new_sets_;
