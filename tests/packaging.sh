@@ -147,7 +147,7 @@ packaging_contents() {
   p=$(echo "$contents" | grep -E '^-..s' | grep -vE " \./usr/bin/($(echo $shells | tr ' ' '|'))\$")
   [ -z "$p" ] || { echo "unexpected setuid files: $p"; bad=1; }
   local depends; depends=$(echo "$info" | sed -n 's/^ Depends: //p')
-  for p in libc6 libssl3 libprotobuf32 libcairo2 libnftnl11 libmnl0 mahimahi-data apache2-bin dnsmasq-base fonts-dejavu-core; do
+  for p in libc6 libssl3 libprotobuf32 libcairo2 libnftnl11 libmnl0 libngtcp2-9 libngtcp2-crypto-gnutls2 libnghttp3-3 libgnutls30 mahimahi-data apache2-bin dnsmasq-base fonts-dejavu-core; do
     echo "$depends" | grep -qE "(^|, )$p( |,|\$)" || { echo "Depends lacks $p: $depends"; bad=1; }
   done
   echo "$info" | grep -qE '^ Suggests: .*chromium' || { echo "chromium is not suggested"; bad=1; }

@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "replay/replay_fastcgi.hh"
+#include "replay/replay_http3.hh"
 #include "replay/replay_index.hh"
 #include "replay/replay_servers.hh"
 #include "shell/packet_shell.hh"
@@ -44,6 +45,13 @@ const ProgramInfo kInfo{
     "Options:\n"
     "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
     "                        says the origin spoke h2)\n"
+    "  --http3               every HTTPS server also answers HTTP/3 (QUIC v1) on UDP at the same\n"
+    "                        address and port, with the same certificate and responses; a\n"
+    "                        recorded Alt-Svc advertising h3 is kept, naming the port served\n"
+    "                        (without --http3 every Alt-Svc is removed: nothing answers QUIC)\n"
+    "  --advertise-h3        --http3, and every HTTPS response advertises it (Alt-Svc: h3), also\n"
+    "                        where the origin did not when recorded\n"
+    "  --qlog-dir=DIR        with --http3: one qlog file per QUIC connection in DIR (made if absent)\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
@@ -56,6 +64,11 @@ const ProgramInfo kInfo{
     "response (416 if it lies beyond it; the whole response for several disjoint ranges);\n"
     "recorded 206 responses answer the ranges they hold. A request without a Range never gets a\n"
     "206: recorded slices that cover the whole body are put together into a 200; else a 404.\n"
+    "\n"
+    "With --http3, Chromium given --origin-to-force-quic-on=HOST:443 (each recorded HTTPS host,\n"
+    "or *) uses QUIC at once and accepts your local CA over QUIC; given HOST:1 instead (a port\n"
+    "nothing uses) it accepts the CA but keeps TCP until an Alt-Svc sends it to QUIC\n"
+    "(--advertise-h3). mm-pageload --http3 does this for you.\n"
     "\n"
     "Also installed as mm-webreplay. mm-replay goes outermost, the other shells inside it, so that\n"
     "they sit between your program and the replayed servers:\n"
@@ -151,8 +164,14 @@ std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
   return addresses;
 }
 
+struct Http3Settings {
+  bool serve = false;
+  AltSvcPolicy alt_svc = AltSvcPolicy::kNone;
+  std::optional<std::string> qlog_dir;
+};
+
 int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional<std::string>& ca_dir,
-          const ReplayOptions& options, bool verbose) {
+          const ReplayOptions& options, const Http3Settings& http3, bool verbose) {
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD};
   handled.block();  // inherited by the threads; SIGTERM (from the supervisor) and SIGCHLD are read below
   SignalFd signals(SignalSet{SIGTERM, SIGCHLD});
@@ -160,14 +179,29 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
 
   CertificateAuthority ca = CertificateAuthority::load_or_create(ca_dir ? std::filesystem::path(*ca_dir)
                                                                         : CertificateAuthority::default_directory());
+  if (http3.qlog_dir) {
+    std::error_code error;
+    std::filesystem::create_directories(*http3.qlog_dir, error);
+    if (error) throw UserError("--qlog-dir: cannot make " + *http3.qlog_dir + ": " + error.message());
+  }
   WorkDirectory work;
-  ReplayFastCgi matcher(
-      [&](const ReplayRequest& request) { return p.index->match(request, options); }, work.path() / "matcher.sock", 8,
-      [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; });  // a miss, one line
+  auto match = [&](const ReplayRequest& request) {
+    ReplayMatch m = p.index->match(request, options);
+    apply_alt_svc_policy(m.response, http3.alt_svc, request.https, request.host);
+    return m;
+  };
+  auto log_miss = [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; };  // one line
+  ReplayFastCgi matcher(match, work.path() / "matcher.sock", 8, log_miss);
   matcher.start();
   bool failed = false;
+  uint64_t served_h3 = 0, missed_h3 = 0;
   {
     ReplayServers servers(p.servers, p.dns, ca, work.path() / "matcher.sock", work.path());
+    std::unique_ptr<ReplayHttp3> h3;
+    if (http3.serve) {
+      h3 = std::make_unique<ReplayHttp3>(http3_endpoints(p.servers, work.path()), match, log_miss,
+                                         http3.qlog_dir.value_or(""));
+    }
     ready();
     // Until the supervisor ends the replay: a daemon that dies meanwhile (killed, crashed) ends
     // it too, with its name and last words, rather than leaving the command to meet refused
@@ -180,11 +214,18 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
         break;
       }
     }
+    if (h3) {
+      h3->stop();
+      served_h3 = h3->served();
+      missed_h3 = h3->missed();
+    }
     servers.stop();
   }
   matcher.stop();
   if (verbose) {
-    std::cerr << "mm-replay: " << replay_summary(matcher.served(), matcher.missed()) << std::endl;
+    std::cerr << "mm-replay: " << replay_summary(matcher.served() + served_h3, matcher.missed() + missed_h3);
+    if (http3.serve) std::cerr << " (" << served_h3 + missed_h3 << " over HTTP/3)";
+    std::cerr << std::endl;
   }
   return failed ? kFerryFailedSaidWhy : 0;
 }
@@ -201,7 +242,19 @@ ShellSpec parse_command_line(int argc, char** argv) {
   std::optional<std::string> dir, ca_dir;
   bool http2 = false, single_server = false, verbose = false;
   ReplayOptions options;
+  Http3Settings http3;
   ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
+                             {"http3", false,
+                              [&](std::string_view) {
+                                http3.serve = true;
+                                if (http3.alt_svc == AltSvcPolicy::kNone) http3.alt_svc = AltSvcPolicy::kRecorded;
+                              }},
+                             {"advertise-h3", false,
+                              [&](std::string_view) {
+                                http3.serve = true;
+                                http3.alt_svc = AltSvcPolicy::kAll;
+                              }},
+                             {"qlog-dir", true, [&](std::string_view v) { http3.qlog_dir = std::string(v); }},
                              {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
                              {"single-server", false, [&](std::string_view) { single_server = true; }},
                              {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
@@ -214,19 +267,21 @@ ShellSpec parse_command_line(int argc, char** argv) {
   });
   if (!dir || dir->empty()) throw UsageError("missing DIR (a recording made by mm-record)");
   if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+  if (http3.qlog_dir && http3.qlog_dir->empty()) throw UsageError("--qlog-dir needs a directory");
+  if (http3.qlog_dir && !http3.serve) throw UsageError("--qlog-dir goes with --http3 (there is no QUIC without it)");
   spec.device_kind = "replay";
   spec.tag = "[replay " + *dir + "] ";
   // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
   // parsing can regain them), and only the list of addresses goes back to the supervisor.
   spec.isolated = true;
-  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, verbose](const FerryEndpoints& endpoints,
-                                                                            const std::function<void()>& ready) {
+  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, http3, verbose](const FerryEndpoints& endpoints,
+                                                                                   const std::function<void()>& ready) {
     try {
       if (!endpoints.outer_prefix.empty()) std::cerr << nesting_warning(endpoints.outer_prefix) << std::endl;
       (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
       ReplayPlan p = plan(dir, http2, single_server);
       endpoints.add_addresses(addresses_of(p));
-      return serve(ready, p, ca_dir, options, verbose);
+      return serve(ready, p, ca_dir, options, http3, verbose);
     } catch (const std::exception& e) {
       std::cerr << "mm-replay: " << e.what() << std::endl;
       return 1;

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "replay/replay_http3.hh"
+
+#include <algorithm>
+
+#include "replay/apache_config.hh"
+#include "util/text.hh"
+
+namespace fs = std::filesystem;
+
+bool alt_svc_advertises_h3(const std::string& value) {
+  // Alt-Svc = clear / 1#alt-value; alt-value = protocol-id "=" alt-authority *(OWS ";" parameter)
+  size_t start = 0;
+  while (start <= value.size()) {
+    size_t end = value.find(',', start);
+    if (end == std::string::npos) end = value.size();
+    std::string_view item = trim_blanks(std::string_view(value).substr(start, end - start));
+    const std::string_view id = item.substr(0, item.find('='));
+    if (equals_ignoring_case(id, "h3") || (id.size() > 3 && equals_ignoring_case(id.substr(0, 3), "h3-"))) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+void apply_alt_svc_policy(ReplayResponse& response, AltSvcPolicy policy, bool https, const std::string& host) {
+  bool recorded_h3 = false;
+  auto& headers = response.headers;
+  headers.erase(std::remove_if(headers.begin(), headers.end(),
+                               [&](const HttpHeader& h) {
+                                 if (!equals_ignoring_case(h.key, "Alt-Svc")) return false;
+                                 recorded_h3 = recorded_h3 || alt_svc_advertises_h3(h.value);
+                                 return true;
+                               }),
+                headers.end());
+  if (!https || policy == AltSvcPolicy::kNone || (policy == AltSvcPolicy::kRecorded && !recorded_h3)) return;
+  std::string port = "443";
+  const size_t colon = host.rfind(':');
+  if (colon != std::string::npos && host.find(']', colon) == std::string::npos && colon + 1 < host.size() &&
+      host.find_first_not_of("0123456789", colon + 1) == std::string::npos) {
+    port = host.substr(colon + 1);
+  }
+  headers.push_back({"Alt-Svc", "h3=\":" + port + "\"; ma=86400"});
+}
+
+ReplayRequest replay_request_of(const Http3Request& request) {
+  ReplayRequest r;
+  r.method = request.method;
+  r.target = request.path;
+  r.https = true;
+  if (!request.authority.empty()) {
+    r.host = request.authority;
+    r.has_host = true;
+  } else if (const std::string* host = request.header("host")) {
+    r.host = *host;
+    r.has_host = true;
+  }
+  if (const std::string* agent = request.header("user-agent")) {
+    r.user_agent = *agent;
+    r.has_user_agent = true;
+  }
+  if (const std::string* range = request.header("range")) r.range = *range;
+  if (const std::string* if_range = request.header("if-range")) r.if_range = *if_range;
+  return r;
+}
+
+Http3Response http3_response_of(const ReplayMatch& match, const std::string& method) {
+  Http3Response r;
+  r.status = match.response.status;
+  r.headers = match.response.headers;
+  r.body = match.response.body;
+  r.omit_body = method == "HEAD";
+  return r;
+}
+
+std::vector<Http3Endpoint> http3_endpoints(const std::vector<ReplayServerSpec>& servers, const fs::path& work) {
+  std::vector<Http3Endpoint> endpoints;
+  for (const ReplayServerSpec& s : servers) {
+    if (!s.https) continue;
+    const std::string stem = apache_file_stem(s);
+    endpoints.push_back({s.ip, s.port, work / (stem + ".pem"), work / (stem + ".key")});
+  }
+  return endpoints;
+}
+
+ReplayHttp3::ReplayHttp3(const std::vector<Http3Endpoint>& endpoints, Matcher match,
+                         std::function<void(const std::string&)> log, const fs::path& qlog_dir) {
+  Http3ServerOptions options;
+  options.qlog_dir = qlog_dir;
+  server_ = std::make_unique<Http3Server>(
+      endpoints,
+      [this, match = std::move(match), log = std::move(log)](const Http3Request& request) {
+        const ReplayMatch m = match(replay_request_of(request));
+        if (m.found) {
+          served_++;
+        } else {
+          missed_++;
+          if (log) log(m.log_line);
+        }
+        return http3_response_of(m, request.method);
+      },
+      options);
+  server_->start();
+}
+
+ReplayHttp3::~ReplayHttp3() { stop(); }
+
+void ReplayHttp3::stop() { server_->stop(); }
