@@ -25,6 +25,10 @@ const ProgramInfo kInfo{
     "  --browser-flag=FLAG   passed to Chromium after mm-pageload's own flags (repeatable)\n"
     "  --http2, --no-http2   allow HTTP/2 (default), or not (--disable-http2)\n"
     "  --quic                allow QUIC (off by default: --disable-quic)\n"
+    "  --http3               HTTP/3 to every https origin from the first request (Chromium's\n"
+    "                        --origin-to-force-quic-on=*, which also accepts your local CA over\n"
+    "                        QUIC; mm-replay --http3 serves it): a load in which any https\n"
+    "                        response came over another protocol fails, naming the origin\n"
     "  --ca FILE             also trust this CA certificate (PEM) besides your mahimahi CA\n"
     "  --window WxH          the viewport (default 1366x768)\n"
     "  --browser PATH        the Chromium binary (default: chromium in PATH)\n"
@@ -80,6 +84,11 @@ int run(int argc, char** argv) {
               {"http2", false, [&](std::string_view) { options.browser.http2 = true; }},
               {"no-http2", false, [&](std::string_view) { options.browser.http2 = false; }},
               {"quic", false, [&](std::string_view) { options.browser.quic = true; }},
+              {"http3", false,
+               [&](std::string_view) {
+                 options.browser.quic = true;
+                 options.browser.http3_forced = true;
+               }},
               {"ca", true,
                [&](std::string_view value) {
                  if (value.empty()) throw UsageError("--ca needs a file name");

@@ -218,6 +218,7 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
       h3->stop();
       served_h3 = h3->served();
       missed_h3 = h3->missed();
+      if (verbose) std::cerr << "mm-replay: HTTP/3: " << http3_summary(h3->stats()) << std::endl;
     }
     servers.stop();
   }

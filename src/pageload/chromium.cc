@@ -155,7 +155,11 @@ std::vector<std::string> chromium_arguments(const BrowserOptions& options, const
       "--disable-default-apps",
       "--window-size=" + std::to_string(options.width) + "," + std::to_string(options.height),
   };
-  if (!options.quic) arguments.push_back("--disable-quic");
+  if (options.http3_forced) {
+    arguments.push_back("--origin-to-force-quic-on=*");
+  } else if (!options.quic) {
+    arguments.push_back("--disable-quic");
+  }
   if (!options.http2) arguments.push_back("--disable-http2");
   // Chromium's sandbox needs user namespaces that root does not get; as an ordinary user it stays.
   if (as_root) arguments.push_back("--no-sandbox");

@@ -26,10 +26,14 @@
 #include "util/clock.hh"
 
 struct BrowserOptions {
-  std::string program;                                      // the Chromium binary (a path)
-  std::vector<std::string> extra_flags;                     // --browser-flag, in order, after ours
-  bool http2 = true;                                        // false: --disable-http2
-  bool quic = false;                                        // false: --disable-quic
+  std::string program;                   // the Chromium binary (a path)
+  std::vector<std::string> extra_flags;  // --browser-flag, in order, after ours
+  bool http2 = true;                     // false: --disable-http2
+  bool quic = false;                     // false: --disable-quic
+  // QUIC to every https origin from the first request (--origin-to-force-quic-on=*, which also
+  // makes Chromium accept a locally trusted CA over QUIC); the load fails if any https response
+  // came over anything else (PageLoad checks each one).
+  bool http3_forced = false;
   int width = 1366, height = 768;                           // the viewport
   std::vector<std::filesystem::path> trusted_certificates;  // PEM files: the mahimahi CA, --ca
 };

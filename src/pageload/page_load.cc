@@ -297,6 +297,12 @@ void LoadRun::run() {
     }
   }
   result_.status = LoadResult::Status::Ok;
+  if (options_.browser.http3_forced) {
+    if (std::string why = http3_shortfall(network_.https_not_h3()); !why.empty()) {
+      result_.status = LoadResult::Status::Error;
+      result_.reason = std::move(why);
+    }
+  }
   finish();
 }
 
@@ -448,6 +454,9 @@ std::string navigation_error_reason(const std::string& error_text) {
   }
   if (error_text.starts_with("net::ERR_CERT_")) return "certificate error (" + error_text + ")";
   if (error_text.starts_with("net::ERR_SSL_")) return "TLS error (" + error_text + ")";
+  if (error_text.starts_with("net::ERR_QUIC_") || error_text == "net::ERR_HTTP3_PROTOCOL_ERROR") {
+    return "QUIC or HTTP/3 failed (" + error_text + "; with --http3, is the replay running with --http3?)";
+  }
   return "navigation failed (" + error_text + ")";
 }
 
@@ -456,7 +465,31 @@ void NetworkTally::response(const json& response) {
   if (!origin) return;
   requests_++;
   origins_.insert(*origin);
-  if (const auto name = protocol_short_name(string_at(response, {"protocol"}))) protocols_[*origin] = *name;
+  if (const auto name = protocol_short_name(string_at(response, {"protocol"}))) {
+    protocols_[*origin] = *name;
+    if (*name != "h3" && origin->starts_with("https://")) https_not_h3_[*origin][*name]++;
+  }
+}
+
+std::string http3_shortfall(const std::map<std::string, std::map<std::string, size_t>>& https_not_h3) {
+  if (https_not_h3.empty()) return "";
+  std::string text = "asked for HTTP/3, but ";
+  size_t shown = 0;
+  for (const auto& [origin, protocols] : https_not_h3) {
+    if (shown == 3) {
+      text += "; and " + std::to_string(https_not_h3.size() - shown) + " more origins";
+      break;
+    }
+    if (shown++ > 0) text += "; ";
+    text += origin + " answered";
+    bool first = true;
+    for (const auto& [protocol, count] : protocols) {
+      text += (first ? " " : " and ") + std::to_string(count) + (count == 1 ? " request over " : " requests over ") +
+              protocol;
+      first = false;
+    }
+  }
+  return text + " (is the replay running with --http3?)";
 }
 
 void NetworkTally::add(const json& event) {

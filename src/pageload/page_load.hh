@@ -54,6 +54,8 @@ class NetworkTally {
   const std::map<std::string, std::string>& protocols() const { return protocols_; }
   // The error text of a failed request with this id ("" if it did not fail).
   std::string failure_of(const std::string& request_id) const;
+  // The https responses that came over another protocol than HTTP/3: origin -> protocol -> count.
+  const std::map<std::string, std::map<std::string, size_t>>& https_not_h3() const { return https_not_h3_; }
 
  private:
   void response(const nlohmann::json& response);
@@ -69,7 +71,12 @@ class NetworkTally {
   size_t requests_ = 0;
   std::set<std::string> origins_;
   std::map<std::string, std::string> protocols_;
+  std::map<std::string, std::map<std::string, size_t>> https_not_h3_;
 };
+
+// The reason of a load that asked for HTTP/3 and got something else, naming the origins (at most
+// three, then how many more) and what they answered over; empty if every https response was h3.
+std::string http3_shortfall(const std::map<std::string, std::map<std::string, size_t>>& https_not_h3);
 
 // A screencast frame as it arrived: its wall-clock time (ms since the Unix epoch, DevTools'
 // metadata.timestamp) and its PNG bytes.

@@ -179,6 +179,9 @@ class Connection {
   static int on_extend_max_remote_streams_bidi(ngtcp2_conn*, uint64_t max, void* user);
   static int on_extend_max_stream_data(ngtcp2_conn*, int64_t stream_id, uint64_t, void* user, void*);
   static void on_rand(uint8_t* out, size_t length, const ngtcp2_rand_ctx* ctx);
+  static int on_decrypt(uint8_t* dest, const ngtcp2_crypto_aead* aead, const ngtcp2_crypto_aead_ctx* aead_ctx,
+                        const uint8_t* ciphertext, size_t length, const uint8_t* nonce, size_t nonce_length,
+                        const uint8_t* aad, size_t aad_length);
   static int on_get_new_connection_id(ngtcp2_conn*, ngtcp2_cid* cid, uint8_t* token, size_t length, void* user);
   static int on_remove_connection_id(ngtcp2_conn*, const ngtcp2_cid* cid, void* user);
   static int on_handshake_completed(ngtcp2_conn*, void* user);
@@ -259,7 +262,7 @@ bool Connection::accept(const ngtcp2_pkt_hd& hd, const sockaddr_in& from, Nanos 
   callbacks.recv_client_initial = ngtcp2_crypto_recv_client_initial_cb;
   callbacks.recv_crypto_data = ngtcp2_crypto_recv_crypto_data_cb;
   callbacks.encrypt = ngtcp2_crypto_encrypt_cb;
-  callbacks.decrypt = ngtcp2_crypto_decrypt_cb;
+  callbacks.decrypt = on_decrypt;
   callbacks.hp_mask = ngtcp2_crypto_hp_mask_cb;
   callbacks.update_key = ngtcp2_crypto_update_key_cb;
   callbacks.delete_crypto_aead_ctx = ngtcp2_crypto_delete_crypto_aead_ctx_cb;
@@ -578,6 +581,20 @@ int Connection::on_extend_max_stream_data(ngtcp2_conn*, int64_t stream_id, uint6
   return 0;
 }
 
+// Anyone can derive a client's Initial keys from its DCID, but a datagram that only looks like an
+// Initial does not decrypt: the thread-local flag tells on_datagram whether anything in the new
+// connection's first datagram did, so that such garbage costs no connection state.
+thread_local bool g_decrypted = false;
+
+int Connection::on_decrypt(uint8_t* dest, const ngtcp2_crypto_aead* aead, const ngtcp2_crypto_aead_ctx* aead_ctx,
+                           const uint8_t* ciphertext, size_t length, const uint8_t* nonce, size_t nonce_length,
+                           const uint8_t* aad, size_t aad_length) {
+  const int rv =
+      ngtcp2_crypto_decrypt_cb(dest, aead, aead_ctx, ciphertext, length, nonce, nonce_length, aad, aad_length);
+  if (rv == 0) g_decrypted = true;
+  return rv;
+}
+
 void Connection::on_rand(uint8_t* out, size_t length, const ngtcp2_rand_ctx* ctx) {
   static_cast<Http3Server::Impl*>(ctx->native_handle)->random_bytes(out, length);
 }
@@ -800,11 +817,15 @@ void Http3Server::Impl::on_datagram(Endpoint& endpoint, const sockaddr_in& from,
     remove(c);
     return drop();
   }
-  {
-    std::lock_guard lock(stats_mutex);
-    stats.connections++;
-  }
+  g_decrypted = false;
   c->read(from, data, length, now);
+  if (!connections.count(c)) return;
+  if (!g_decrypted) {
+    remove(c);
+    return drop();
+  }
+  std::lock_guard lock(stats_mutex);
+  stats.connections++;
 }
 
 void Http3Server::Impl::run() {

@@ -82,6 +82,12 @@ std::vector<Http3Endpoint> http3_endpoints(const std::vector<ReplayServerSpec>& 
   return endpoints;
 }
 
+std::string http3_summary(const Http3Stats& s) {
+  return count_of(s.connections, "connection") + " (" + count_of(s.handshakes, "handshake") + "), " +
+         count_of(s.requests, "request") + ", " + std::to_string(s.refused) + " refused at the connection limit, " +
+         count_of(s.dropped_datagrams, "datagram") + " dropped";
+}
+
 ReplayHttp3::ReplayHttp3(const std::vector<Http3Endpoint>& endpoints, Matcher match,
                          std::function<void(const std::string&)> log, const fs::path& qlog_dir) {
   Http3ServerOptions options;

@@ -144,3 +144,35 @@ TEST(PageloadTool, UrlsAreHttpOrHttpsWithAHost) {
   }
   EXPECT_THROW(check_url("http://a.test/" + std::string(kMaxUrlBytes, 'x')), UsageError);
 }
+
+TEST(ChromiumArguments, Http3ForcedListsEveryOriginAndKeepsQuicOn) {
+  BrowserOptions options;
+  options.program = "chromium";
+  options.http3_forced = true;
+  const auto arguments = chromium_arguments(options, "/tmp/p", false);
+  EXPECT_NE(std::find(arguments.begin(), arguments.end(), "--origin-to-force-quic-on=*"), arguments.end());
+  EXPECT_EQ(std::find(arguments.begin(), arguments.end(), "--disable-quic"), arguments.end());
+}
+
+TEST(NetworkTally, HttpsResponsesNotOverH3AreCountedPerOriginAndProtocol) {
+  NetworkTally tally;
+  auto response = [&](const std::string& id, const std::string& url, const std::string& protocol) {
+    tally.add(nlohmann::json{{"method", "Network.requestWillBeSent"},
+                             {"params", {{"requestId", id}, {"request", {{"url", url}}}}}});
+    tally.add(nlohmann::json{{"method", "Network.responseReceived"},
+                             {"params", {{"requestId", id}, {"response", {{"url", url}, {"protocol", protocol}}}}}});
+  };
+  response("1", "https://a.test/", "h3");
+  response("2", "https://b.test/x.js", "h2");
+  response("3", "https://b.test/y.js", "h2");
+  response("4", "http://c.test/", "http/1.1");  // plain HTTP: QUIC cannot apply
+  response("5", "https://d.test:8443/", "http/1.1");
+  const auto& missed = tally.https_not_h3();
+  ASSERT_EQ(missed.size(), 2u);
+  EXPECT_EQ(missed.at("https://b.test:443").at("h2"), 2u);
+  EXPECT_EQ(missed.at("https://d.test:8443").at("h1"), 1u);
+  EXPECT_EQ(http3_shortfall(missed),
+            "asked for HTTP/3, but https://b.test:443 answered 2 requests over h2; https://d.test:8443 answered 1 "
+            "request over h1 (is the replay running with --http3?)");
+  EXPECT_EQ(http3_shortfall({}), "");
+}

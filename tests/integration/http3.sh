@@ -1,0 +1,134 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Integration tests of HTTP/3 replay (mm-replay --http3, mm-pageload --http3): Chromium loads the
+# corpus pages with every https response over h3 (checked per response by mm-pageload), as an
+# ordinary user with its sandbox on, behind nested shells; the QUIC server survives garbage.
+# Sourced by tests/run-all after world.sh.
+
+h3_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# A home for the test user with the corpus and a trusted CA (made once per run).
+h3_home() {
+  H3_HOME=$WORLD_TMP/h3-home
+  [ -f "$H3_HOME/.ready" ] && return 0
+  mkdir -p "$H3_HOME"
+  cp -r "$h3_top/corpus" "$H3_HOME/corpus"
+  chown -R "$TEST_USER" "$H3_HOME"
+  AS_USER=$TEST_USER in_world env HOME="$H3_HOME" MAHIMAHI_CA_DIR="$H3_HOME/ca" "$BIN/mm-ca" trust >/dev/null ||
+    fail "mm-ca trust failed" || return 1
+  touch "$H3_HOME/.ready"
+}
+
+# As the test user, in the world: mm-replay PAGE REPLAY-OPTIONS... -- COMMAND...
+h3_replay() {
+  local page=$1; shift
+  AS_USER=$TEST_USER in_world env HOME="$H3_HOME" MAHIMAHI_CA_DIR="$H3_HOME/ca" \
+    "$BIN/mm-replay" "$H3_HOME/corpus/$page" --ignore-user-agent "$@"
+}
+
+# Every row of a CSV of mm-pageload is ok, and every https origin it lists went over h3.
+h3_rows_ok() {  # CSV EXPECTED-ROWS
+  /usr/bin/python3 - "$1" "$2" <<'EOF'
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+try:
+    assert len(rows) == int(sys.argv[2]), "%d rows, expected %s" % (len(rows), sys.argv[2])
+    for row in rows:
+        assert row["status"] == "ok", "%s run %s: %s %s" % (row["url"], row["run"], row["status"], row["reason"])
+        pairs = dict(p.split("=") for p in row["protocols"].split())
+        https = {o: p for o, p in pairs.items() if o.startswith("https://")}
+        assert https, "no https origin in %s" % row["protocols"]
+        assert set(https.values()) == {"h3"}, row["protocols"]
+        assert all(p == "h1" for o, p in pairs.items() if o.startswith("http://")), row["protocols"]
+except AssertionError as e:
+    print("FAIL:", e); sys.exit(1)
+EOF
+}
+
+test_http3_corpus_pages_load_over_h3_behind_nested_shells_as_a_user() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  h3_home || return 1
+  local name url csv err over https_pairs trace=$h3_top/traces/constant-12Mbps
+  while read -r name url; do
+    csv=$H3_HOME/$name.csv err=$H3_HOME/$name.err
+    https_pairs=$("$BIN/mm-recording" ls --wide "$H3_HOME/corpus/$name" | awk 'NR > 1 && $2 == "https"' | wc -l)
+    h3_replay "$name" --http3 --verbose -- "$BIN/mm-delay" 10 "$BIN/mm-link" "$trace" "$trace" -- \
+      "$BIN/mm-pageload" --http3 --timeout 60 --csv "$csv" "$url" >/dev/null 2>"$err" ||
+      fail "$name: mm-pageload --http3 in mm-replay --http3 failed: $(grep -v '^\[' "$err" | tail -4)" || return 1
+    h3_rows_ok "$csv" 1 || return 1
+    over=$(sed -n 's/^mm-replay: .* not found (\([0-9]*\) over HTTP\/3)$/\1/p' "$err")
+    [ -n "$over" ] && [ "$over" -ge "$https_pairs" ] ||
+      fail "$name: ${over:-no} requests over HTTP/3, $https_pairs https pairs recorded: $(grep '^mm-replay' "$err")" || return 1
+    echo "  $name: $url ok, $over requests over HTTP/3 ($https_pairs https pairs recorded), PLT $(csv_field "$csv" 1 plt_ms) ms"
+  done < <(corpus_pages)
+  check_no_chromium
+}
+
+test_http3_forced_load_fails_naming_quic_when_the_replay_has_no_http3() {
+  h3_home || return 1
+  local csv=$H3_HOME/no-h3.csv err=$H3_HOME/no-h3.err
+  h3_replay app -- "$BIN/mm-pageload" --http3 --timeout 30 --csv "$csv" https://app.test/ >/dev/null 2>"$err" &&
+    fail "a forced HTTP/3 load without HTTP/3 servers succeeded" && return 1
+  grep -q 'QUIC or HTTP/3 failed (net::ERR_QUIC_[A-Z_]*; with --http3, is the replay running with --http3?)' "$csv" ||
+    fail "the row does not say why: $(cat "$csv")" || return 1
+  echo "  $(tail -1 "$csv" | cut -d, -f3-4)"
+  check_no_chromium
+}
+
+test_http3_single_server_and_the_alt_svc_policy() {
+  h3_home || return 1
+  local csv=$H3_HOME/single.csv err=$H3_HOME/single.err
+  h3_replay shop --http3 --single-server -- "$BIN/mm-pageload" --http3 --csv "$csv" http://shop.test/ >/dev/null 2>"$err" ||
+    fail "--single-server --http3: $(grep -v '^\[' "$err" | tail -3)" || return 1
+  h3_rows_ok "$csv" 1 || return 1
+  echo "  --single-server: shop loads over h3 from one address"
+  # Alt-Svc over TCP: none without --http3 (nothing answers QUIC), h3 on the served port with --advertise-h3.
+  local headers
+  headers=$(h3_replay app -- curl -sS --http1.1 -D - -o /dev/null https://app.test/ 2>&1) || fail "curl: $headers" || return 1
+  ! echo "$headers" | grep -qi '^alt-svc' || fail "Alt-Svc without --http3: $headers" || return 1
+  headers=$(h3_replay app --advertise-h3 -- curl -sS --http1.1 -D - -o /dev/null https://app.test/ 2>&1) || fail "curl: $headers" || return 1
+  echo "$headers" | grep -qi '^alt-svc: h3=":443"; ma=86400' || fail "no Alt-Svc h3 with --advertise-h3: $headers" || return 1
+  echo "  Alt-Svc: absent without --http3, h3=\":443\" with --advertise-h3"
+}
+
+test_http3_server_survives_garbage_and_a_flood_of_bogus_initials() {
+  h3_home || return 1
+  local csv=$H3_HOME/flood.csv err=$H3_HOME/flood.err
+  # In the replay: 3000 datagrams to the page's HTTPS server from 300 source ports (random bytes,
+  # truncated Initials, full-size Initials that do not decrypt, short headers for no connection),
+  # then a page load over h3, then the same flood again while a second load runs.
+  cat > "$H3_HOME/flood.py" <<'EOF'
+import os, random, socket, sys
+ip = socket.gethostbyname("app.test")
+random.seed(7)
+socks = [socket.socket(socket.AF_INET, socket.SOCK_DGRAM) for _ in range(300)]
+for i in range(3000):
+    kind = i % 4
+    if kind == 0:
+        data = os.urandom(random.randint(1, 1500))
+    elif kind == 1:  # a long-header Initial of QUIC v1, cut short
+        data = bytes([0xc0]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([8]) + os.urandom(random.randint(0, 40))
+    elif kind == 2:  # a whole Initial (a datagram of 1226 bytes) that does not decrypt
+        data = (bytes([0xc3]) + (1).to_bytes(4, "big") + bytes([8]) + os.urandom(8) + bytes([8]) + os.urandom(8)
+                + b"\x00" + bytes([0x44, 0xb0]) + os.urandom(1200))
+    else:  # a short header for a connection that does not exist
+        data = bytes([0x40]) + os.urandom(random.randint(20, 1200))
+    try:
+        socks[i % len(socks)].sendto(data, (ip, 443))
+    except OSError:
+        pass
+print("sent 3000")
+EOF
+  chown "$TEST_USER" "$H3_HOME/flood.py"
+  h3_replay app --http3 --verbose -- sh -c '
+    python3 "$1" >/dev/null && "$2" --http3 --csv "$3" https://app.test/ >/dev/null &&
+      { python3 "$1" >/dev/null & "$2" --http3 --csv "$3" https://app.test/ >/dev/null; s=$?; wait; exit $s; }' \
+    sh "$H3_HOME/flood.py" "$BIN/mm-pageload" "$csv" 2>"$err" ||
+    fail "loads during the flood failed: $(grep -v '^\[' "$err" | tail -4)" || return 1
+  h3_rows_ok "$csv" 1 || return 1
+  local summary dropped
+  summary=$(grep '^mm-replay: HTTP/3: ' "$err") || fail "no HTTP/3 summary: $(tail -3 "$err")" || return 1
+  dropped=$(echo "$summary" | sed -n 's/.*, \([0-9]*\) datagrams\{0,1\} dropped$/\1/p')
+  [ -n "$dropped" ] && [ "$dropped" -ge 4000 ] || fail "expected at least 4000 of the 6000 datagrams dropped: $summary" || return 1
+  echo "  both loads ok over h3; ${summary#mm-replay: }"
+  check_no_chromium
+}
