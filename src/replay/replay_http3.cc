@@ -4,6 +4,8 @@
 #include <algorithm>
 
 #include "replay/apache_config.hh"
+#include "util/csv.hh"
+#include "util/statistics.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -83,9 +85,17 @@ std::vector<Http3Endpoint> http3_endpoints(const std::vector<ReplayServerSpec>& 
 }
 
 std::string http3_summary(const Http3Stats& s) {
-  return count_of(s.connections, "connection") + " (" + count_of(s.handshakes, "handshake") + "), " +
-         count_of(s.requests, "request") + ", " + std::to_string(s.refused) + " refused at the connection limit, " +
-         count_of(s.dropped_datagrams, "datagram") + " dropped";
+  std::string text = count_of(s.connections, "connection") + " (" + count_of(s.handshakes, "handshake") + "), " +
+                     count_of(s.requests, "request") + ", " + std::to_string(s.refused) +
+                     " refused at the connection limit, " + count_of(s.dropped_datagrams, "datagram") + " dropped";
+  if (!s.service_ns.empty()) {
+    std::vector<double> ms;
+    ms.reserve(s.service_ns.size());
+    for (int64_t ns : s.service_ns) ms.push_back(static_cast<double>(ns) / 1e6);
+    text += "; server time per request (headers in to response handed to QUIC) p50 " +
+            csv_number(*percentile(ms, 50), 3) + " ms, p99 " + csv_number(*percentile(ms, 99), 3) + " ms";
+  }
+  return text;
 }
 
 ReplayHttp3::ReplayHttp3(const std::vector<Http3Endpoint>& endpoints, Matcher match,
