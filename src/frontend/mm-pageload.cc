@@ -29,6 +29,9 @@ const ProgramInfo kInfo{
     "                        --origin-to-force-quic-on=*, which also accepts your local CA over\n"
     "                        QUIC; mm-replay --http3 serves it): a load in which any https\n"
     "                        response came over another protocol fails, naming the origin\n"
+    "  --http3-discovery     HTTP/3 where the origins' Alt-Svc leads, as on the web: a first load\n"
+    "                        in the profile (forced QUIC, not measured) learns Alt-Svc, its cache\n"
+    "                        is emptied, then the measured load (see the man page)\n"
     "  --ca FILE             also trust this CA certificate (PEM) besides your mahimahi CA\n"
     "  --window WxH          the viewport (default 1366x768)\n"
     "  --browser PATH        the Chromium binary (default: chromium in PATH)\n"
@@ -89,6 +92,7 @@ int run(int argc, char** argv) {
                  options.browser.quic = true;
                  options.browser.http3_forced = true;
                }},
+              {"http3-discovery", false, [&](std::string_view) { options.http3_discovery = true; }},
               {"ca", true,
                [&](std::string_view value) {
                  if (value.empty()) throw UsageError("--ca needs a file name");
@@ -112,6 +116,8 @@ int run(int argc, char** argv) {
   };
   for (const std::string& word : scanner.scan(argc, argv, add_url)) add_url(word);
   if (options.urls.empty()) throw UsageError("give at least one URL");
+  if (options.http3_discovery && options.browser.http3_forced)
+    throw UsageError("--http3 and --http3-discovery are two ways to reach HTTP/3: give one");
   if (options.urls.size() * static_cast<size_t>(options.runs) > static_cast<size_t>(kMaxRuns)) {
     throw UsageError("--runs " + std::to_string(options.runs) + " of " + std::to_string(options.urls.size()) +
                      " URLs is more than " + std::to_string(kMaxRuns) + " loads; split the run");

@@ -159,6 +159,10 @@ std::vector<std::string> chromium_arguments(const BrowserOptions& options, const
     arguments.push_back("--origin-to-force-quic-on=*");
   } else if (!options.quic) {
     arguments.push_back("--disable-quic");
+  } else if (!options.quic_exempt_hosts.empty()) {
+    std::string hosts;
+    for (const std::string& host : options.quic_exempt_hosts) hosts += (hosts.empty() ? "" : ",") + host + ":1";
+    arguments.push_back("--origin-to-force-quic-on=" + hosts);
   }
   if (!options.http2) arguments.push_back("--disable-http2");
   // Chromium's sandbox needs user namespaces that root does not get; as an ordinary user it stays.
@@ -316,5 +320,5 @@ void Browser::close(bool graceful) {
   }
   pid_ = -1;
   std::error_code ignored;
-  fs::remove_all(directory_, ignored);
+  if (!keep_directory_) fs::remove_all(directory_, ignored);
 }

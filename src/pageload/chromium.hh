@@ -34,6 +34,9 @@ struct BrowserOptions {
   // makes Chromium accept a locally trusted CA over QUIC); the load fails if any https response
   // came over anything else (PageLoad checks each one).
   bool http3_forced = false;
+  // Hosts Chromium may reach over QUIC with a locally trusted CA without being forced to
+  // (--origin-to-force-quic-on=HOST:1, a port nothing uses): an Alt-Svc it learned decides.
+  std::vector<std::string> quic_exempt_hosts;
   int width = 1366, height = 768;                           // the viewport
   std::vector<std::filesystem::path> trusted_certificates;  // PEM files: the mahimahi CA, --ca
 };
@@ -78,9 +81,13 @@ class Browser {
   // Closes as described above; `graceful`: ask with Browser.close first (not for a hung one).
   // Idempotent; never throws.
   void close(bool graceful = true);
+  // The load directory (and its profile) stays when the browser closes, for another browser to
+  // start from it; that one removes it.
+  void keep_directory() { keep_directory_ = true; }
 
  private:
   std::filesystem::path directory_;
+  bool keep_directory_ = false;
   pid_t pid_ = -1;
   std::unique_ptr<DevToolsPipe> pipe_;
 };

@@ -14,6 +14,8 @@
 
 using nlohmann::json;
 
+namespace fs = std::filesystem;
+
 namespace {
 // Commands that set the page up answer in milliseconds; this much silence means a hung browser.
 constexpr Nanos kCommandWait = 10 * kNanosPerSec;
@@ -368,9 +370,36 @@ LoadResult load_page(const LoadOptions& options, BrowserProfileTemplate& profile
   const Nanos ready_wait = std::clamp<Nanos>(options.timeout, 10 * kNanosPerSec, 30 * kNanosPerSec);
   std::unique_ptr<Browser> browser;
   try {
-    browser = std::make_unique<Browser>(options.browser, profiles.new_load_directory(), interrupt_fd,
-                                        monotonic_now() + ready_wait);
-    LoadRun(options, *browser, result).run();
+    const fs::path directory = profiles.new_load_directory();
+    if (!options.http3_discovery) {
+      browser = std::make_unique<Browser>(options.browser, directory, interrupt_fd, monotonic_now() + ready_wait);
+      LoadRun(options, *browser, result).run();
+      return result;
+    }
+    LoadOptions priming = options;
+    priming.browser.http3_forced = true;
+    LoadResult primed;
+    browser = std::make_unique<Browser>(priming.browser, directory, interrupt_fd, monotonic_now() + ready_wait);
+    LoadRun(priming, *browser, primed).run();
+    browser->keep_directory();
+    browser.reset();  // closes it, gracefully: the profile keeps what it learned (Alt-Svc)
+    if (primed.status != LoadResult::Status::Ok) {
+      std::error_code ignored;
+      fs::remove_all(directory, ignored);
+      result.status = LoadResult::Status::Error;
+      result.reason = "the priming load (forced HTTP/3, to learn Alt-Svc) failed: " + primed.reason;
+      return result;
+    }
+    for (const char* cache : {"Cache", "Code Cache"}) {
+      std::error_code ignored;
+      fs::remove_all(directory / "profile" / "Default" / cache, ignored);
+    }
+    LoadOptions measured = options;
+    measured.browser.quic = true;
+    measured.browser.quic_exempt_hosts = https_hosts(primed.protocols);
+    result.started = iso8601_from_us(static_cast<uint64_t>(wall_ms_now() * 1e3));
+    browser = std::make_unique<Browser>(measured.browser, directory, interrupt_fd, monotonic_now() + ready_wait);
+    LoadRun(measured, *browser, result).run();
   } catch (const DevToolsTimeout& e) {
     const std::string started = result.started;
     result = LoadResult();
@@ -469,6 +498,17 @@ void NetworkTally::response(const json& response) {
     protocols_[*origin] = *name;
     if (*name != "h3" && origin->starts_with("https://")) https_not_h3_[*origin][*name]++;
   }
+}
+
+std::vector<std::string> https_hosts(const std::map<std::string, std::string>& origins) {
+  std::set<std::string> hosts;
+  for (const auto& [origin, protocol] : origins) {
+    if (!origin.starts_with("https://")) continue;
+    const std::string authority = origin.substr(8);
+    const size_t colon = authority.rfind(':');
+    hosts.insert(authority.substr(0, colon));
+  }
+  return {hosts.begin(), hosts.end()};
 }
 
 std::string http3_shortfall(const std::map<std::string, std::map<std::string, size_t>>& https_not_h3) {

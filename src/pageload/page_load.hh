@@ -22,7 +22,15 @@ struct LoadOptions {
   int run = 1;
   Nanos timeout = 60 * kNanosPerSec;  // from the navigation to the load event
   BrowserOptions browser;
+  // HTTP/3 found as on the web: a first load in the profile (forced QUIC, not measured) learns
+  // the origins' Alt-Svc; its HTTP cache is emptied; a second browser on that profile, which
+  // accepts the local CA over QUIC for the hosts the first load met but forces nothing, makes the
+  // measured load, going to QUIC where an Alt-Svc said so (mm-replay --advertise-h3, or recorded).
+  bool http3_discovery = false;
 };
+
+// The hosts of the https origins among `origins` ("https://a.test:443" -> "a.test"), once each.
+std::vector<std::string> https_hosts(const std::map<std::string, std::string>& origins);
 
 // Loads options.url once. Throws Interrupted (a signal on interrupt_fd: the browser is closed
 // first) and UserError (the browser cannot be run at all); everything else is in the result.

@@ -171,6 +171,7 @@ int run_pageload(const PageloadOptions& options) {
   load.browser = options.browser;
   load.browser.program = browser_program(options.browser.program);
   load.timeout = seconds_to_nanos(options.timeout_seconds);
+  load.http3_discovery = options.http3_discovery;
   std::vector<LoadResult> loads;
   write_outputs(options, loads);  // an unwritable file fails now, not after the loads
   BrowserProfileTemplate profiles(trusted_certificates(options));

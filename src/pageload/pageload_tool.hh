@@ -26,6 +26,7 @@ struct PageloadOptions {
   std::optional<std::string> csv, json;
   BrowserOptions browser;                  // program: as given (a name is looked up in PATH)
   std::vector<std::filesystem::path> cas;  // --ca files
+  bool http3_discovery = false;            // --http3-discovery (LoadOptions::http3_discovery)
 };
 
 // "1366x768" -> {1366, 768}; throws UsageError naming --window and the text.
