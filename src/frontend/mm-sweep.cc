@@ -31,7 +31,7 @@ const ProgramInfo kInfo{
     "Loads the page of a recording in mm-pageload (headless Chromium) once per run in every\n"
     "configuration of a grid of link rates, round-trip times and loss rates, each load in a fresh\n"
     "stack of shells:\n"
-    "  mm-replay DIR [--single-server] [--http2] --ignore-user-agent mm-delay RTT/2\n"
+    "  mm-replay DIR [--single-server] [--http2|--http3] --ignore-user-agent mm-delay RTT/2\n"
     "    [mm-loss uplink P downlink P] mm-link rate:RMbit/s rate:RMbit/s [queue] --\n"
     "    mm-pageload --runs 1 --timeout S --json FILE URL\n"
     "plus the page in mm-replay alone (the 'unemulated' baseline: the browser time and site size\n"
@@ -49,6 +49,9 @@ const ProgramInfo kInfo{
     "  --loss LIST         loss rates, 0 to 0.99, each direction (default 0)\n"
     "  --queue TYPE[:ARGS] mm-link's queue, both directions (e.g. droptail:packets=100)\n"
     "  --http2             mm-replay --http2 (h2 on every HTTPS server); loads hint --http2\n"
+    "  --protocols LIST    every configuration once per protocol, of h1 (mm-pageload\n"
+    "                      --no-http2), h2 (as --http2) and h3 (mm-replay --http3, mm-pageload\n"
+    "                      --http3: QUIC to every https origin), e.g. h1,h2,h3 (default h1)\n"
     "  --single-server     mm-replay --single-server\n"
     "  --match-user-agent  do not pass mm-replay --ignore-user-agent\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
@@ -72,7 +75,7 @@ const ProgramInfo kInfo{
 
 struct Options {
   std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, runs,
-      baseline_runs, timeout, jobs;
+      baseline_runs, timeout, jobs, protocols;
   bool http2 = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
 };
@@ -163,6 +166,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.timeout.has_value(), "--timeout"},
                                                  {o.jobs.has_value(), "--jobs"},
                                                  {o.http2, "--http2"},
+                                                 {o.protocols.has_value(), "--protocols"},
                                                  {o.single_server, "--single-server"},
                                                  {o.match_user_agent, "--match-user-agent"}}) {
     if (given) throw UsageError(std::string(name) + " does not apply to --merge, which takes OUT DIR... only");
@@ -199,7 +203,11 @@ int sweep(const Options& o) {
   s.rtts_ms = parse_number_list(o.rtts.value_or("30,120,300"), "--rtts", 0, kMaxRttMs);
   s.losses = parse_number_list(o.loss.value_or("0"), "--loss", 0, kMaxLoss);
   if (o.queue) s.queue = parse_queue_spec(*o.queue);
-  s.variant = Variant{o.http2, o.single_server};
+  if (o.http2 && o.protocols)
+    throw UsageError("--http2 is --protocols h2: give one of them (--protocols h1,h2,h3 runs all three)");
+  if (o.protocols) s.protocols = parse_protocol_list(*o.protocols);
+  if (o.http2) s.protocols = {Protocol::kH2};
+  s.single_server = o.single_server;
   s.match_user_agent = o.match_user_agent;
   if (o.runs) {
     const uint64_t runs = parse_unsigned(*o.runs, "--runs");
@@ -304,6 +312,7 @@ int run(int argc, char** argv) {
                              {"timeout", true, value(o.timeout)},
                              {"jobs", true, value(o.jobs)},
                              {"http2", false, flag(o.http2)},
+                             {"protocols", true, value(o.protocols)},
                              {"single-server", false, flag(o.single_server)},
                              {"match-user-agent", false, flag(o.match_user_agent)},
                              {"merge", false, flag(o.merge)}});

@@ -27,7 +27,72 @@ nlohmann::json configuration_json(const Configuration& c) {
   }
   return j;
 }
+const char* pageload_protocol_flag(Protocol p) {
+  switch (p) {
+    case Protocol::kH1:
+      return "--no-http2";
+    case Protocol::kH2:
+      return "--http2";
+    case Protocol::kH3:
+      return "--http3";
+  }
+  return "--no-http2";
+}
+
+// Sweeps of one protocol, h1 or h2, keep the manifest and command line they always had.
+bool legacy_protocols(const std::vector<Protocol>& p) {
+  return p.size() == 1 && (p[0] == Protocol::kH1 || p[0] == Protocol::kH2);
+}
+
+std::string protocol_list(const std::vector<Protocol>& protocols) {
+  std::string text;
+  for (Protocol p : protocols) text += (text.empty() ? "" : ",") + protocol_name(p);
+  return text;
+}
 }  // namespace
+
+std::string protocol_name(Protocol protocol) {
+  switch (protocol) {
+    case Protocol::kH1:
+      return "h1";
+    case Protocol::kH2:
+      return "h2";
+    case Protocol::kH3:
+      return "h3";
+  }
+  return "h1";
+}
+
+std::vector<Protocol> parse_protocol_list(std::string_view text) {
+  std::vector<Protocol> protocols;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view word = text.substr(start, comma - start);
+    Protocol p;
+    if (word == "h1") {
+      p = Protocol::kH1;
+    } else if (word == "h2") {
+      p = Protocol::kH2;
+    } else if (word == "h3") {
+      p = Protocol::kH3;
+    } else {
+      throw UsageError("--protocols \"" + std::string(text).substr(0, 100) +
+                       "\": a comma-separated list of h1, h2 and h3 (e.g. --protocols h1,h2,h3)");
+    }
+    if (std::find(protocols.begin(), protocols.end(), p) != protocols.end())
+      throw UsageError("--protocols lists " + std::string(word) + " twice");
+    protocols.push_back(p);
+    start = comma + 1;
+  }
+  return protocols;
+}
+
+std::vector<Variant> SweepSettings::variants() const {
+  std::vector<Variant> list;
+  for (Protocol p : protocols) list.push_back(Variant{p, single_server});
+  return list;
+}
 
 std::string number_text(double value) {
   char text[64];
@@ -85,15 +150,21 @@ std::string parse_queue_spec(std::string_view text) {
 }
 
 std::vector<Configuration> sweep_configurations(const SweepSettings& settings) {
-  const size_t count = settings.rates_mbps.size() * settings.rtts_ms.size() * settings.losses.size();
+  const size_t count = settings.rates_mbps.size() * settings.rtts_ms.size() * settings.losses.size() *
+                       std::max<size_t>(settings.protocols.size(), 1);
   if (count > kMaxConfigurations)
-    throw UsageError("the sweep has " + std::to_string(count) + " configurations (rates x rtts x loss), more than " +
+    throw UsageError("the sweep has " + std::to_string(count) +
+                     " configurations (rates x rtts x loss x protocols), more than " +
                      std::to_string(kMaxConfigurations) + ": split it into several sweeps");
+  const std::vector<Variant> variants = settings.variants();
   std::vector<Configuration> configs;
-  if (settings.baseline_loads() > 0) configs.push_back(Configuration{settings.variant, false, 0, 0, 0});
+  if (settings.baseline_loads() > 0) {
+    for (const Variant& v : variants) configs.push_back(Configuration{v, false, 0, 0, 0});
+  }
   for (double rate : settings.rates_mbps)
     for (double rtt : settings.rtts_ms)
-      for (double loss : settings.losses) configs.push_back(Configuration{settings.variant, true, rate, rtt, loss});
+      for (double loss : settings.losses)
+        for (const Variant& v : variants) configs.push_back(Configuration{v, true, rate, rtt, loss});
   return configs;
 }
 
@@ -101,7 +172,8 @@ std::vector<std::string> load_command(const SweepSettings& settings, const Confi
                                       const SweepPrograms& programs, const std::string& json_path) {
   std::vector<std::string> argv = {programs.replay, settings.recording};
   if (config.variant.single_server) argv.push_back("--single-server");
-  if (config.variant.http2) argv.push_back("--http2");
+  if (config.variant.protocol_kind == Protocol::kH2) argv.push_back("--http2");
+  if (config.variant.protocol_kind == Protocol::kH3) argv.push_back("--http3");
   if (!settings.match_user_agent) argv.push_back("--ignore-user-agent");
   if (config.emulated) {
     argv.insert(argv.end(), {programs.delay, number_text(config.rtt_ms / 2)});
@@ -122,7 +194,7 @@ std::vector<std::string> load_command(const SweepSettings& settings, const Confi
     }
   }
   argv.insert(argv.end(), {"--", programs.pageload, "--runs", "1", "--timeout", number_text(settings.timeout_s),
-                           "--json", json_path, config.variant.http2 ? "--http2" : "--no-http2", settings.url});
+                           "--json", json_path, pageload_protocol_flag(config.variant.protocol_kind), settings.url});
   return argv;
 }
 
@@ -151,14 +223,15 @@ nlohmann::json sweep_manifest(const SweepSettings& s) {
                              {"rtts_ms", s.rtts_ms},
                              {"loss", s.losses},
                              {"queue", s.queue},
-                             {"http2", s.variant.http2},
-                             {"single_server", s.variant.single_server},
+                             {"http2", s.protocols == std::vector<Protocol>{Protocol::kH2}},
+                             {"single_server", s.single_server},
                              {"match_user_agent", s.match_user_agent},
                              {"runs", s.runs},
                              {"timeout_s", s.timeout_s},
                              {"configurations", configs}};
   // Only when it differs from "runs": a sweep without the option has the manifest it always had.
   if (s.baseline_loads() != s.runs) manifest["baseline_runs"] = s.baseline_loads();
+  if (!legacy_protocols(s.protocols)) manifest["protocols"] = protocol_list(s.protocols);
   return manifest;
 }
 
@@ -177,9 +250,9 @@ std::vector<Configuration> manifest_configurations(const nlohmann::json& manifes
     try {
       Configuration c;
       const std::string protocol = j.at("protocol").get<std::string>(), servers = j.at("servers").get<std::string>();
-      if ((protocol != "h1" && protocol != "h2") || (servers != "multi" && servers != "single"))
+      if ((protocol != "h1" && protocol != "h2" && protocol != "h3") || (servers != "multi" && servers != "single"))
         throw bad("a configuration's protocol or servers is unknown");
-      c.variant = Variant{protocol == "h2", servers == "single"};
+      c.variant = Variant{parse_protocol_list(protocol).front(), servers == "single"};
       c.emulated = j.at("emulated").get<bool>();
       if (c.emulated) {
         c.rate_mbps = j.at("rate_mbps").get<double>();
@@ -225,8 +298,12 @@ std::vector<std::string> job_lines(const std::string& program, const SweepSettin
                        shell_quote(s.url) + " --rates " + joined(s.rates_mbps) + " --rtts " + joined(s.rtts_ms) +
                        " --loss " + joined(s.losses);
   if (!s.queue.empty()) common += " --queue " + shell_quote(s.queue);
-  if (s.variant.http2) common += " --http2";
-  if (s.variant.single_server) common += " --single-server";
+  if (s.protocols == std::vector<Protocol>{Protocol::kH2}) {
+    common += " --http2";
+  } else if (!legacy_protocols(s.protocols)) {
+    common += " --protocols " + protocol_list(s.protocols);
+  }
+  if (s.single_server) common += " --single-server";
   if (s.match_user_agent) common += " --match-user-agent";
   common += " --runs " + std::to_string(s.runs);
   if (s.baseline_loads() != s.runs) common += " --baseline-runs " + std::to_string(s.baseline_loads());

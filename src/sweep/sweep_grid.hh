@@ -22,11 +22,20 @@ inline constexpr double kMaxTimeoutS = 3600;
 inline constexpr size_t kMaxQueueSpec = 200;  // characters of --queue
 inline constexpr size_t kMaxUrl = 8192;
 
-// The protocol and server layout a sweep replays with: mm-replay's --http2 and --single-server.
+// The protocol a configuration's loads use: HTTP/1.1 (mm-pageload --no-http2), HTTP/2 (mm-replay
+// --http2, mm-pageload --http2), HTTP/3 (mm-replay --http3, mm-pageload --http3: QUIC forced to
+// every https origin; plain-HTTP origins stay HTTP/1.1).
+enum class Protocol { kH1, kH2, kH3 };
+std::string protocol_name(Protocol protocol);  // "h1", "h2", "h3"
+// --protocols LIST: "h1,h2,h3" in any order, each once, at least one; in the order given.
+// UsageError naming the option otherwise.
+std::vector<Protocol> parse_protocol_list(std::string_view text);
+
+// The protocol and server layout of a configuration: mm-replay's protocol options and --single-server.
 struct Variant {
-  bool http2 = false;
+  Protocol protocol_kind = Protocol::kH1;
   bool single_server = false;
-  std::string protocol() const { return http2 ? "h2" : "h1"; }
+  std::string protocol() const { return protocol_name(protocol_kind); }
   std::string servers() const { return single_server ? "single" : "multi"; }
   bool operator==(const Variant&) const = default;
 };
@@ -47,8 +56,10 @@ struct SweepSettings {
   std::string recording;  // the recording directory, as an absolute path
   std::string url;
   std::vector<double> rates_mbps, rtts_ms, losses;
-  std::string queue;  // "" (mm-link's default) or TYPE[:ARGS], both directions
-  Variant variant;
+  std::string queue;                                  // "" (mm-link's default) or TYPE[:ARGS], both directions
+  std::vector<Protocol> protocols = {Protocol::kH1};  // each configuration once per protocol
+  bool single_server = false;
+  std::vector<Variant> variants() const;
   bool match_user_agent = false;  // else mm-replay --ignore-user-agent
   int runs = 1;
   std::optional<int> baseline_runs;  // loads of the unemulated baseline (unset: runs); 0: none, no optimal
@@ -67,8 +78,9 @@ std::vector<double> parse_number_list(std::string_view text, std::string_view op
 // Returns the text as given; UsageError otherwise.
 std::string parse_queue_spec(std::string_view text);
 
-// Every configuration of the sweep: the baseline first (unless baseline_runs is 0), then
-// rates x rtts x losses in that nesting order. UsageError if there are more than kMaxConfigurations.
+// Every configuration of the sweep: the baselines first, one per protocol (unless baseline_runs
+// is 0), then rates x rtts x losses x protocols in that nesting order. UsageError if there are more than
+// kMaxConfigurations.
 std::vector<Configuration> sweep_configurations(const SweepSettings& settings);
 
 // The program paths a load's command line names (found in PATH by the frontend).
@@ -77,9 +89,9 @@ struct SweepPrograms {
 };
 
 // argv (program first) of one load of `config`, writing its result to json_path:
-//   mm-replay DIR [--single-server] [--http2] [--ignore-user-agent] [mm-delay RTT/2
+//   mm-replay DIR [--single-server] [--http2|--http3] [--ignore-user-agent] [mm-delay RTT/2
 //   [mm-loss uplink P downlink P] mm-link rate:RMbit/s rate:RMbit/s [queue options]] --
-//   mm-pageload --runs 1 --timeout S --json FILE --http2|--no-http2 URL
+//   mm-pageload --runs 1 --timeout S --json FILE --no-http2|--http2|--http3 URL
 std::vector<std::string> load_command(const SweepSettings& settings, const Configuration& config,
                                       const SweepPrograms& programs, const std::string& json_path);
 

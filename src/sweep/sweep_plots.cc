@@ -14,9 +14,12 @@ struct Labels {
 
 std::string variant_label(const Variant& v) { return v.protocol() + (v.single_server ? " single-server" : ""); }
 
-// Dashed for every variant but the first, so that h1 and h2 lines of one rate differ.
+// Solid for the first variant, then dashed, then dotted, so that the h1, h2 and h3 lines of one
+// rate differ.
 Series::Style line_style(const Variant& v, const Variant& first) {
-  return v == first ? Series::Style::Line : Series::Style::DashedLine;
+  if (v == first) return Series::Style::Line;
+  return v.protocol_kind == Protocol::kH3 && first.protocol_kind != Protocol::kH3 ? Series::Style::DottedLine
+                                                                                  : Series::Style::DashedLine;
 }
 
 std::string loss_label(double loss) { return "loss " + number_text(loss * 100) + " %"; }

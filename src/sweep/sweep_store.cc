@@ -194,7 +194,7 @@ ResultStore merge_results(const fs::path& out, const std::vector<fs::path>& inpu
     } else {
       merged["baseline_runs"] = baseline_runs;
     }
-    for (const char* key : {"http2", "single_server"})  // "mixed" once two sweeps differ
+    for (const char* key : {"http2", "protocols", "single_server"})  // "mixed" once two sweeps differ
       if (m.value(key, nlohmann::json()) != merged.value(key, nlohmann::json())) merged[key] = "mixed";
     for (const nlohmann::json& config : m["configurations"]) {
       bool known = false;

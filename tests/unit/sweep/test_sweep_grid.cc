@@ -56,7 +56,8 @@ TEST(SweepGrid, configurations_start_with_the_baseline_and_have_file_name_ids) {
   EXPECT_EQ(configs[1].id(), "h1-multi-1mbit-30ms-loss0");
   EXPECT_EQ(configs[2].id(), "h1-multi-1mbit-30ms-loss0.01");
   EXPECT_EQ(configs[8].id(), "h1-multi-14mbit-120ms-loss0.01");
-  s.variant = Variant{true, true};
+  s.protocols = {Protocol::kH2};
+  s.single_server = true;
   s.rates_mbps = {0.2};
   EXPECT_EQ(sweep_configurations(s)[1].id(), "h2-single-0.2mbit-30ms-loss0");
   SweepSettings big = small_sweep();
@@ -74,10 +75,11 @@ TEST(SweepGrid, a_load_runs_mm_pageload_in_the_shells_of_its_configuration) {
       load_command(s, configs[0], p, "/r/x.json"),
       (std::vector<std::string>{"mm-replay", "/data/rec", "--ignore-user-agent", "--", "mm-pageload", "--runs", "1",
                                 "--timeout", "30", "--json", "/r/x.json", "--no-http2", "http://a.test/index.html"}));
-  s.variant = Variant{true, true};
+  s.protocols = {Protocol::kH2};
+  s.single_server = true;
   s.queue = "droptail:packets=100";
   s.match_user_agent = true;
-  Configuration c{s.variant, true, 12, 25, 0.02};
+  Configuration c{Variant{Protocol::kH2, true}, true, 12, 25, 0.02};
   EXPECT_EQ(load_command(s, c, p, "/r/y.json"), (std::vector<std::string>{"mm-replay",
                                                                           "/data/rec",
                                                                           "--single-server",
@@ -108,7 +110,7 @@ TEST(SweepGrid, a_load_runs_mm_pageload_in_the_shells_of_its_configuration) {
                                                                           "http://a.test/index.html"}));
   // No mm-loss without loss; a queue without arguments gives none.
   s.queue = "codel";
-  const auto argv = load_command(s, Configuration{s.variant, true, 1, 30, 0}, p, "/r/z.json");
+  const auto argv = load_command(s, Configuration{Variant{Protocol::kH2, true}, true, 1, 30, 0}, p, "/r/z.json");
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "mm-loss"), 0);
   EXPECT_EQ(std::count(argv.begin(), argv.end(), "--uplink-queue=codel"), 1);
   EXPECT_EQ(std::count_if(argv.begin(), argv.end(), [](const std::string& w) { return w.find("args") != w.npos; }), 0);
@@ -150,4 +152,37 @@ TEST(SweepGrid, emitted_jobs_are_one_quoted_command_per_configuration) {
   EXPECT_EQ(shell_quote("plain-word_1.2:3/x"), "plain-word_1.2:3/x");
   EXPECT_EQ(shell_quote(""), "''");
   EXPECT_EQ(shell_quote("a b"), "'a b'");
+}
+
+TEST(SweepGrid, three_protocols_make_each_configuration_three_times_with_their_commands) {
+  EXPECT_EQ(parse_protocol_list("h3,h1"), (std::vector<Protocol>{Protocol::kH3, Protocol::kH1}));
+  EXPECT_THROW_WITH(UsageError, parse_protocol_list("h1,h4"), "a comma-separated list of h1, h2 and h3");
+  EXPECT_THROW_WITH(UsageError, parse_protocol_list("h2,h2"), "lists h2 twice");
+  EXPECT_THROW_WITH(UsageError, parse_protocol_list(""), "--protocols");
+  SweepSettings s = small_sweep();
+  s.rates_mbps = {14};
+  s.rtts_ms = {120};
+  s.protocols = {Protocol::kH1, Protocol::kH2, Protocol::kH3};
+  const auto configs = sweep_configurations(s);
+  std::vector<std::string> ids;
+  for (const Configuration& c : configs) ids.push_back(c.id());
+  EXPECT_EQ(ids, (std::vector<std::string>{"h1-multi-unemulated", "h2-multi-unemulated", "h3-multi-unemulated",
+                                           "h1-multi-14mbit-120ms-loss0", "h2-multi-14mbit-120ms-loss0",
+                                           "h3-multi-14mbit-120ms-loss0"}));
+  const auto h3 = load_command(s, configs[5], SweepPrograms{}, "/r/h3.json");
+  EXPECT_EQ(std::count(h3.begin(), h3.end(), "--http3"), 2);  // mm-replay's and mm-pageload's
+  EXPECT_EQ(std::count(h3.begin(), h3.end(), "--http2"), 0);
+  EXPECT_EQ(h3[2], "--http3");
+  EXPECT_EQ(h3[h3.size() - 2], "--http3");
+  const nlohmann::json m = sweep_manifest(s);
+  EXPECT_EQ(m["protocols"], "h1,h2,h3");
+  EXPECT_EQ(m["http2"], false);
+  EXPECT_EQ(manifest_configurations(m, "m").size(), 6u);
+  EXPECT_NE(job_lines("mm-sweep", s, "out").front().find(" --protocols h1,h2,h3 "), std::string::npos);
+  // One protocol of h1 or h2 keeps the manifest it always had.
+  s.protocols = {Protocol::kH2};
+  EXPECT_FALSE(sweep_manifest(s).contains("protocols"));
+  EXPECT_EQ(sweep_manifest(s)["http2"], true);
+  s.protocols = {Protocol::kH3};
+  EXPECT_EQ(sweep_manifest(s)["protocols"], "h3");
 }

@@ -21,7 +21,7 @@ SweepSettings sweep_of(std::vector<double> rates, bool http2 = false) {
   s.rtts_ms = {30};
   s.losses = {0};
   s.runs = 2;
-  s.variant.http2 = http2;
+  if (http2) s.protocols = {Protocol::kH2};
   return s;
 }
 
@@ -81,7 +81,7 @@ TEST(SweepStore, merge_combines_protocols_and_refuses_conflicting_loads) {
   for (const ResultStore* store : {&h1, &h2}) {
     for (const Configuration& c : store->configurations()) {
       store->prepare(c.id());
-      store->store_load(c.id(), 1, ok_load(c.variant.http2 ? 300 : 400));
+      store->store_load(c.id(), 1, ok_load(c.variant.protocol_kind == Protocol::kH2 ? 300 : 400));
     }
   }
   const fs::path out = dir.path / "all";

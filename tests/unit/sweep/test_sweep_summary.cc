@@ -36,7 +36,7 @@ TEST(SweepSummary, optimal_is_rtt_plus_transfer_plus_browser_time) {
 TEST(SweepSummary, rows_count_loads_and_take_metrics_over_ok_loads) {
   const Configuration base{Variant{}, false, 0, 0, 0};
   const Configuration slow{Variant{}, true, 8, 100, 0};
-  const Configuration h2{Variant{true, false}, true, 8, 100, 0};  // no h2 baseline: no optimal
+  const Configuration h2{Variant{Protocol::kH2, false}, true, 8, 100, 0};  // no h2 baseline: no optimal
   std::map<std::string, std::vector<LoadResult>> loads;
   loads[base.id()] = {load_of(kOk, 200, 1e6), load_of(kOk, 300, 1e6), load_of(kOk, 250, 2e6)};
   loads[slow.id()] = {load_of(kOk, 2000, 1e6, 1500), load_of(kOk, 3000, 1e6, 1700), load_of(kOk, 4000, 1e6, 1600),
@@ -134,11 +134,11 @@ TEST(SweepPlots, merged_protocols_share_charts_and_loss_gets_its_own_axis) {
   std::vector<Configuration> configs;
   std::map<std::string, std::vector<LoadResult>> loads;
   for (bool http2 : {false, true}) {
-    configs.push_back(Configuration{Variant{http2, false}, false, 0, 0, 0});
+    configs.push_back(Configuration{Variant{http2 ? Protocol::kH2 : Protocol::kH1, false}, false, 0, 0, 0});
     loads[configs.back().id()] = {load_of(kOk, 200, 1e5)};
     for (double loss : {0.0, 0.02})
       for (double rtt : {30.0, 300.0}) {
-        configs.push_back(Configuration{Variant{http2, false}, true, 14, rtt, loss});
+        configs.push_back(Configuration{Variant{http2 ? Protocol::kH2 : Protocol::kH1, false}, true, 14, rtt, loss});
         loads[configs.back().id()] = {load_of(kOk, (http2 ? 900 : 1000) + rtt * 10 + loss * 1e4, 1e5)};
       }
   }
