@@ -150,6 +150,7 @@ class Connection {
   Connection& operator=(const Connection&) = delete;
 
   // Sets up the QUIC connection for the client's first Initial (header `hd`). False: drop it.
+  // (write() marks the connection touched again when it stopped at its packet budget.)
   bool accept(const ngtcp2_pkt_hd& hd, const sockaddr_in& from, Nanos now);
   void read(const sockaddr_in& from, const uint8_t* data, size_t length, Nanos now);
   void write(Nanos now);
@@ -430,11 +431,16 @@ void Connection::write(Nanos now) {
       fail(NGTCP2_ERR_INTERNAL);
       return start_closing(now);
     }
-    if (n == 0) break;
+    if (n == 0) {
+      ngtcp2_conn_update_pkt_tx_time(conn_, stamp(now));
+      return;
+    }
     server_.send(endpoint_, ps.path.remote, buffer_.data(), static_cast<size_t>(n));
     packets++;
   }
+  // The budget is spent and there may be more: the loop comes back to it after the others.
   ngtcp2_conn_update_pkt_tx_time(conn_, stamp(now));
+  server_.touched.push_back(this);
 }
 
 void Connection::start_closing(Nanos now) {
@@ -835,7 +841,9 @@ void Http3Server::Impl::run() {
     Nanos next = kNever;
     for (auto& [c, owned] : connections) next = std::min(next, c->expiry());
     const Nanos before = monotonic_now();
-    const int n = epoll.wait(events.data(), events.size(), next == kNever ? kNever : std::max<Nanos>(next - before, 0));
+    Nanos timeout = next == kNever ? kNever : std::max<Nanos>(next - before, 0);
+    if (!touched.empty()) timeout = 0;  // connections with more to write
+    const int n = epoll.wait(events.data(), events.size(), timeout);
     const Nanos now = monotonic_now();
     for (int i = 0; i < n; i++) {
       if (events[i].data.u64 == UINT64_MAX) return;  // stop
