@@ -103,6 +103,7 @@ struct Http3Server::Impl {
   ~Impl();
 
   void run();
+  void after_reads(Nanos now);  // expired timers, then the writes of the connections that read
   void on_datagram(Endpoint& endpoint, const sockaddr_in& from, const uint8_t* data, size_t length, Nanos now);
   void send_version_negotiation(Endpoint& endpoint, const sockaddr_in& to, const ngtcp2_version_cid& vc);
   void remove(Connection* connection);
@@ -858,19 +859,23 @@ void Http3Server::Impl::run() {
         on_datagram(endpoint, from, datagram.data(), static_cast<size_t>(got), now);
       }
     }
-    // Expired timers first (they may remove connections), then everyone that read something writes.
-    std::vector<Connection*> expired;
-    for (auto& [c, owned] : connections) {
-      if (c->expiry() <= now) expired.push_back(c);
-    }
-    for (Connection* c : expired) {
-      if (connections.count(c)) c->on_expiry(now);
-    }
-    std::vector<Connection*> writers;
-    writers.swap(touched);
-    for (Connection* c : writers) {
-      if (connections.count(c)) c->write(now);
-    }
+    after_reads(now);
+  }
+}
+
+void Http3Server::Impl::after_reads(Nanos now) {
+  // Expired timers first (they may remove connections), then everyone that read something writes.
+  std::vector<Connection*> expired;
+  for (auto& [c, owned] : connections) {
+    if (c->expiry() <= now) expired.push_back(c);
+  }
+  for (Connection* c : expired) {
+    if (connections.count(c)) c->on_expiry(now);
+  }
+  std::vector<Connection*> writers;
+  writers.swap(touched);
+  for (Connection* c : writers) {
+    if (connections.count(c)) c->write(now);
   }
 }
 
@@ -918,6 +923,15 @@ void Http3Server::stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->connections.clear();
   impl_->by_cid.clear();
+}
+
+size_t Http3Server::connections() const { return impl_->connections.size(); }
+
+void Http3Server::receive_for_testing(uint16_t from_port, const uint8_t* datagram, size_t length, int64_t now_ns) {
+  if (impl_->started || impl_->endpoints.empty()) return;
+  const sockaddr_in from = socket_address(Ipv4{0x7f000001}, from_port);
+  impl_->on_datagram(*impl_->endpoints.front(), from, datagram, length, now_ns);
+  impl_->after_reads(now_ns);
 }
 
 Http3Stats Http3Server::stats() const {

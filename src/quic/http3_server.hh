@@ -72,6 +72,12 @@ class Http3Server {
   void start();  // the event loop's thread (once)
   void stop();   // ends the thread and every connection; idempotent
   Http3Stats stats() const;
+  size_t connections() const;  // open now (only while not start()ed, or after stop())
+
+  // For the fuzz target: hands `datagram` to the first endpoint as if it had come from
+  // 127.0.0.1:from_port at `now_ns` (CLOCK_MONOTONIC), then runs what the loop runs after a
+  // read (expired timers, writes), on the caller's thread. Only on a server never start()ed.
+  void receive_for_testing(uint16_t from_port, const uint8_t* datagram, size_t length, int64_t now_ns);
 
   struct Impl;
 

@@ -26,16 +26,25 @@ test_experiments_quick_versions_complete() {
   done
   # The gap from optimal: the optimal is a lower bound (up to the noise of its measured browser
   # time: 10 %), and h1 is further from it at 300 ms than at 30 ms.
-  awk '$1 ~ /^h[12]$/ && $6 < 0.9 { bad = 1 } END { exit bad }' "$out/optimal-gap.txt" ||
+  awk '$1 ~ /^h[123]$/ && $6 < 0.9 { bad = 1 } END { exit bad }' "$out/optimal-gap.txt" ||
     fail "a PLT below the optimal" || return 1
   awk '$1 ~ /^h[12]$/ { p[$1 " " $3] = $6 } END { exit !(p["h1 300"] > p["h1 30"]) }' "$out/optimal-gap.txt" ||
     fail "h1's PLT is not further from optimal at 300 ms than at 30 ms" || return 1
-  # The merged folders draw both protocols on one chart: Fig. 7's ratio vs RTT, PLT vs loss.
-  local merged
-  for merged in gap/plots/plt-ratio-vs-rtt loss/plots/median-plt-vs-loss; do
-    [ -s "$out/$merged.png" ] && [ -s "$out/$merged.svg" ] || fail "no $merged.png and .svg" || return 1
+  # One sweep per experiment draws the three protocols on one chart: Fig. 7's ratio vs RTT, PLT
+  # vs loss; every h3 load was over HTTP/3 for every https request (or it would be an error row).
+  local chart sweep
+  for chart in gap/plots/plt-ratio-vs-rtt loss/plots/median-plt-vs-loss; do
+    [ -s "$out/$chart.png" ] && [ -s "$out/$chart.svg" ] || fail "no $chart.png and .svg" || return 1
   done
-  awk -F, 'NR > 1 { p[$2] = 1 } END { exit !(p["h1"] && p["h2"]) }' "$out/gap/summary.csv" ||
-    fail "gap/summary.csv does not hold both protocols" || return 1
+  for sweep in gap loss; do
+    awk -F, 'NR > 1 { p[$2] = 1 } END { exit !(p["h1"] && p["h2"] && p["h3"]) }' "$out/$sweep/summary.csv" ||
+      fail "$sweep/summary.csv does not hold the three protocols" || return 1
+    /usr/bin/python3 -c '
+import csv, sys
+bad = [r for r in csv.DictReader(open(sys.argv[1])) if r["status"] != "ok"]
+sys.exit("loads not ok: %s" % [(r["configuration"], r["reason"]) for r in bad[:3]] if bad else 0)' "$out/$sweep/loads.csv" ||
+      fail "$sweep: a load failed" || return 1
+  done
+  [ "$(awk '$1 == "h3"' "$out/optimal-gap.txt" | wc -l)" -ge 2 ] || fail "optimal-gap.txt has no h3 rows" || return 1
   wait_until 20 eval '! pgrep -x chromium >/dev/null' || fail "chromium left running"
 }
