@@ -8,7 +8,10 @@
 // because Debian's gtlsclient checks no certificate, exits 0 on a 404 or a handshake timeout and
 // overwrites downloads of the same name.
 //
-//   h3-load --ca CA.pem --connections 200 --requests 50 --in-flight 8 --manifest FILE IP:PORT
+//   h3-load --ca CA.pem --connections 200 --requests 50 --in-flight 8 [--migrate-after N] --manifest FILE IP:PORT
+//
+// --migrate-after N: once N of its requests are done, each connection moves to a new UDP port
+// (a new socket; QUIC connection migration, as Chromium does on a port change) and goes on there.
 //
 // Manifest: one line per URL, tab-separated: host, path, status, SHA-256 of the body (hex).
 #include <gnutls/crypto.h>
@@ -47,13 +50,14 @@ struct Target {
 
 struct Options {
   std::string ca;
-  int connections = 200, requests = 50, in_flight = 8;
+  int connections = 200, requests = 50, in_flight = 8, migrate_after = 0;
+  int epoll = -1;
   std::string manifest;
   sockaddr_in server{};
 };
 
 struct Totals {
-  uint64_t ok = 0, wrong_status = 0, wrong_body = 0, failed = 0, handshakes = 0;
+  uint64_t ok = 0, wrong_status = 0, wrong_body = 0, failed = 0, handshakes = 0, migrated = 0;
   std::vector<double> latency_ms, handshake_ms;
   std::map<std::string, uint64_t> errors;
 };
@@ -86,7 +90,11 @@ class Client {
  public:
   Client(const Options& o, const std::vector<Target>& targets, gnutls_certificate_credentials_t credentials,
          Totals& totals, int index)
-      : options_(o), targets_(targets), totals_(totals), next_(static_cast<size_t>(index) % targets.size()) {
+      : options_(o),
+        targets_(targets),
+        totals_(totals),
+        next_(static_cast<size_t>(index) % targets.size()),
+        index_(index) {
     fd_ = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd_ < 0 || ::connect(fd_, reinterpret_cast<const sockaddr*>(&o.server), sizeof o.server) != 0)
       throw std::runtime_error(std::string("socket/connect: ") + std::strerror(errno));
@@ -358,11 +366,42 @@ class Client {
     }
     requests_.erase(it);
     completed_++;
+    if (completed_ == options_.migrate_after && completed_ < options_.requests) migrate();
     if (completed_ == options_.requests) {
       done_ = true;
       return;
     }
     submit_more();
+  }
+
+  // A new socket, so a new local port: ngtcp2 moves the connection there (it needs a spare
+  // connection ID from the server), and the old socket is closed.
+  void migrate() {
+    const int fd = ::socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_in local{};
+    socklen_t length = sizeof local;
+    if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&remote_), sizeof remote_) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) != 0) {
+      if (fd >= 0) ::close(fd);
+      return fail("migration: no new socket");
+    }
+    ngtcp2_path path{{reinterpret_cast<ngtcp2_sockaddr*>(&local), sizeof local},
+                     {reinterpret_cast<ngtcp2_sockaddr*>(&remote_), sizeof remote_},
+                     nullptr};
+    const int rv = ngtcp2_conn_initiate_immediate_migration(conn_, &path, static_cast<ngtcp2_tstamp>(monotonic_now()));
+    if (rv != 0) {
+      ::close(fd);
+      return fail(std::string("migration: ") + ngtcp2_strerror(rv));
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = static_cast<uint64_t>(index_);
+    ::epoll_ctl(options_.epoll, EPOLL_CTL_DEL, fd_, nullptr);
+    ::close(fd_);
+    fd_ = fd;
+    local_ = local;
+    ::epoll_ctl(options_.epoll, EPOLL_CTL_ADD, fd_, &ev);
+    totals_.migrated++;
   }
 
   void abandon(int64_t id, const std::string& why) {
@@ -386,6 +425,7 @@ class Client {
   const std::vector<Target>& targets_;
   Totals& totals_;
   size_t next_;
+  int index_;
   std::string host_;
   int fd_ = -1;
   sockaddr_in local_{}, remote_{};
@@ -428,6 +468,8 @@ int main(int argc, char** argv) {
       o.requests = std::stoi(value());
     else if (a == "--in-flight")
       o.in_flight = std::stoi(value());
+    else if (a == "--migrate-after")
+      o.migrate_after = std::stoi(value());
     else if (a == "--manifest")
       o.manifest = value();
     else if (server.empty() && a[0] != '-')
@@ -469,6 +511,7 @@ int main(int argc, char** argv) {
 
   Totals totals;
   const int epoll = ::epoll_create1(EPOLL_CLOEXEC);
+  o.epoll = epoll;
   std::vector<std::unique_ptr<Client>> clients;
   const Nanos start = monotonic_now();
   for (int i = 0; i < o.connections; i++) {
@@ -511,6 +554,9 @@ int main(int argc, char** argv) {
       o.connections, static_cast<unsigned long long>(totals.handshakes), static_cast<unsigned long long>(total),
       static_cast<unsigned long long>(totals.ok), static_cast<unsigned long long>(totals.wrong_status),
       static_cast<unsigned long long>(totals.wrong_body), static_cast<unsigned long long>(totals.failed));
+  if (o.migrate_after > 0) {
+    std::printf("migrated %llu connections to a new UDP port\n", static_cast<unsigned long long>(totals.migrated));
+  }
   for (const auto& [why, count] : totals.errors)
     std::printf("  error: %s (%llu requests)\n", why.c_str(), static_cast<unsigned long long>(count));
   std::printf("time %.2f s, %.0f requests/s\n", seconds, static_cast<double>(totals.ok) / seconds);
@@ -520,5 +566,7 @@ int main(int argc, char** argv) {
               percentile(totals.handshake_ms, 99));
   clients.clear();
   gnutls_certificate_free_credentials(credentials);
-  return totals.ok == total ? 0 : 1;
+  const bool migrations_ok =
+      o.migrate_after <= 0 || o.migrate_after >= o.requests || totals.migrated == static_cast<uint64_t>(o.connections);
+  return totals.ok == total && migrations_ok ? 0 : 1;
 }

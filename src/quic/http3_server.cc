@@ -799,6 +799,8 @@ void Http3Server::Impl::on_datagram(Endpoint& endpoint, const sockaddr_in& from,
     std::lock_guard lock(stats_mutex);
     stats.dropped_datagrams++;
   };
+  // An empty datagram is legal UDP, and ngtcp2 asserts on it (Debian builds keep assertions).
+  if (length == 0) return drop();
   ngtcp2_version_cid vc;
   const int rv = ngtcp2_pkt_decode_version_cid(&vc, data, length, kCidLength);
   if (rv == NGTCP2_ERR_VERSION_NEGOTIATION) {

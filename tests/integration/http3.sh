@@ -149,3 +149,49 @@ test_http3_discovery_follows_alt_svc() {
   echo "  with Alt-Svc: every https origin over h3; without: $(echo "$protocols" | tr ' ' '\n' | sed 's/.*=//' | sort | uniq -c | xargs)"
   check_no_chromium
 }
+
+# A recording of one HTTPS origin (10.100.0.1, a.test) with COUNT objects of 10 B to 150 KB, and
+# its manifest for bench/h3-load (host, path, status, SHA-256 of the body).
+h3_load_recording() {  # DIR COUNT
+  /usr/bin/python3 - "$1.har" "$2" "$1.manifest" <<'PY'
+import hashlib, json, sys
+entries, manifest = [], []
+for i in range(int(sys.argv[2])):
+    size = [10, 1000, 20000, 150000][i % 4]
+    body = (("object %d " % i) * (size // 8 + 1))[:size]
+    entries.append({"startedDateTime": "2026-01-01T00:00:00.000Z", "time": 1,
+        "request": {"method": "GET", "url": "https://a.test/obj/%d" % i, "httpVersion": "HTTP/1.1",
+                    "headers": [{"name": "Host", "value": "a.test"}], "queryString": [], "cookies": [],
+                    "headersSize": -1, "bodySize": 0},
+        "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                     "headers": [{"name": "Content-Type", "value": "text/plain"}], "cookies": [],
+                     "content": {"size": len(body), "mimeType": "text/plain", "text": body},
+                     "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
+        "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": "10.100.0.1"})
+    manifest.append("a.test\t/obj/%d\t200\t%s" % (i, hashlib.sha256(body.encode()).hexdigest()))
+json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
+open(sys.argv[3], "w").write("\n".join(manifest) + "\n")
+PY
+  "$BIN/mm-recording" from-har "$1.har" "$1" >/dev/null
+}
+
+test_http3_connections_migrate_and_recover_from_loss_behind_nested_shells() {
+  h3_home || return 1
+  local load=${MAHIMAHI_BUILD_DIR:-}/bench/h3-load dir=$H3_HOME/load out=$H3_HOME/load.out err=$H3_HOME/load.err
+  [ -x "$load" ] || fail "no bench/h3-load in the build ($load)" || return 1
+  h3_load_recording "$dir" 40 || fail "cannot make the recording" || return 1
+  chown -R "$TEST_USER" "$dir" "$dir.manifest"
+  # 40 connections x 30 requests, each connection moving to a new UDP port after 10, every
+  # certificate and body checked, across 10 ms of delay and 1 % loss each way.
+  h3_replay load --http3 --verbose -- "$BIN/mm-delay" 5 "$BIN/mm-loss" uplink 0.01 downlink 0.01 -- \
+    "$load" --ca "$H3_HOME/ca/ca.pem" --connections 40 --requests 30 --in-flight 4 --migrate-after 10 \
+    --manifest "$dir.manifest" 10.100.0.1:443 >"$out" 2>"$err" ||
+    fail "h3-load failed: $(cat "$out") $(grep -v '^\[' "$err" | tail -3)" || return 1
+  grep -q '^connections 40 (40 handshakes), requests 1200: ok 1200, wrong status 0, wrong body 0, failed 0$' "$out" ||
+    fail "$(cat "$out")" || return 1
+  grep -q '^migrated 40 connections to a new UDP port$' "$out" || fail "$(cat "$out")" || return 1
+  # The server kept each connection across its move: 40 connections, not 80.
+  grep -q '^mm-replay: HTTP/3: 40 connections (40 handshakes), 1200 requests' "$err" ||
+    fail "the server's count: $(grep '^mm-replay: HTTP/3' "$err")" || return 1
+  echo "  $(head -1 "$out"); $(sed -n 2p "$out"); $(grep '^latency' "$out")"
+}
