@@ -828,7 +828,7 @@ void Http3Server::Impl::on_datagram(Endpoint& endpoint, const sockaddr_in& from,
   }
   g_decrypted = false;
   c->read(from, data, length, now);
-  if (!connections.count(c)) return;
+  if (!connections.count(c)) return drop();  // its first datagram ended it
   if (!g_decrypted) {
     remove(c);
     return drop();

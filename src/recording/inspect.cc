@@ -7,6 +7,7 @@
 #include <optional>
 #include <string_view>
 
+#include "http/alt_svc.hh"
 #include "http/chunked.hh"
 #include "http/content_coding.hh"
 #include "http/start_line.hh"
@@ -122,14 +123,15 @@ std::string recording_table(std::vector<RecordingEntry> entries, bool wide) {
   std::stable_sort(entries.begin(), entries.end(), [](const RecordingEntry& a, const RecordingEntry& b) {
     return a.pair.request_start_us < b.pair.request_start_us;
   });
-  std::vector<std::vector<std::string>> rows = {{"METHOD", "SCHEME", "HOST", "PATH", "STATUS", "BYTES", "FILE"}};
+  std::vector<std::vector<std::string>> rows = {{"METHOD", "SCHEME", "HOST", "PATH", "STATUS", "BYTES", "H3", "FILE"}};
   for (const RecordingEntry& e : entries) {
     const RecordedPair& p = e.pair;
     const RequestLine request = split_request_line(p.request.first_line);
     const std::string path = printable(request.target);
     rows.push_back({printable(request.method), p.https ? "https" : "http", printable(host_of(p)),
                     wide ? path : shortened(path, kShortPath), printable(split_status_line(p.response.first_line).code),
-                    std::to_string(p.response.body.size()), printable(e.file.filename().string())});
+                    std::to_string(p.response.body.size()), advertises_h3(p.response.headers) ? "h3" : "-",
+                    printable(e.file.filename().string())});
   }
   return aligned(rows);
 }

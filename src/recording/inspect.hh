@@ -9,7 +9,8 @@
 #include "recording/record_file.hh"
 
 // One line per pair, in order of request start (stable: ties keep their order), under a header
-// line: METHOD SCHEME HOST PATH STATUS BYTES FILE, columns padded to line up (UTF-8 sequences
+// line: METHOD SCHEME HOST PATH STATUS BYTES H3 FILE (H3: "h3" where the response advertised
+// HTTP/3 in an Alt-Svc field, else "-"), columns padded to line up (UTF-8 sequences
 // count as one column). Paths longer than 60 columns are shortened with "..." unless `wide`.
 // Recorded bytes are made printable.
 std::string recording_table(std::vector<RecordingEntry> entries, bool wide);

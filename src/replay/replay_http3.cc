@@ -3,26 +3,13 @@
 
 #include <algorithm>
 
+#include "http/alt_svc.hh"
 #include "replay/apache_config.hh"
 #include "util/csv.hh"
 #include "util/statistics.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
-
-bool alt_svc_advertises_h3(const std::string& value) {
-  // Alt-Svc = clear / 1#alt-value; alt-value = protocol-id "=" alt-authority *(OWS ";" parameter)
-  size_t start = 0;
-  while (start <= value.size()) {
-    size_t end = value.find(',', start);
-    if (end == std::string::npos) end = value.size();
-    std::string_view item = trim_blanks(std::string_view(value).substr(start, end - start));
-    const std::string_view id = item.substr(0, item.find('='));
-    if (equals_ignoring_case(id, "h3") || (id.size() > 3 && equals_ignoring_case(id.substr(0, 3), "h3-"))) return true;
-    start = end + 1;
-  }
-  return false;
-}
 
 void apply_alt_svc_policy(ReplayResponse& response, AltSvcPolicy policy, bool https, const std::string& host) {
   bool recorded_h3 = false;

@@ -29,9 +29,6 @@ enum class AltSvcPolicy {
 // Host header was `host` (its port, or 443, is the port advertised).
 void apply_alt_svc_policy(ReplayResponse& response, AltSvcPolicy policy, bool https, const std::string& host);
 
-// Does this Alt-Svc field value advertise HTTP/3 (h3, or a draft h3-NN)?
-bool alt_svc_advertises_h3(const std::string& value);
-
 // The matcher's view of an HTTP/3 request: :path as the target, :authority (else Host) as the host.
 ReplayRequest replay_request_of(const Http3Request& request);
 // A match as an HTTP/3 response (a HEAD gets the headers only).

@@ -12,11 +12,12 @@ TEST(Inspect, table_in_request_order_with_aligned_columns) {
   odd.request.first_line = "GET";  // no target: empty column
   odd.request.headers.clear();     // no Host: the server's address
   odd.response.first_line = "HTTP/1.1 2xx weird";
+  late.response.headers.push_back({"alt-svc", "h2=\":443\", h3=\":443\"; ma=86400"});
   const std::string table = recording_table({{"dir/save.late", late}, {"dir/save.odd", odd}}, false);
   EXPECT_EQ(table,
-            "METHOD  SCHEME  HOST          PATH               STATUS  BYTES  FILE\n"
-            "GET     https   10.0.0.2:443                     2xx     9      save.odd\n"
-            "GET     http    example.com   /item/2?a=1&b=two  200     9      save.late\n");
+            "METHOD  SCHEME  HOST          PATH               STATUS  BYTES  H3  FILE\n"
+            "GET     https   10.0.0.2:443                     2xx     9      -   save.odd\n"
+            "GET     http    example.com   /item/2?a=1&b=two  200     9      h3  save.late\n");
 }
 
 TEST(Inspect, long_paths_are_shortened_unless_wide) {

@@ -20,16 +20,6 @@ ReplayResponse with_alt_svc(const std::string& value) {
 }
 }  // namespace
 
-TEST(AltSvc, AdvertisesH3FindsH3AndDraftsAmongOthers) {
-  EXPECT_TRUE(alt_svc_advertises_h3("h3=\":443\"; ma=2592000"));
-  EXPECT_TRUE(alt_svc_advertises_h3("h2=\"alt.test:443\", h3-29=\":443\""));
-  EXPECT_TRUE(alt_svc_advertises_h3("  H3=\":8443\""));
-  EXPECT_FALSE(alt_svc_advertises_h3("clear"));
-  EXPECT_FALSE(alt_svc_advertises_h3("h2=\":443\"; ma=60"));
-  EXPECT_FALSE(alt_svc_advertises_h3("quic=\":443\"; h3x=1"));
-  EXPECT_FALSE(alt_svc_advertises_h3(""));
-}
-
 TEST(AltSvc, WithoutHttp3EveryAltSvcIsRemoved) {
   ReplayResponse r = with_alt_svc("h3=\":443\"; ma=86400");
   apply_alt_svc_policy(r, AltSvcPolicy::kNone, true, "a.test");
