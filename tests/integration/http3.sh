@@ -198,3 +198,17 @@ test_http3_connections_migrate_and_recover_from_loss_behind_nested_shells() {
     fail "the server's count: $(grep '^mm-replay: HTTP/3' "$err")" || return 1
   echo "  $(head -1 "$out"); $(sed -n 2p "$out"); $(grep '^latency' "$out")"
 }
+
+test_http3_page_loads_behind_a_cellular_trace() {
+  h3_home || return 1
+  local up=$CELLULAR/Verizon-LTE-short.up down=$CELLULAR/Verizon-LTE-short.down csv=$H3_HOME/cellular.csv err=$H3_HOME/cellular.err
+  [ -r "$up" ] && [ -r "$down" ] || fail "no cellular traces in $CELLULAR (MAHIMAHI_CELLULAR_TRACES)" || return 1
+  cp "$up" "$down" "$H3_HOME/" && chown "$TEST_USER" "$H3_HOME"/Verizon-LTE-short.*
+  # Verizon LTE (Mahimahi's recorded traces) and 40 ms of delay: h3 through a varying link, twice.
+  h3_replay news --http3 -- "$BIN/mm-delay" 20 "$BIN/mm-link" "$H3_HOME/Verizon-LTE-short.up" \
+    "$H3_HOME/Verizon-LTE-short.down" -- "$BIN/mm-pageload" --http3 --runs 2 --csv "$csv" http://www.news.test/ \
+    >/dev/null 2>"$err" || fail "mm-pageload --http3 behind the cellular trace: $(grep -v '^\[' "$err" | tail -3)" || return 1
+  h3_rows_ok "$csv" 2 || return 1
+  echo "  news over h3 behind Verizon LTE + 40 ms: PLT $(csv_field "$csv" 1 plt_ms) and $(csv_field "$csv" 2 plt_ms) ms"
+  check_no_chromium
+}
