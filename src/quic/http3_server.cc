@@ -921,7 +921,9 @@ void Http3Server::stop() {
   if (impl_->stopped) return;
   impl_->stopped = true;
   const uint64_t one = 1;
-  (void)::write(impl_->stop_fd.get(), &one, sizeof one);
+  if (::write(impl_->stop_fd.get(), &one, sizeof one) < 0) {
+    // Only EAGAIN is possible (the counter is full), and then it is readable already.
+  }
   if (impl_->thread.joinable()) impl_->thread.join();
   impl_->connections.clear();
   impl_->by_cid.clear();

@@ -30,33 +30,43 @@ std::string load_module(const ApacheFiles& files, const char* name, const char* 
   return std::string("LoadModule ") + name + " " + config_quoted(files.modules / file) + "\n";
 }
 
-// The TLS (and HTTP/2) part of an HTTPS server's configuration.
-std::string tls_section(const ReplayServerSpec& spec, const ApacheFiles& files) {
-  const fs::path& work = files.work;
-  const std::string& stem = files.stem;
-  auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
+// The virtual host of one IP:port: its name, and TLS with its certificate, and HTTP/2, where asked.
+std::string virtual_host(const ReplayServerSpec& spec, const ApacheFiles& files) {
+  const std::string endpoint = spec.ip + ":" + std::to_string(spec.port);
+  const std::string stem = apache_file_stem(spec);
   std::ostringstream c;
-  c << module("socache_shmcb_module", "mod_socache_shmcb.so")
-    << module("ssl_module", "mod_ssl.so")
-    // Session resumption, as the recorded servers most likely allowed.
-    << "SSLSessionCache " << config_quoted("shmcb:" + (work / (stem + ".ssl-cache")).string() + "(512000)") << "\n"
-    << "SSLEngine on\n"
-       "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
-    << "SSLCertificateFile " << config_quoted(work / (stem + ".pem")) << "\n"
-    << "SSLCertificateKeyFile " << config_quoted(work / (stem + ".key")) << "\n";
-  if (spec.h2) {
-    c << module("http2_module", "mod_http2.so")
-      << "Protocols h2 http/1.1\n"
-         // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
-         "H2Push off\n"
-         // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
-         // start of 100 instances).
-         "H2MinWorkers 1\n";
+  c << "Listen " << endpoint << "\n"
+    << "<VirtualHost " << endpoint << ">\n"
+    << "ServerName " << apache_server_name(spec) << "\n";
+  if (spec.https) {
+    c << "SSLEngine on\n"
+         "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
+      << "SSLCertificateFile " << config_quoted(files.work / (stem + ".pem")) << "\n"
+      << "SSLCertificateKeyFile " << config_quoted(files.work / (stem + ".key")) << "\n";
+    if (spec.h2) {
+      c << "Protocols h2 http/1.1\n"
+           // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
+           "H2Push off\n";
+    }
   }
+  c << "</VirtualHost>\n";
   return c.str();
 }
-
 }  // namespace
+
+std::vector<std::vector<ReplayServerSpec>> apache_groups(const std::vector<ReplayServerSpec>& servers) {
+  std::vector<std::vector<ReplayServerSpec>> groups;
+  for (size_t i = 0; i < servers.size(); i += kEndpointsPerApache) {
+    groups.emplace_back(
+        servers.begin() + static_cast<std::ptrdiff_t>(i),
+        servers.begin() + static_cast<std::ptrdiff_t>(std::min(servers.size(), i + kEndpointsPerApache)));
+  }
+  return groups;
+}
+
+std::string apache_server_name(const ReplayServerSpec& spec) {
+  return spec.https ? certificate_names(spec).front() : spec.ip;
+}
 
 std::string apache_file_stem(const ReplayServerSpec& spec) {
   return "apache-" + spec.ip + "-" + std::to_string(spec.port);
@@ -79,14 +89,18 @@ unsigned apache_start_processes(size_t instances) {
   return instances >= 8 ? 1u : static_cast<unsigned>(8 / std::max<size_t>(instances, 1));
 }
 
-std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name, const ApacheFiles& files,
+std::string apache_configuration(const std::vector<ReplayServerSpec>& specs, const ApacheFiles& files,
                                  size_t instances) {
+  if (specs.empty()) throw std::invalid_argument("apache_configuration needs at least one server");
   const fs::path& work = files.work;
   const std::string& stem = files.stem;
   auto module = [&](const char* name, const char* file) { return load_module(files, name, file); };
-  const std::string endpoint = spec.ip + ":" + std::to_string(spec.port);
+  const bool https = std::any_of(specs.begin(), specs.end(), [](const ReplayServerSpec& s) { return s.https; });
+  const bool h2 = std::any_of(specs.begin(), specs.end(), [](const ReplayServerSpec& s) { return s.https && s.h2; });
   std::ostringstream c;
-  c << "# Apache httpd for " << endpoint << (spec.https ? " (HTTPS" : " (HTTP") << (spec.h2 ? ", HTTP/2)" : ")")
+  c << "# Apache httpd for " << specs.front().ip << ":" << specs.front().port;
+  if (specs.size() > 1) c << " and " << specs.size() - 1 << (specs.size() == 2 ? " other IP:port" : " other IP:ports");
+  c << (https ? " (HTTPS" : " (HTTP") << (h2 ? ", HTTP/2)" : ")")
     << ", written by mm-replay: every request goes to the\n"
        "# replay matcher over FastCGI.\n"
     << "ServerRoot " << config_quoted(work) << "\n"
@@ -97,10 +111,9 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
     << "Mutex pthread default\n"
     << "ErrorLog " << config_quoted(work / (stem + ".log")) << "\n"
     << "LogLevel warn\n"
-    // For HTTPS the certificate's first name, or mod_ssl warns (AH01909) that they differ. Apache
-    // uses it only in answers it makes itself: the matcher sees the client's Host.
-    << "ServerName " << server_name << "\n"
-    << "Listen " << endpoint << "\n"
+    // Each virtual host has its own (apache_server_name); Apache uses them only in answers it
+    // makes itself: the matcher sees the client's Host.
+    << "ServerName " << apache_server_name(specs.front()) << "\n"
     << "DocumentRoot " << config_quoted(work) << "\n"
     << module("mpm_worker_module", "mod_mpm_worker.so")
     << module("authz_core_module", "mod_authz_core.so")  // without it every request fails: AH00025
@@ -148,7 +161,20 @@ std::string apache_configuration(const ReplayServerSpec& spec, const std::string
     // HTTP/1.0 keep-alive connections), which Apache 2.4.59 and later do with CGI-like back ends
     // unless told to trust them.
     << module("env_module", "mod_env.so") << "SetEnv ap_trust_cgilike_cl 1\n";
-  if (spec.https) c << tls_section(spec, files);
+  if (https) {
+    c << module("socache_shmcb_module", "mod_socache_shmcb.so")
+      << module("ssl_module", "mod_ssl.so")
+      // Session resumption, as the recorded servers most likely allowed.
+      << "SSLSessionCache "
+      << config_quoted("shmcb:" + (files.work / (files.stem + ".ssl-cache")).string() + "(512000)") << "\n";
+  }
+  if (h2) {
+    c << module("http2_module", "mod_http2.so")
+      // HTTP/2 workers are started when streams need them, not all at start-up (8% faster
+      // start of 100 instances).
+      << "H2MinWorkers 1\n";
+  }
+  for (const ReplayServerSpec& spec : specs) c << virtual_host(spec, files);
   return c.str();
 }
 

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// Apache httpd's configuration for one replay server, as text: everything the instance needs
-// (modules, where its files are, TLS, HTTP/2, limits) and a ProxyPass sending every request to
-// the replay matcher over FastCGI. Pure functions, no files touched: apache_server.cc writes
-// what they return.
+// Apache httpd's configuration for one instance of replay's servers, as text: everything the
+// instance needs (modules, where its files are, limits), one IP-based virtual host per recorded
+// IP:port it serves (its own Listen, TLS and certificate, HTTP/2), and a ProxyPass sending every
+// request to the replay matcher over FastCGI. One instance serves up to kEndpointsPerApache
+// IP:ports: 100 Apaches of one virtual host each took 0.5 s of a replay's start on 2 cores (each
+// loads OpenSSL and its modules, twice), one Apache with 100 virtual hosts 35 ms. Pure functions,
+// no files touched: apache_server.cc writes what they return.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -18,7 +21,16 @@ struct ApacheFiles {
   std::filesystem::path socket;   // the matcher's FastCGI unix socket
 };
 
-// "apache-IP-PORT": the stem of an instance's files in the work directory.
+// The most IP:ports one Apache serves: each costs it a listening socket, and its processes keep
+// well under the usual limit of 1024 descriptors with 512 connections as well.
+inline constexpr size_t kEndpointsPerApache = 128;
+
+// The servers split into the instances that serve them: consecutive groups of at most
+// kEndpointsPerApache, in the order given. None for none.
+std::vector<std::vector<ReplayServerSpec>> apache_groups(const std::vector<ReplayServerSpec>& servers);
+
+// "apache-IP-PORT": the stem of an IP:port's certificate and key in the work directory, and of
+// the files (configuration, pid, log) of the instance whose first IP:port it is.
 std::string apache_file_stem(const ReplayServerSpec& spec);
 
 // The names an HTTPS server's certificate carries: the spec's host names (lower case, trailing dot
@@ -26,10 +38,14 @@ std::string apache_file_stem(const ReplayServerSpec& spec);
 // also its ServerName.
 std::vector<std::string> certificate_names(const ReplayServerSpec& spec);
 
-// The whole configuration of one instance. Nothing is read from /etc/apache2: every path is
-// absolute. UserError if a path cannot be quoted in it.
+// The name an IP:port's virtual host answers as: its certificate's first name (HTTPS; mod_ssl warns,
+// AH01909, when they differ), else its address.
+std::string apache_server_name(const ReplayServerSpec& spec);
+
+// The whole configuration of one instance serving `specs` (at least one). Nothing is read from
+// /etc/apache2: every path is absolute. UserError if a path cannot be quoted in it.
 // `instances` is how many Apaches the replay runs (apache_start_processes).
-std::string apache_configuration(const ReplayServerSpec& spec, const std::string& server_name, const ApacheFiles& files,
+std::string apache_configuration(const std::vector<ReplayServerSpec>& specs, const ApacheFiles& files,
                                  size_t instances);
 
 // How many processes (of 32 threads) each instance starts with: a replay of few servers

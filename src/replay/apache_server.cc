@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <system_error>
@@ -17,41 +18,58 @@
 
 namespace fs = std::filesystem;
 
-ApacheServer::ApacheServer(const ReplayServerSpec& spec, const fs::path& program, const fs::path& modules,
-                           CertificateAuthority& ca, const fs::path& socket, const fs::path& work,
-                           ReplayGuardian& guardian, size_t instances)
-    : endpoint_(spec.ip + ":" + std::to_string(spec.port)) {
-  address_ = socket_address(*Ipv4::parse(spec.ip), spec.port);
+void write_apache_certificate(const ReplayServerSpec& spec, CertificateAuthority& ca, const fs::path& work) {
+  if (!spec.https) return;
+  // The certificate names every host recorded here, and the address (for clients that use it).
   const std::string stem = apache_file_stem(spec);
+  ca.write_leaf(certificate_names(spec), work / (stem + ".pem"), work / (stem + ".key"));
+}
+
+std::string endpoints_text(const std::vector<std::string>& endpoints) {
+  if (endpoints.empty()) return "";
+  if (endpoints.size() > 3)
+    return endpoints.front() + " and " + std::to_string(endpoints.size() - 1) + " other IP:ports";
+  std::string text = endpoints.front();
+  for (size_t i = 1; i < endpoints.size(); i++) text += (i + 1 == endpoints.size() ? " and " : ", ") + endpoints[i];
+  return text;
+}
+
+std::string blamed_endpoint(const std::string& words, const std::vector<std::string>& endpoints) {
+  for (const std::string& e : endpoints) {
+    const size_t at = words.find(e);
+    // Whole: 10.0.0.1:80 is not blamed by "10.0.0.1:8080".
+    if (at != std::string::npos &&
+        (at + e.size() == words.size() || !std::isdigit(static_cast<unsigned char>(words[at + e.size()]))) &&
+        (at == 0 || !std::isdigit(static_cast<unsigned char>(words[at - 1])))) {
+      return e;
+    }
+  }
+  return endpoints.empty() ? "" : endpoints.front();
+}
+
+ApacheServer::ApacheServer(const std::vector<ReplayServerSpec>& specs, const fs::path& program, const fs::path& modules,
+                           const fs::path& socket, const fs::path& work, ReplayGuardian& guardian, size_t instances) {
+  for (const ReplayServerSpec& spec : specs) {
+    endpoints_.push_back(spec.ip + ":" + std::to_string(spec.port));
+    not_yet_seen_.push_back(socket_address(*Ipv4::parse(spec.ip), spec.port));
+  }
+  endpoint_ = endpoints_text(endpoints_);
+  const std::string stem = apache_file_stem(specs.at(0));
   const fs::path config = work / (stem + ".conf");
   pid_file_ = work / (stem + ".pid");
   std::error_code ignored;
   fs::remove(pid_file_, ignored);  // readiness is judged by it: no stale one
-
-  std::string server_name = spec.ip;
-  if (spec.https) {
-    // The certificate names every host recorded here, and the address (for clients that use it).
-    const std::vector<std::string> names = certificate_names(spec);
-    server_name = names.front();
-    ca.write_leaf(names, work / (stem + ".pem"), work / (stem + ".key"));
-  }
-  write_daemon_file(config,
-                    apache_configuration(spec, server_name, ApacheFiles{modules, work, stem, socket}, instances));
+  write_daemon_file(config, apache_configuration(specs, ApacheFiles{modules, work, stem, socket}, instances));
   daemon_ = std::make_unique<ReplayDaemon>(program, std::vector<std::string>{"-f", config.string(), "-DFOREGROUND"},
                                            work / (stem + ".log"), guardian);
 }
 
-bool ApacheServer::ready() {
-  std::string pid_text;
-  try {
-    pid_text = read_small_file(pid_file_.string());
-  } catch (const SystemError&) {
-    return false;  // not yet written
-  }
-  if (std::atol(pid_text.c_str()) != daemon_->pid()) return false;
+namespace {
+// Does a TCP connection to `address` succeed now (within 100 ms)?
+bool accepts(const sockaddr_in& address) {
   FileDescriptor s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
   if (!s.valid()) throw SystemError("socket");
-  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&address_), sizeof address_) == 0) return true;
+  if (::connect(s.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) return true;
   if (errno != EINPROGRESS) return false;
   pollfd p{s.get(), POLLOUT, 0};
   if (::poll(&p, 1, 100) != 1) return false;
@@ -59,11 +77,26 @@ bool ApacheServer::ready() {
   socklen_t length = sizeof error;
   return ::getsockopt(s.get(), SOL_SOCKET, SO_ERROR, &error, &length) == 0 && error == 0;
 }
+}  // namespace
+
+bool ApacheServer::ready() {
+  if (!not_yet_seen_.empty()) {
+    std::string pid_text;
+    try {
+      pid_text = read_small_file(pid_file_.string());
+    } catch (const SystemError&) {
+      return false;  // not yet written
+    }
+    if (std::atol(pid_text.c_str()) != daemon_->pid()) return false;
+  }
+  while (!not_yet_seen_.empty() && accepts(not_yet_seen_.back())) not_yet_seen_.pop_back();
+  return not_yet_seen_.empty();
+}
 
 UserError ApacheServer::failure(const std::string& what) const {
   const std::string words = quoted_daemon_log(daemon_->log());
   return UserError("the replay server for " + endpoint_ + " " + what + ":" + words +
-                   "\n  fix: " + apache_failure_fix(words, endpoint_));
+                   "\n  fix: " + apache_failure_fix(words, blamed_endpoint(words, endpoints_)));
 }
 
 std::string apache_failure_fix(const std::string& words, const std::string& endpoint) {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// What replay's daemons are asked to serve: one Apache httpd per recorded IP:port (ReplayServerSpec)
+// What replay's daemons are asked to serve: an Apache virtual host per recorded IP:port (ReplayServerSpec)
 // and one dnsmasq for the recorded names (ReplayDns). Plain data, shared by the daemons' modules.
 #include <cstdint>
 #include <map>

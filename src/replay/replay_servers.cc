@@ -122,21 +122,19 @@ ReplayServers::ReplayServers(const std::vector<ReplayServerSpec>& servers, const
   }
 }
 
-// All at once: an Apache's start-up is mostly CPU (loading modules, reading its configuration
-// twice), so the instances overlap on every core. Several threads prepare and spawn them, because
-// writing a certificate waits for the disk (CertificateAuthority::write_leaf syncs each file):
-// about 1.3 ms per server, which one thread would add up before the last server even starts.
+// The certificates first, by several threads, because writing one waits for the disk
+// (CertificateAuthority::write_leaf syncs each file): about 1.3 ms per HTTPS server, which one
+// thread would add up. Then the instances (apache_groups: one for up to 128 IP:ports), all at
+// once: an Apache's start-up is mostly CPU (loading modules, reading its configuration twice).
 void ReplayServers::start_apaches(const std::vector<ReplayServerSpec>& servers, const Programs& programs,
                                   CertificateAuthority& ca, const fs::path& socket, const fs::path& work) {
-  apaches_.resize(servers.size());
   std::atomic<size_t> next{0};
   std::mutex failure_mutex;
   std::exception_ptr failure;
   auto work_through = [&] {
     for (size_t i = next++; i < servers.size(); i = next++) {
       try {
-        apaches_[i] = std::make_unique<ApacheServer>(servers[i], programs.apache, programs.modules, ca, socket, work,
-                                                     *guardian_, servers.size());
+        write_apache_certificate(servers[i], ca, work);
       } catch (...) {
         const std::lock_guard<std::mutex> guard(failure_mutex);
         if (!failure) failure = std::current_exception();
@@ -155,6 +153,11 @@ void ReplayServers::start_apaches(const std::vector<ReplayServerSpec>& servers, 
   work_through();
   for (std::thread& t : helpers) t.join();
   if (failure) std::rethrow_exception(failure);
+  const std::vector<std::vector<ReplayServerSpec>> groups = apache_groups(servers);
+  for (const std::vector<ReplayServerSpec>& group : groups) {
+    apaches_.push_back(std::make_unique<ApacheServer>(group, programs.apache, programs.modules, socket, work,
+                                                      *guardian_, groups.size()));
+  }
 }
 
 void ReplayServers::wait_until_ready() {

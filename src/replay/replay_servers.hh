@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// The daemons that make a recording's servers exist during replay: one Apache httpd per
-// recorded IP:port (TLS where recorded, with a certificate from the user's local CA naming every
-// host recorded there; HTTP/2 where asked), each forwarding every request over FastCGI to the
-// one matcher process, plus a dnsmasq that answers the recorded host names and nothing else.
+// The daemons that make a recording's servers exist during replay: an Apache httpd virtual host
+// per recorded IP:port, each on its own listening socket (TLS where recorded, with a certificate
+// from the user's local CA naming every host recorded there; HTTP/2 where asked), one Apache for
+// up to 128 of them, forwarding every request over FastCGI to the one matcher process, plus a
+// dnsmasq that answers the recorded host names and nothing else.
 //
 // Everything runs with the caller's rights inside the replay network namespace: the caller has
 // put the addresses on lo and let unprivileged processes bind ports below 1024. Each daemon is a

@@ -471,14 +471,20 @@ SSL_CTX* CertificateAuthority::server_context(const std::string& name) {
 
 void CertificateAuthority::write_leaf(const std::vector<std::string>& names, const fs::path& certificate,
                                       const fs::path& key) {
-  std::string chain, key_text;
+  EVP_PKEY* leaf;
+  std::string ca_pem, key_text;
   {
     const std::lock_guard<std::mutex> guard(*mutex_);
-    EVP_PKEY* leaf = leaf_key();
-    CertificatePtr minted = mint_leaf(certificate_.get(), key_.get(), leaf, names);
-    chain = certificate_to_pem(minted.get()) + certificate_pem();
-    key_text = key_to_pem(leaf);
+    leaf = leaf_key();
+    if (leaf_key_pem_.empty()) leaf_key_pem_ = key_to_pem(leaf);
+    if (certificate_pem_.empty()) certificate_pem_ = certificate_pem();
+    ca_pem = certificate_pem_;
+    key_text = leaf_key_pem_;
   }
+  // Signing outside the lock: the keys and the CA certificate are only read (OpenSSL 3 allows
+  // that from several threads), so a replay's threads mint its servers' leaves at once.
+  const CertificatePtr minted = mint_leaf(certificate_.get(), key_.get(), leaf, names);
+  const std::string chain = certificate_to_pem(minted.get()) + ca_pem;
   write_file_atomically(key, key_text, 0600);
   write_file_atomically(certificate, chain, 0644);
 }

@@ -87,6 +87,9 @@ class CertificateAuthority {
   KeyPtr key_;
   CertificatePtr certificate_;
   KeyPtr leaf_key_;  // generated on first use, shared by every leaf this object mints
+  // PEM of the leaf key and of the CA certificate, made once: OpenSSL 3's encoders take about a
+  // millisecond a call, and a replay writes a leaf per HTTPS server (write_leaf).
+  std::string leaf_key_pem_, certificate_pem_;
   std::unordered_map<std::string, ContextPtr> contexts_;
   std::unique_ptr<std::mutex> mutex_;  // behind a pointer so the object stays movable
 };

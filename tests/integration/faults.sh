@@ -26,7 +26,7 @@ wait_shell() {  # SECONDS PID
 }
 process_gone() { [ ! -e "/proc/$1" ] || process_state_is "$1" Z; }  # PID
 
-# The main process of the replay's Apache for IP-PORT ("10.98.0.1-80"): from its pid file in
+# The main process of the replay's Apache whose first IP:port is IP-PORT ("10.98.0.1-80"): from its pid file in
 # the replay's work directory (found from any of its processes), never a worker.
 replay_apache_main() {  # IP-PORT
   local any work
@@ -141,7 +141,7 @@ test_fault_kill9_of_a_replay_daemon_ends_the_replay_and_names_it() {
     wait_shell 30 "$shell"; rc=$?
     [ "$rc" = 1 ] || fail "$victim killed: status $rc, expected 1: $(cat "$out")" || return 1
     case $victim in
-      apache2) grep -q "^mm-replay: the replay server for 10.98.0.1:80 (apache2, pid $pid) was killed by SIGKILL while replaying" "$out" ;;
+      apache2) grep -q "^mm-replay: the replay server for 10.98.0.1:80, 10.98.0.2:443 and 10.98.0.3:80 (apache2, pid $pid) was killed by SIGKILL while replaying" "$out" ;;
       dnsmasq) grep -q "^mm-replay: the replay's DNS server (dnsmasq, pid $pid) was killed by SIGKILL while replaying" "$out" ;;
     esac || fail "$victim killed: not named: $(cat "$out")" || return 1
     grep -q "^mm-replay: the replay cannot go on without it; ending the shell$" "$out" || fail "$(cat "$out")" || return 1

@@ -180,7 +180,7 @@ PY
 
 test_http3_connections_migrate_and_recover_from_loss_behind_nested_shells() {
   h3_home || return 1
-  local load=${MAHIMAHI_BUILD_DIR:-}/bench/h3-load dir=$H3_HOME/load out=$H3_HOME/load.out err=$H3_HOME/load.err
+  local load=${MAHIMAHI_BUILD_DIR:-}/bench/h3-load dir=$H3_HOME/corpus/load out=$H3_HOME/load.out err=$H3_HOME/load.err
   [ -x "$load" ] || fail "no bench/h3-load in the build ($load)" || return 1
   h3_load_recording "$dir" 40 || fail "cannot make the recording" || return 1
   chown -R "$TEST_USER" "$dir" "$dir.manifest"

@@ -19,3 +19,16 @@ TEST(ApacheServer, failure_fixes) {
   EXPECT_NE(fix("(11)Resource temporarily unavailable: AH00480").find("raise `ulimit -u`"), std::string::npos);
   EXPECT_EQ(fix("\n  (it wrote nothing to /w/apache.log)"), "see Apache's words above");
 }
+
+TEST(ApacheServer, endpoints_are_named_and_the_one_a_log_blames_is_found) {
+  EXPECT_EQ(endpoints_text({"10.0.0.1:443"}), "10.0.0.1:443");
+  EXPECT_EQ(endpoints_text({"10.0.0.1:80", "10.0.0.2:443"}), "10.0.0.1:80 and 10.0.0.2:443");
+  EXPECT_EQ(endpoints_text({"10.0.0.1:80", "10.0.0.2:443", "10.0.0.3:80"}),
+            "10.0.0.1:80, 10.0.0.2:443 and 10.0.0.3:80");
+  EXPECT_EQ(endpoints_text({"10.0.0.1:80", "a", "b", "c"}), "10.0.0.1:80 and 3 other IP:ports");
+  const std::vector<std::string> endpoints = {"10.0.0.1:80", "10.0.0.2:443", "10.0.0.2:4430"};
+  EXPECT_EQ(blamed_endpoint("(98)Address already in use: could not bind to address 10.0.0.2:4430", endpoints),
+            "10.0.0.2:4430");
+  EXPECT_EQ(blamed_endpoint("could not bind to address 10.0.0.2:443\n", endpoints), "10.0.0.2:443");
+  EXPECT_EQ(blamed_endpoint("Syntax error on line 3", endpoints), "10.0.0.1:80");
+}
