@@ -11,7 +11,8 @@
 //   h3-load --ca CA.pem --connections 200 --requests 50 --in-flight 8 [--migrate-after N] --manifest FILE IP:PORT
 //
 // --migrate-after N: once N of its requests are done, each connection moves to a new UDP port
-// (a new socket; QUIC connection migration, as Chromium does on a port change) and goes on there.
+// (a new socket; QUIC connection migration, as Chromium does on a port change) and goes on there,
+// keeping the old socket for the server's packets until the end.
 //
 // Manifest: one line per URL, tab-separated: host, path, status, SHA-256 of the body (hex).
 #include <gnutls/crypto.h>
@@ -40,6 +41,7 @@
 
 #include "util/address.hh"
 #include "util/clock.hh"
+#include "util/text.hh"
 
 namespace {
 struct Target {
@@ -66,16 +68,6 @@ std::mt19937_64 rng{std::random_device{}()};
 constexpr const char* kPriorities =
     "%DISABLE_TLS13_COMPAT_MODE:NORMAL:-VERS-ALL:+VERS-TLS1.3:-CIPHER-ALL:+AES-128-GCM:+AES-256-GCM:"
     "+CHACHA20-POLY1305:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1";
-
-std::string hex(const uint8_t* data, size_t n) {
-  static const char d[] = "0123456789abcdef";
-  std::string s;
-  for (size_t i = 0; i < n; i++) {
-    s += d[data[i] >> 4];
-    s += d[data[i] & 15];
-  }
-  return s;
-}
 
 class Client;
 
@@ -199,6 +191,7 @@ class Client {
     if (conn_) ngtcp2_conn_del(conn_);
     if (tls_) gnutls_deinit(tls_);
     if (fd_ >= 0) ::close(fd_);
+    if (old_fd_ >= 0) ::close(old_fd_);
   }
   int fd() const { return fd_; }
   bool done() const { return done_; }
@@ -208,11 +201,18 @@ class Client {
   }
 
   void read(Nanos now) {
+    drain(fd_, local_, now);
+    if (old_fd_ >= 0) drain(old_fd_, old_local_, now);
+    write(now);
+  }
+
+  // What arrived on one of its sockets (the current one, or the one it moved from).
+  void drain(int fd, sockaddr_in& local, Nanos now) {
     std::array<uint8_t, 65536> buffer;
     for (int i = 0; i < 64 && !done_; i++) {
-      const ssize_t n = ::recv(fd_, buffer.data(), buffer.size(), MSG_DONTWAIT);
+      const ssize_t n = ::recv(fd, buffer.data(), buffer.size(), MSG_DONTWAIT);
       if (n < 0) break;
-      ngtcp2_path path{{reinterpret_cast<ngtcp2_sockaddr*>(&local_), sizeof local_},
+      ngtcp2_path path{{reinterpret_cast<ngtcp2_sockaddr*>(&local), sizeof local},
                        {reinterpret_cast<ngtcp2_sockaddr*>(&remote_), sizeof remote_},
                        nullptr};
       ngtcp2_pkt_info info{};
@@ -220,7 +220,6 @@ class Client {
                                           static_cast<ngtcp2_tstamp>(now));
       if (rv != 0) return fail(std::string("read: ") + ngtcp2_strerror(rv));
     }
-    write(now);
   }
 
   void on_expiry(Nanos now) {
@@ -267,7 +266,10 @@ class Client {
       }
       if (accepted >= 0) nghttp3_conn_add_write_offset(h3_, stream_id, static_cast<size_t>(accepted));
       if (n == 0) break;
-      (void)::send(fd_, buffer.data(), static_cast<size_t>(n), MSG_DONTWAIT);
+      // Out of the socket of the path ngtcp2 chose: the old one while the new path is not validated.
+      const bool old_path = old_fd_ >= 0 && ps.path.local.addrlen >= sizeof(sockaddr_in) &&
+                            reinterpret_cast<const sockaddr_in*>(ps.path.local.addr)->sin_port == old_local_.sin_port;
+      (void)::send(old_path ? old_fd_ : fd_, buffer.data(), static_cast<size_t>(n), MSG_DONTWAIT);
       packets++;
     }
     ngtcp2_conn_update_pkt_tx_time(conn_, static_cast<ngtcp2_tstamp>(now));
@@ -359,7 +361,7 @@ class Client {
     totals_.latency_ms.push_back(nanos_to_ms(monotonic_now() - r.started));
     if (r.status != r.target->status) {
       totals_.wrong_status++;
-    } else if (hex(digest, 32) != r.target->sha256) {
+    } else if (hex_bytes(digest, 32) != r.target->sha256) {
       totals_.wrong_body++;
     } else {
       totals_.ok++;
@@ -396,8 +398,10 @@ class Client {
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.u64 = static_cast<uint64_t>(index_);
-    ::epoll_ctl(options_.epoll, EPOLL_CTL_DEL, fd_, nullptr);
-    ::close(fd_);
+    // The old socket stays open, as a browser's does: if the new path fails validation (a
+    // PATH_CHALLENGE lost, a slow machine), the server goes back to the old one (RFC 9000 9.3.3).
+    old_fd_ = fd_;
+    old_local_ = local_;
     fd_ = fd;
     local_ = local;
     ::epoll_ctl(options_.epoll, EPOLL_CTL_ADD, fd_, &ev);
@@ -427,8 +431,8 @@ class Client {
   size_t next_;
   int index_;
   std::string host_;
-  int fd_ = -1;
-  sockaddr_in local_{}, remote_{};
+  int fd_ = -1, old_fd_ = -1;  // old_fd_: the socket it moved from (--migrate-after)
+  sockaddr_in local_{}, remote_{}, old_local_{};
   ngtcp2_conn* conn_ = nullptr;
   nghttp3_conn* h3_ = nullptr;
   gnutls_session_t tls_ = nullptr;

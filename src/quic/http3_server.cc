@@ -55,16 +55,6 @@ constexpr const char* kPriorities =
 
 ngtcp2_tstamp stamp(Nanos now) { return static_cast<ngtcp2_tstamp>(now); }
 
-std::string hex(const uint8_t* data, size_t length) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (size_t i = 0; i < length; i++) {
-    out += digits[data[i] >> 4];
-    out += digits[data[i] & 15];
-  }
-  return out;
-}
-
 std::string cid_key(const uint8_t* data, size_t length) {
   return std::string(reinterpret_cast<const char*>(data), length);
 }
@@ -237,7 +227,7 @@ bool Connection::accept(const ngtcp2_pkt_hd& hd, const sockaddr_in& from, Nanos 
   settings.cc_algo = NGTCP2_CC_ALGO_CUBIC;
   settings.handshake_timeout = static_cast<ngtcp2_duration>(kHandshakeTimeout);
   if (!server_.options.qlog_dir.empty()) {
-    const fs::path file = server_.options.qlog_dir / (hex(hd.dcid.data, hd.dcid.datalen) + ".sqlog");
+    const fs::path file = server_.options.qlog_dir / (hex_bytes(hd.dcid.data, hd.dcid.datalen) + ".sqlog");
     qlog_ = std::fopen(file.c_str(), "wxe");
     if (qlog_) {
       settings.qlog.odcid = hd.dcid;

@@ -37,7 +37,10 @@ std::string virtual_host(const ReplayServerSpec& spec, const ApacheFiles& files)
   std::ostringstream c;
   c << "Listen " << endpoint << "\n"
     << "<VirtualHost " << endpoint << ">\n"
-    << "ServerName " << apache_server_name(spec) << "\n";
+    << "ServerName " << apache_server_name(spec)
+    << "\n"
+       // Not inherited from the server's configuration (Apache bug 46830): %2F forwarded here too.
+       "AllowEncodedSlashes NoDecode\n";
   if (spec.https) {
     c << "SSLEngine on\n"
          "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"

@@ -50,3 +50,14 @@ std::string count_of(size_t count, std::string_view singular, std::string_view p
   if (plural.empty()) return text.append(singular).append("s");
   return text.append(plural);
 }
+
+std::string hex_bytes(const uint8_t* data, size_t length) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(length * 2);
+  for (size_t i = 0; i < length; i++) {
+    out += kDigits[data[i] >> 4];
+    out += kDigits[data[i] & 15];
+  }
+  return out;
+}

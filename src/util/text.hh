@@ -4,6 +4,7 @@
 // case-insensitive ASCII; locale-dependent tolower is not wanted), whitespace trimming, and
 // making recorded bytes safe to print.
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -24,3 +25,6 @@ std::string printable(std::string_view text, size_t max = std::string_view::npos
 // "1 pair", "3 pairs": a count with its noun, for messages a user reads. `plural` defaults to
 // `singular` + "s".
 std::string count_of(size_t count, std::string_view singular, std::string_view plural = {});
+
+// Lower-case hexadecimal, two digits a byte: {0x0a, 0xff} -> "0aff".
+std::string hex_bytes(const uint8_t* data, size_t length);

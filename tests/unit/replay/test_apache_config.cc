@@ -69,11 +69,13 @@ TEST(ApacheConfig, one_instance_serves_several_ip_ports_each_its_own_virtual_hos
   const std::string c = apache_configuration(specs, files, 1);
   EXPECT_EQ(c.rfind("# Apache httpd for 10.0.0.1:80 and 2 other IP:ports (HTTPS, HTTP/2), written", 0), 0u) << c;
   const std::string expected_hosts =
-      "Listen 10.0.0.1:80\n<VirtualHost 10.0.0.1:80>\nServerName 10.0.0.1\n</VirtualHost>\n"
-      "Listen 10.0.0.2:443\n<VirtualHost 10.0.0.2:443>\nServerName b.test\nSSLEngine on\n"
+      "Listen 10.0.0.1:80\n<VirtualHost 10.0.0.1:80>\nServerName 10.0.0.1\nAllowEncodedSlashes "
+      "NoDecode\n</VirtualHost>\n"
+      "Listen 10.0.0.2:443\n<VirtualHost 10.0.0.2:443>\nServerName b.test\nAllowEncodedSlashes NoDecode\nSSLEngine on\n"
       "SSLProtocol -all +TLSv1.2 +TLSv1.3\nSSLCertificateFile \"/w/apache-10.0.0.2-443.pem\"\n"
       "SSLCertificateKeyFile \"/w/apache-10.0.0.2-443.key\"\nProtocols h2 http/1.1\nH2Push off\n</VirtualHost>\n"
-      "Listen 10.0.0.3:8443\n<VirtualHost 10.0.0.3:8443>\nServerName d.test\nSSLEngine on\n"
+      "Listen 10.0.0.3:8443\n<VirtualHost 10.0.0.3:8443>\nServerName d.test\nAllowEncodedSlashes NoDecode\nSSLEngine "
+      "on\n"
       "SSLProtocol -all +TLSv1.2 +TLSv1.3\nSSLCertificateFile \"/w/apache-10.0.0.3-8443.pem\"\n"
       "SSLCertificateKeyFile \"/w/apache-10.0.0.3-8443.key\"\n</VirtualHost>\n";
   EXPECT_NE(c.find(expected_hosts), std::string::npos) << c;

@@ -37,3 +37,9 @@ TEST(Text, count_of_agrees_the_noun_with_the_count) {
   EXPECT_EQ(count_of(1, "entry", "entries"), "1 entry");
   EXPECT_EQ(count_of(5, "entry", "entries"), "5 entries");
 }
+
+TEST(Text, hex_bytes_two_lower_case_digits_a_byte) {
+  const uint8_t bytes[] = {0x00, 0x0a, 0xff, 0x5c};
+  EXPECT_EQ(hex_bytes(bytes, 4), "000aff5c");
+  EXPECT_EQ(hex_bytes(bytes, 0), "");
+}
