@@ -21,6 +21,38 @@ test_fractional_delay() {
   check_range "min RTT (ms)" "$2" 25.0 25.5 && check_range "avg RTT (ms)" "$3" 25.0 25.9
 }
 
+# Per-destination delay: one shell, two destinations pinged at once, each with its own delay
+# (the server 30 ms each way, everything else, here the shell's outer address, the default 5 ms),
+# and a destination's answers (downlink) its own value.
+test_delay_per_destination() {
+  local out base_ip
+  # shellcheck disable=SC2016  # for the inner sh
+  out=$(in_world "$BIN/mm-delay" 5 --destination="$SERVER_IP=30" --destination="$SERVER_IP/32:9=1" sh -c '
+    ping -n -c 20 -i 0.05 -q "$MAHIMAHI_BASE" > "$2" & ping -n -c 20 -i 0.05 -q "$1"; wait; cat "$2"' \
+    sh "$SERVER_IP" "$WORLD_TMP/base-ping") || { fail "mm-delay with destinations: $out"; return 1; }
+  set -- $(echo "$out" | sed -n '1,/rtt/p' | ping_stats)
+  [ "$1" = 20 ] || fail "server: received $1 of 20" || return 1
+  check_range "server min RTT (ms)" "$2" 60.0 60.5 || return 1
+  set -- $(echo "$out" | sed '1,/rtt/d' | ping_stats)
+  [ "$1" = 20 ] || fail "base: received $1 of 20" || return 1
+  check_range "base min RTT (ms)" "$2" 10.0 10.5 || return 1
+  # Up and down apart, from a file, as an ordinary user (the ferry reads it with the user's rights).
+  local map; map=$(mktemp "$WORLD_TMP/map.XXXXXX")
+  printf '# test map\n%s/32 10 2.5  # the server\n' "$SERVER_IP" > "$map"
+  chown "$TEST_USER" "$map"; chmod 600 "$map"
+  set -- $(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 --destinations="$map" ping -n -c 10 -i 0.05 -q "$SERVER_IP" | ping_stats)
+  [ "$1" = 10 ] || fail "file map: received $1 of 10" || return 1
+  check_range "file map min RTT (ms)" "$2" 12.5 13.0
+}
+
+test_delay_destination_errors_name_the_input() {
+  rc_msg 2 '--destination 10.0.0.1: missing "=MS"' in_world "$BIN/mm-delay" 1 --destination=10.0.0.1 true &&
+    rc_msg 2 'is not a port' in_world "$BIN/mm-delay" 1 --destination=10.0.0.1:99999=3 true &&
+    printf '10.0.0.0/8 1\nbogus 2\n' > "$WORLD_TMP/bad-map" && chmod 644 "$WORLD_TMP/bad-map" &&
+    rc_msg 1 "$WORLD_TMP/bad-map line 2: \"bogus\" is not an IPv4" in_world "$BIN/mm-delay" 1 --destinations="$WORLD_TMP/bad-map" true &&
+    rc_msg 1 'cannot read destinations file' in_world "$BIN/mm-delay" 1 --destinations="$WORLD_TMP/no-such-map" true
+}
+
 # Loss: ping success needs both the request (uplink) and the reply (downlink) to pass.
 # Tolerance: 4.5 binomial standard deviations (false alarm odds below 1e-5).
 loss_check() {  # NAME N EXPECTED_SUCCESS_PROBABILITY RECEIVED
