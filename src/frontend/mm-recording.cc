@@ -25,7 +25,8 @@ const char* kUsage =
     "Usage: mm-recording ls [--wide] DIR\n"
     "       mm-recording show [--raw | --decode] DIR FILE | DIR/FILE\n"
     "       mm-recording to-har [--force] DIR OUT.har\n"
-    "       mm-recording from-har IN.har DIR\n";
+    "       mm-recording from-har IN.har DIR\n"
+    "       mm-recording timings [--destinations] DIR\n";
 const char* kHelp =
     "Inspects and converts recordings: directories of request/response files made by mm-record\n"
     "(or by the original Mahimahi's mm-webrecord).\n"
@@ -49,6 +50,12 @@ const char* kHelp =
     "                    HTTP/1.1 serving the decoded content; entries that cannot be replayed\n"
     "                    (failed, canceled, WebSocket, body not in the HAR) are skipped with a\n"
     "                    warning; hosts without an IPv4 address get a stand-in (198.18.0.0/15)\n"
+    "  timings DIR       the servers' timing as mm-record measured it: per origin (IP:port) its\n"
+    "                    names, responses, bytes, smallest round trip, think time (first byte -\n"
+    "                    request end - round trip: median, p90); then the longest chain of\n"
+    "                    responses, each request starting after the one before ended\n"
+    "     --destinations  print instead mm-delay's --destinations file that puts each\n"
+    "                    recorded address at its measured distance (half its RTT each way)\n"
     "\n"
     "  --help, --version\n";
 
@@ -175,7 +182,7 @@ int from_har_file(const std::string& input, const std::string& dir) {
 
 int run(int argc, char** argv) {
   std::vector<std::string> words;
-  bool raw = false, decode = false, force = false, wide = false, options_done = false;
+  bool raw = false, decode = false, force = false, wide = false, destinations = false, options_done = false;
   for (int i = 1; i < argc; i++) {
     const std::string_view w = argv[i];
     if (options_done || w == "-" || w.empty() || w[0] != '-') {
@@ -192,11 +199,13 @@ int run(int argc, char** argv) {
       force = true;
     } else if (w == "--wide" || w == "-w") {
       wide = true;
+    } else if (w == "--destinations") {
+      destinations = true;
     } else {
       throw UsageError("unknown option \"" + std::string(w) + "\"");
     }
   }
-  if (words.empty()) throw UsageError("missing command (ls, show, to-har or from-har)");
+  if (words.empty()) throw UsageError("missing command (ls, show, to-har, from-har or timings)");
   const std::string command = words[0];
   words.erase(words.begin());
   auto only = [&](bool given, const char* option, const char* owner) {
@@ -207,6 +216,7 @@ int run(int argc, char** argv) {
   if (raw && decode) throw UsageError("--raw and --decode exclude each other: --raw prints the bytes as stored");
   only(force, "--force", "to-har");
   only(wide, "--wide", "ls");
+  only(destinations, "--destinations", "timings");
   if (command == "ls") {
     if (words.size() != 1) throw UsageError("ls takes one recording DIR");
     return list(words[0], wide);
@@ -225,7 +235,13 @@ int run(int argc, char** argv) {
     if (words.size() != 2) throw UsageError("from-har takes the IN.har to read (- for standard input) and a new DIR");
     return from_har_file(words[0], words[1]);
   }
-  throw UsageError("unknown command \"" + command + "\" (ls, show, to-har or from-har)");
+  if (command == "timings") {
+    if (words.size() != 1) throw UsageError("timings takes one recording DIR");
+    const LoadedRecording loaded = load_nonempty(words[0], "nothing to report");
+    write_all(1, destinations ? destinations_map(origin_timings(loaded.entries)) : timings_report(loaded.entries));
+    return 0;
+  }
+  throw UsageError("unknown command \"" + command + "\" (ls, show, to-har, from-har or timings)");
 }
 }  // namespace
 

@@ -23,6 +23,7 @@
 #include "tls/openssl_error.hh"
 #include "tls/tls_stream.hh"
 #include "util/host_name.hh"
+#include "util/tcp_info.hh"
 #include "util/text.hh"
 
 namespace {
@@ -44,6 +45,13 @@ constexpr size_t kHighWater = 256 * 1024;
 uint64_t now_us() {
   timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+// For durations: the wall clock may step.
+uint64_t monotonic_us() {
+  timespec ts;
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
 }
 
@@ -73,6 +81,8 @@ struct RecordProxy::Connection {
   std::deque<PendingRequest> pending;
   uint64_t request_start_us = 0, response_start_us = 0;
   uint64_t pairs = 0;
+  uint64_t connect_started_us = 0;            // monotonic
+  std::optional<uint64_t> connect_us;         // the TCP handshake with the server took this long
 
   std::string where() const {
     return ip + ":" + std::to_string(port) + (server_name.empty() ? "" : " (" + server_name + ")");
@@ -217,7 +227,9 @@ void RecordProxy::start_connection(FileDescriptor client_fd) {
   epoll_.add(conn.client.fd(), 0, conn.id * 2);
   epoll_.add(conn.server.fd(), EPOLLOUT, conn.id * 2 + 1);
   conn.server_interest = EPOLLOUT;
+  conn.connect_started_us = monotonic_us();
   if (::connect(conn.server.fd(), reinterpret_cast<const sockaddr*>(&original), sizeof original) == 0) {
+    conn.connect_us = monotonic_us() - conn.connect_started_us;
     conn.phase = Connection::Phase::Sniffing;
     pump(conn);
   } else if (errno != EINPROGRESS) {
@@ -239,6 +251,7 @@ void RecordProxy::handle(uint64_t key, uint32_t events) {
       if (err != 0) {
         fail(c, "cannot connect to " + c.where() + ": " + std::strerror(err));
       } else {
+        c.connect_us = monotonic_us() - c.connect_started_us;
         c.phase = Connection::Phase::Sniffing;
       }
     } else if (events & (EPOLLHUP | EPOLLERR)) {
@@ -536,6 +549,16 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     pair.response_first_byte_us = start;
     pair.response_last_byte_us = now;
     pair.server_name = c.server_name;
+    // The server's timing, from this side of the proxy only: the request's last byte went to
+    // the server as it was read (before the timestamp), and the response's first byte is
+    // stamped as it is read, so the proxy's work toward the client is not in them.
+    pair.server_connect_us = c.connect_us;
+    pair.server_rtt_us = tcp_min_rtt_us(c.server.fd());
+    if (!pair.server_rtt_us) pair.server_rtt_us = c.connect_us;
+    if (pair.server_rtt_us && start >= request.end_us) {
+      const uint64_t wait = start - request.end_us;
+      pair.server_think_us = wait > *pair.server_rtt_us ? wait - *pair.server_rtt_us : 0;
+    }
     if (!c.alpn.empty()) {
       pair.protocol = c.alpn;
     } else {

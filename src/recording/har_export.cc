@@ -224,6 +224,11 @@ json mahimahi_object(const RecordingEntry& e) {
                             {"request_end_us", p.request_end_us},
                             {"response_first_byte_us", p.response_first_byte_us},
                             {"response_last_byte_us", p.response_last_byte_us}};
+  json server = json::object();
+  if (p.server_rtt_us) server["rtt_us"] = *p.server_rtt_us;
+  if (p.server_connect_us) server["connect_us"] = *p.server_connect_us;
+  if (p.server_think_us) server["think_us"] = *p.server_think_us;
+  if (!server.empty()) mahimahi["server_timing"] = server;
   mahimahi["file"] = display_text(e.file.filename().string());
   return mahimahi;
 }

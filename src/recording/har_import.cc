@@ -128,6 +128,12 @@ RecordedPair exact_pair(const json& entry, const json& m) {
     p.response_first_byte_us = unsigned_member(*t, "response_first_byte_us", tw);
     p.response_last_byte_us = unsigned_member(*t, "response_last_byte_us", tw);
   }
+  if (const json* t = member(m, "server_timing")) {
+    const std::string tw = where + ".server_timing";
+    if (member(*t, "rtt_us")) p.server_rtt_us = unsigned_member(*t, "rtt_us", tw);
+    if (member(*t, "connect_us")) p.server_connect_us = unsigned_member(*t, "connect_us", tw);
+    if (member(*t, "think_us")) p.server_think_us = unsigned_member(*t, "think_us", tw);
+  }
   return p;
 }
 

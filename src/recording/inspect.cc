@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <optional>
 #include <string_view>
 
@@ -11,6 +12,7 @@
 #include "http/chunked.hh"
 #include "http/content_coding.hh"
 #include "http/start_line.hh"
+#include "util/statistics.hh"
 #include "util/text.hh"
 #include "util/time_text.hh"
 #include "util/utf8.hh"
@@ -115,6 +117,14 @@ std::string describe_timestamps(const RecordedPair& p) {
   out += "request end   " + offset_ms(p.request_start_us, p.request_end_us) + "\n";
   out += "first byte    " + offset_ms(p.request_start_us, p.response_first_byte_us) + " (of the response)\n";
   out += "last byte     " + offset_ms(p.request_start_us, p.response_last_byte_us) + "\n";
+  auto ms = [](const std::optional<uint64_t>& us) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3f ms", static_cast<double>(*us) / 1000.0);
+    return std::string(text);
+  };
+  if (p.server_rtt_us) out += "server RTT    " + ms(p.server_rtt_us) + " (smallest on its connection)\n";
+  if (p.server_connect_us) out += "TCP connect   " + ms(p.server_connect_us) + "\n";
+  if (p.server_think_us) out += "server think  " + ms(p.server_think_us) + " (first byte - request end - RTT)\n";
   return out;
 }
 }  // namespace
@@ -151,5 +161,156 @@ std::string describe_pair(const std::filesystem::path& path, const RecordedPair&
   } else {
     out += describe_message("request", p.request, view) + "\n" + describe_message("response", p.response, view);
   }
+  return out;
+}
+
+std::vector<OriginTiming> origin_timings(const std::vector<RecordingEntry>& entries) {
+  std::vector<const RecordingEntry*> order;
+  for (const RecordingEntry& e : entries) order.push_back(&e);
+  std::stable_sort(order.begin(), order.end(), [](const RecordingEntry* a, const RecordingEntry* b) {
+    return a->pair.request_start_us < b->pair.request_start_us;
+  });
+  std::vector<OriginTiming> origins;
+  std::map<std::pair<std::string, uint16_t>, size_t> index;
+  std::vector<std::vector<double>> thinks;
+  for (const RecordingEntry* e : order) {
+    const RecordedPair& p = e->pair;
+    auto [it, added] = index.try_emplace({p.ip, p.port}, origins.size());
+    if (added) {
+      origins.push_back({p.ip, p.port, p.https, {}, 0, 0, std::nullopt, 0, std::nullopt, std::nullopt});
+      thinks.emplace_back();
+    }
+    OriginTiming& o = origins[it->second];
+    const std::string host = printable(host_of(p), 200);
+    if (std::find(o.names.begin(), o.names.end(), host) == o.names.end()) o.names.push_back(host);
+    o.responses++;
+    o.bytes += p.response.body.size();
+    if (p.server_rtt_us) {
+      const double rtt = static_cast<double>(*p.server_rtt_us) / 1000.0;
+      o.rtt_ms = o.rtt_ms ? std::min(*o.rtt_ms, rtt) : rtt;
+    }
+    if (p.server_think_us) thinks[it->second].push_back(static_cast<double>(*p.server_think_us) / 1000.0);
+  }
+  for (size_t i = 0; i < origins.size(); i++) {
+    origins[i].timed = thinks[i].size();
+    origins[i].think_median_ms = percentile(thinks[i], 50);
+    origins[i].think_p90_ms = percentile(thinks[i], 90);
+  }
+  return origins;
+}
+
+namespace {
+std::string ms_text(const std::optional<double>& ms) {
+  if (!ms) return "-";
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f", *ms);
+  return text;
+}
+bool can_lead_to_requests(const RecordedPair& p) {
+  const auto type = p.response.header("Content-Type");
+  if (!type) return true;  // unknown: it may
+  const std::string t = ascii_lowercase(std::string(*type));
+  if (t.find("image/") != std::string::npos) return false;  // image/svg+xml too
+  for (const char* kind : {"html", "css", "javascript", "ecmascript", "json", "xml", "text/plain"})
+    if (t.find(kind) != std::string::npos) return true;
+  return false;
+}
+
+std::string us_as_ms(const std::optional<uint64_t>& us) {
+  return us ? ms_text(static_cast<double>(*us) / 1000.0) : std::string("-");
+}
+}  // namespace
+
+std::string timings_report(const std::vector<RecordingEntry>& entries) {
+  const std::vector<OriginTiming> origins = origin_timings(entries);
+  std::vector<std::vector<std::string>> rows = {
+      {"ORIGIN", "NAMES", "RESPONSES", "BYTES", "RTT(ms)", "THINK p50", "p90", "TIMED"}};
+  size_t untimed = 0;
+  for (const OriginTiming& o : origins) {
+    std::string names;
+    for (const std::string& n : o.names) names += (names.empty() ? "" : ",") + n;
+    rows.push_back({o.ip + ":" + std::to_string(o.port) + (o.https ? " https" : " http"), shortened(names, 40),
+                    std::to_string(o.responses), std::to_string(o.bytes), ms_text(o.rtt_ms), ms_text(o.think_median_ms),
+                    ms_text(o.think_p90_ms), std::to_string(o.timed) + "/" + std::to_string(o.responses)});
+    if (o.timed == 0) untimed++;
+  }
+  std::string out = aligned(rows);
+  if (untimed == origins.size()) {
+    out += "\nNo server timing in this recording (made by the original Mahimahi, by an older mm-record,\n"
+           "or converted from HAR): mm-replay --timing=recorded has nothing to replay.\n";
+  }
+
+  // The longest chain: from the response that ended last, back through the response that ended
+  // last before each request started, among those that can lead a browser to more requests
+  // (documents, style sheets, scripts, data: an image or a font never does).
+  std::vector<const RecordedPair*> timed;
+  for (const RecordingEntry& e : entries)
+    if (e.pair.request_start_us && e.pair.response_last_byte_us) timed.push_back(&e.pair);
+  if (timed.empty()) return out;
+  uint64_t first = UINT64_MAX;
+  for (const RecordedPair* p : timed) first = std::min(first, p->request_start_us);
+  const RecordedPair* link = *std::max_element(timed.begin(), timed.end(), [](const RecordedPair* a, const RecordedPair* b) {
+    return a->response_last_byte_us < b->response_last_byte_us;
+  });
+  const uint64_t last = link->response_last_byte_us;
+  std::vector<const RecordedPair*> chain;
+  while (link && chain.size() < timed.size()) {
+    chain.push_back(link);
+    const RecordedPair* before = nullptr;
+    for (const RecordedPair* p : timed) {
+      if (p->response_last_byte_us <= link->request_start_us && can_lead_to_requests(*p) &&
+          (!before || p->response_last_byte_us > before->response_last_byte_us))
+        before = p;
+    }
+    link = before;
+  }
+  std::reverse(chain.begin(), chain.end());
+  std::vector<std::vector<std::string>> links = {{"START(ms)", "HOST", "PATH", "WAIT(ms)", "RTT", "THINK", "END(ms)"}};
+  double rtt_sum = 0, think_sum = 0;
+  for (const RecordedPair* p : chain) {
+    const RequestLine request = split_request_line(p->request.first_line);
+    const std::optional<uint64_t> wait = p->response_first_byte_us >= p->request_end_us && p->request_end_us
+                                             ? std::optional<uint64_t>(p->response_first_byte_us - p->request_end_us)
+                                             : std::nullopt;
+    links.push_back({ms_text(static_cast<double>(p->request_start_us - first) / 1000.0), printable(host_of(*p), 60),
+                     shortened(printable(request.target), 40), us_as_ms(wait), us_as_ms(p->server_rtt_us),
+                     us_as_ms(p->server_think_us), ms_text(static_cast<double>(p->response_last_byte_us - first) / 1000.0)});
+    if (p->server_rtt_us) rtt_sum += static_cast<double>(*p->server_rtt_us) / 1000.0;
+    if (p->server_think_us) think_sum += static_cast<double>(*p->server_think_us) / 1000.0;
+  }
+  out += "\nLongest chain (each request starts after the response before it ended): " +
+         count_of(chain.size(), "level") + " in " + ms_text(static_cast<double>(last - first) / 1000.0) +
+         " ms of recorded load; round trips " + ms_text(rtt_sum) + " ms, think times " + ms_text(think_sum) +
+         " ms along it\n";
+  out += aligned(links);
+  return out;
+}
+
+std::string destinations_map(const std::vector<OriginTiming>& origins) {
+  std::map<std::string, std::pair<double, std::vector<std::string>>> by_ip;  // smallest RTT, names
+  std::vector<std::string> order, missing;
+  for (const OriginTiming& o : origins) {
+    if (!o.rtt_ms) {
+      missing.push_back(o.ip + ":" + std::to_string(o.port));
+      continue;
+    }
+    auto [it, added] = by_ip.try_emplace(o.ip, *o.rtt_ms, std::vector<std::string>{});
+    if (added) order.push_back(o.ip);
+    it->second.first = std::min(it->second.first, *o.rtt_ms);
+    for (const std::string& n : o.names)
+      if (std::find(it->second.second.begin(), it->second.second.end(), n) == it->second.second.end())
+        it->second.second.push_back(n);
+  }
+  std::string out =
+      "# mm-delay --destinations: each recorded address at half its smallest measured round trip each way\n";
+  for (const std::string& ip : order) {
+    const auto& [rtt, names] = by_ip[ip];
+    char delay[32];
+    std::snprintf(delay, sizeof delay, "%.3f", rtt / 2);
+    std::string comment;
+    for (const std::string& n : names) comment += " " + n;
+    out += ip + " " + delay + "  # RTT " + ms_text(rtt) + " ms:" + comment + "\n";
+  }
+  for (const std::string& m : missing) out += "# " + m + ": no round trip measured (left at the default)\n";
   return out;
 }

@@ -94,7 +94,8 @@ bool RecordedPair::operator==(const RecordedPair& other) const {
          same_message(response, other.response) && request_start_us == other.request_start_us &&
          request_end_us == other.request_end_us && response_first_byte_us == other.response_first_byte_us &&
          response_last_byte_us == other.response_last_byte_us && server_name == other.server_name &&
-         protocol == other.protocol;
+         protocol == other.protocol && server_rtt_us == other.server_rtt_us &&
+         server_connect_us == other.server_connect_us && server_think_us == other.server_think_us;
 }
 
 std::string serialize_pair(const RecordedPair& pair) {
@@ -111,6 +112,9 @@ std::string serialize_pair(const RecordedPair& pair) {
   if (pair.response_last_byte_us) record.set_response_last_byte_us(pair.response_last_byte_us);
   if (!pair.server_name.empty()) record.set_server_name(pair.server_name);
   if (!pair.protocol.empty()) record.set_protocol(pair.protocol);
+  if (pair.server_rtt_us) record.set_server_rtt_us(*pair.server_rtt_us);
+  if (pair.server_connect_us) record.set_server_connect_us(*pair.server_connect_us);
+  if (pair.server_think_us) record.set_server_think_us(*pair.server_think_us);
   std::string bytes;
   if (!record.SerializeToString(&bytes)) throw std::runtime_error("cannot serialize a recorded pair (over 2 GiB?)");
   return bytes;
@@ -147,6 +151,9 @@ std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* w
   pair.response_last_byte_us = record.response_last_byte_us();
   pair.server_name = record.server_name();
   pair.protocol = record.protocol();
+  if (record.has_server_rtt_us()) pair.server_rtt_us = record.server_rtt_us();
+  if (record.has_server_connect_us()) pair.server_connect_us = record.server_connect_us();
+  if (record.has_server_think_us()) pair.server_think_us = record.server_think_us();
   return pair;
 }
 

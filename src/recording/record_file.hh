@@ -28,6 +28,10 @@ struct RecordedPair {
   // Ours; zero/empty when unknown (e.g. recordings made by the original). Microseconds since the Unix epoch.
   uint64_t request_start_us = 0, request_end_us = 0, response_first_byte_us = 0, response_last_byte_us = 0;
   std::string server_name, protocol;  // TLS server name (SNI); "http/1.1", "http/1.0", ...
+  // The server's timing, measured by the recording proxy on its own connection to the server
+  // (absent when unknown): the connection's smallest round trip, its TCP handshake's duration,
+  // and the server's think time for this response (first byte - request end - one round trip).
+  std::optional<uint64_t> server_rtt_us, server_connect_us, server_think_us;
 
   bool operator==(const RecordedPair&) const;
 };

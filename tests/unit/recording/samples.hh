@@ -31,6 +31,11 @@ inline RecordedPair sample_pair(int n) {
   p.response_last_byte_us = p.request_start_us + 25000;
   p.server_name = p.https ? "example.com" : "";
   p.protocol = "http/1.1";
+  if (n % 3 != 0) {  // the server's timing (fields 106-108), a think time of 0 included
+    p.server_rtt_us = 4000 + static_cast<uint64_t>(n);
+    p.server_connect_us = 4200 + static_cast<uint64_t>(n);
+    p.server_think_us = n % 3 == 1 ? 0 : 15850 - static_cast<uint64_t>(n);
+  }
   return p;
 }
 
