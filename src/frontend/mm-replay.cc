@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-replay DIR [OPTION]... [--] [COMMAND...]: runs COMMAND where every server of a recording
 // exists at its recorded IP and port and answers from the recording, with no outside network.
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include <set>
 #include <sstream>
 
+#include "recording/timings.hh"
 #include "replay/replay_fastcgi.hh"
 #include "replay/replay_http3.hh"
 #include "replay/replay_index.hh"
@@ -24,6 +28,7 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/signals.hh"
+#include "util/statistics.hh"
 #include "util/text.hh"
 
 namespace {
@@ -52,6 +57,11 @@ const ProgramInfo kInfo{
     "  --advertise-h3        --http3, and every HTTPS response advertises it (Alt-Svc: h3), also\n"
     "                        where the origin did not when recorded\n"
     "  --qlog-dir=DIR        with --http3: one qlog file per QUIC connection in DIR (made if absent)\n"
+    "  --timing=recorded     each server answers as it did when recorded: its think time before\n"
+    "                        each response's first byte, and its distance (half its round trip\n"
+    "                        each way: COMMAND runs inside mm-delay 0 --destinations=FILE, one\n"
+    "                        FILE from the recording); mm-recording timings DIR shows them\n"
+    "  --timing=none         answer at once, from servers next to COMMAND (the default)\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
@@ -88,6 +98,11 @@ class WorkDirectory {
     if (!::mkdtemp(pattern.data()))
       throw SystemError("creating a directory in " + std::filesystem::temp_directory_path().string());
     path_ = pattern;
+  }
+  // At a path chosen beforehand (with a random part no one else can guess), made new, 0700.
+  explicit WorkDirectory(const std::filesystem::path& path) {
+    if (::mkdir(path.c_str(), 0700) != 0) throw SystemError("creating the directory " + path.string());
+    path_ = path;
   }
   ~WorkDirectory() {
     std::error_code ignored;
@@ -164,6 +179,64 @@ std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
   return addresses;
 }
 
+// --timing=recorded: where the ferry writes the origins' distances for the mm-delay shell the
+// command runs in, a directory named before the fork (the supervisor puts the path on the
+// command line; the ferry, with the user's rights, makes the directory and writes the file).
+struct TimingSettings {
+  bool recorded = false;
+  std::filesystem::path directory;
+  std::filesystem::path destinations() const { return directory / "destinations"; }
+};
+
+// 128 random bits as hex: a name in /tmp no other user can take first.
+std::string random_name() {
+  uint8_t bytes[16];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) throw SystemError("getrandom");
+  static const char* kHex = "0123456789abcdef";
+  std::string name;
+  for (uint8_t b : bytes) name += kHex[b >> 4], name += kHex[b & 15];
+  return name;
+}
+
+// The mm-delay map: each recorded address at half its smallest round trip each way (the
+// recording's own words for it, as mm-recording timings --destinations writes them).
+std::string destinations_of(const std::vector<ReplayOrigin>& origins) {
+  std::vector<OriginTiming> timings;
+  for (const ReplayOrigin& o : origins) {
+    OriginTiming t;
+    t.ip = o.ip;
+    t.port = o.port;
+    t.https = o.https;
+    t.names = o.names;
+    if (o.rtt_us) t.rtt_ms = static_cast<double>(*o.rtt_us) / 1000.0;
+    timings.push_back(std::move(t));
+  }
+  return destinations_map(timings);
+}
+
+// What --timing=recorded will replay, for --verbose and for a recording without timing.
+std::string timing_summary(const ReplayIndex& index, bool single_server) {
+  size_t timed_origins = 0;
+  std::vector<double> rtts;
+  for (const ReplayOrigin& o : index.origins())
+    if (o.rtt_us) timed_origins++, rtts.push_back(static_cast<double>(*o.rtt_us) / 1000.0);
+  std::string text = "timing: ";
+  if (single_server) {
+    text += "one server for every origin (--single-server) sits at no origin's distance; ";
+  } else {
+    text += std::to_string(timed_origins) + " of " + count_of(index.origins().size(), "origin") +
+            " at their recorded distances";
+    if (!rtts.empty()) {
+      char range[64];
+      std::snprintf(range, sizeof range, " (round trips %.1f to %.1f ms)", *percentile(rtts, 0), *percentile(rtts, 100));
+      text += range;
+    }
+    text += "; ";
+  }
+  text += "think times as recorded (" + index.think_time_summary() + ")";
+  return text;
+}
+
 struct Http3Settings {
   bool serve = false;
   AltSvcPolicy alt_svc = AltSvcPolicy::kNone;
@@ -171,7 +244,8 @@ struct Http3Settings {
 };
 
 int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional<std::string>& ca_dir,
-          const ReplayOptions& options, const Http3Settings& http3, bool verbose) {
+          const ReplayOptions& options, const Http3Settings& http3, const TimingSettings& timing, bool single_server,
+          bool verbose) {
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD};
   handled.block();  // inherited by the threads; SIGTERM (from the supervisor) and SIGCHLD are read below
   SignalFd signals(SignalSet{SIGTERM, SIGCHLD});
@@ -184,14 +258,29 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
     std::filesystem::create_directories(*http3.qlog_dir, error);
     if (error) throw UserError("--qlog-dir: cannot make " + *http3.qlog_dir + ": " + error.message());
   }
-  WorkDirectory work;
+  std::optional<WorkDirectory> work_holder;
+  if (timing.recorded) {
+    work_holder.emplace(timing.directory);
+    const std::string map = single_server ? "# --single-server: no origin at its own distance\n" : destinations_of(p.index->origins());
+    write_all(FileDescriptor(check_syscall("open", ::open(timing.destinations().c_str(),
+                                                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
+                  .get(),
+              map);
+    if (verbose) std::cerr << "mm-replay: " << timing_summary(*p.index, single_server) << std::endl;
+  } else {
+    work_holder.emplace();
+  }
+  const WorkDirectory& work = *work_holder;
   auto match = [&](const ReplayRequest& request) {
     ReplayMatch m = p.index->match(request, options);
     apply_alt_svc_policy(m.response, http3.alt_svc, request.https, request.host);
+    if (!timing.recorded) m.response.think_us = 0;
     return m;
   };
   auto log_miss = [](const std::string& line) { std::cerr << "mm-replay: " << line << std::endl; };  // one line
-  ReplayFastCgi matcher(match, work.path() / "matcher.sock", 8, log_miss);
+  // With think times a thread waits while its request "thinks": enough threads that a browser's
+  // requests in flight (6 connections per host, hundreds in all) wait side by side.
+  ReplayFastCgi matcher(match, work.path() / "matcher.sock", timing.recorded ? 256 : 8, log_miss);
   matcher.start();
   bool failed = false;
   uint64_t served_h3 = 0, missed_h3 = 0;
@@ -244,7 +333,18 @@ ShellSpec parse_command_line(int argc, char** argv) {
   bool http2 = false, single_server = false, verbose = false;
   ReplayOptions options;
   Http3Settings http3;
+  TimingSettings timing;
   ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
+                             {"timing", true,
+                              [&](std::string_view v) {
+                                if (v == "recorded") {
+                                  timing.recorded = true;
+                                } else if (v == "none") {
+                                  timing.recorded = false;
+                                } else {
+                                  throw UsageError("--timing takes recorded or none, not \"" + printable(v, 40) + "\"");
+                                }
+                              }},
                              {"http3", false,
                               [&](std::string_view) {
                                 http3.serve = true;
@@ -272,17 +372,25 @@ ShellSpec parse_command_line(int argc, char** argv) {
   if (http3.qlog_dir && !http3.serve) throw UsageError("--qlog-dir goes with --http3 (there is no QUIC without it)");
   spec.device_kind = "replay";
   spec.tag = "[replay " + *dir + "] ";
+  if (timing.recorded) {
+    // The command runs inside a per-destination delay shell (mm-delay, found next to this
+    // program) whose map the ferry writes from the recording before the command starts.
+    timing.directory = std::filesystem::path("/tmp") / ("mm-replay.timing-" + random_name());
+    std::vector<std::string> command = {"mm-delay", "0", "--destinations=" + timing.destinations().string(), "--"};
+    command.insert(command.end(), spec.command.begin(), spec.command.end());
+    spec.command = std::move(command);
+  }
   // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
   // parsing can regain them), and only the list of addresses goes back to the supervisor.
   spec.isolated = true;
-  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, http3, verbose](const FerryEndpoints& endpoints,
-                                                                                   const std::function<void()>& ready) {
+  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, http3, timing, verbose](
+                   const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {
       if (!endpoints.outer_prefix.empty()) std::cerr << nesting_warning(endpoints.outer_prefix) << std::endl;
       (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
       ReplayPlan p = plan(dir, http2, single_server);
       endpoints.add_addresses(addresses_of(p));
-      return serve(ready, p, ca_dir, options, http3, verbose);
+      return serve(ready, p, ca_dir, options, http3, timing, single_server, verbose);
     } catch (const std::exception& e) {
       std::cerr << "mm-replay: " << e.what() << std::endl;
       return 1;

@@ -159,6 +159,7 @@ class Connection {
   void start_draining(Nanos now);
   void fail(int liberr);  // records the error the CONNECTION_CLOSE will carry
   void answer(Stream& stream);
+  void submit(Stream& stream);
   void add_key(const uint8_t* data, size_t length);
 
   // ngtcp2's callbacks
@@ -208,6 +209,9 @@ class Connection {
   uint64_t datagrams_while_closing_ = 0;
   std::vector<std::string> keys_;  // this connection's keys in server_.by_cid
   std::unordered_map<int64_t, std::unique_ptr<Stream>> streams_;
+  // Responses waiting for their delay (Http3Response::delay_ns): when, and the stream's id (a
+  // stream the client closed meanwhile is gone from streams_, and its response with it).
+  std::vector<std::pair<Nanos, int64_t>> delayed_;
   std::array<uint8_t, 65536> buffer_{};
 };
 
@@ -458,11 +462,26 @@ void Connection::start_draining(Nanos now) {
 Nanos Connection::expiry() const {
   if (state_ != State::kActive) return close_deadline_;
   const ngtcp2_tstamp t = ngtcp2_conn_get_expiry(conn_);
-  return t >= static_cast<ngtcp2_tstamp>(kNever) ? kNever : static_cast<Nanos>(t);
+  Nanos next = t >= static_cast<ngtcp2_tstamp>(kNever) ? kNever : static_cast<Nanos>(t);
+  for (const auto& [due, id] : delayed_) next = std::min(next, due);
+  return next;
 }
 
 void Connection::on_expiry(Nanos now) {
   if (state_ != State::kActive) return server_.remove(this);
+  // Delayed responses that are due go out first (in the order they fell due).
+  if (!delayed_.empty()) {
+    std::sort(delayed_.begin(), delayed_.end());
+    size_t due = 0;
+    while (due < delayed_.size() && delayed_[due].first <= now) due++;
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < due; i++) ids.push_back(delayed_[i].second);
+    delayed_.erase(delayed_.begin(), delayed_.begin() + static_cast<ptrdiff_t>(due));
+    for (int64_t id : ids) {
+      auto it = streams_.find(id);
+      if (it != streams_.end()) submit(*it->second);
+    }
+  }
   const int rv = ngtcp2_conn_handle_expiry(conn_, stamp(now));
   if (rv == NGTCP2_ERR_IDLE_CLOSE) return server_.remove(this);
   if (rv != 0) {
@@ -487,6 +506,20 @@ void Connection::answer(Stream& stream) {
     }
   }
   if (r.status < 100 || r.status > 999) r.status = 500;
+  {
+    std::lock_guard lock(server_.stats_mutex);
+    auto& samples = server_.stats.service_ns;
+    if (samples.size() < kMaxServiceSamples) samples.push_back(monotonic_now() - start);
+  }
+  if (r.delay_ns > 0) {
+    delayed_.emplace_back(start + r.delay_ns, stream.id);
+    return;
+  }
+  submit(stream);
+}
+
+void Connection::submit(Stream& stream) {
+  Http3Response& r = stream.response;
   const std::string status = std::to_string(r.status);
   std::vector<std::string> names;  // lower-case copies, alive through the call
   names.reserve(r.headers.size());
@@ -510,11 +543,8 @@ void Connection::answer(Stream& stream) {
     ngtcp2_conn_shutdown_stream(conn_, stream.id, NGHTTP3_H3_INTERNAL_ERROR);
     return;
   }
-  const Nanos spent = monotonic_now() - start;
   std::lock_guard lock(server_.stats_mutex);
   server_.stats.requests++;
-  auto& samples = server_.stats.service_ns;
-  if (samples.size() < kMaxServiceSamples) samples.push_back(spent);
 }
 
 // ngtcp2's callbacks. A non-zero return closes the connection with the error recorded by fail().

@@ -35,6 +35,9 @@ struct Http3Response {
   std::vector<HttpHeader> headers;
   std::string body;
   bool omit_body = false;  // a HEAD: headers only, Content-Length as it would be
+  // Sent this long after the request was complete (a replayed server's think time): the stream
+  // waits; the connection's other streams and every other connection go on.
+  int64_t delay_ns = 0;
 };
 
 struct Http3Endpoint {
@@ -54,7 +57,7 @@ struct Http3Stats {
   uint64_t requests = 0;            // answered
   uint64_t refused = 0;             // Initials dropped at max_connections
   uint64_t dropped_datagrams = 0;   // not QUIC, or for no connection
-  std::vector<int64_t> service_ns;  // per request (at most the last 1<<20): request complete -> response handed over
+  std::vector<int64_t> service_ns;  // per request (at most the last 1<<20): request complete -> response made (its delay not included)
 };
 
 class Http3Server {

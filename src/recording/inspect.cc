@@ -38,11 +38,6 @@ std::string shortened(const std::string& text, size_t width) {
   return out + "...";
 }
 
-std::string host_of(const RecordedPair& p) {
-  auto host = p.request.header("Host");
-  return host ? std::string(*host) : p.ip + ":" + std::to_string(p.port);
-}
-
 std::string aligned(const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows) {
@@ -138,7 +133,7 @@ std::string recording_table(std::vector<RecordingEntry> entries, bool wide) {
     const RecordedPair& p = e.pair;
     const RequestLine request = split_request_line(p.request.first_line);
     const std::string path = printable(request.target);
-    rows.push_back({printable(request.method), p.https ? "https" : "http", printable(host_of(p)),
+    rows.push_back({printable(request.method), p.https ? "https" : "http", printable(recorded_host(p)),
                     wide ? path : shortened(path, kShortPath), printable(split_status_line(p.response.first_line).code),
                     std::to_string(p.response.body.size()), advertises_h3(p.response.headers) ? "h3" : "-",
                     printable(e.file.filename().string())});
@@ -162,41 +157,6 @@ std::string describe_pair(const std::filesystem::path& path, const RecordedPair&
     out += describe_message("request", p.request, view) + "\n" + describe_message("response", p.response, view);
   }
   return out;
-}
-
-std::vector<OriginTiming> origin_timings(const std::vector<RecordingEntry>& entries) {
-  std::vector<const RecordingEntry*> order;
-  for (const RecordingEntry& e : entries) order.push_back(&e);
-  std::stable_sort(order.begin(), order.end(), [](const RecordingEntry* a, const RecordingEntry* b) {
-    return a->pair.request_start_us < b->pair.request_start_us;
-  });
-  std::vector<OriginTiming> origins;
-  std::map<std::pair<std::string, uint16_t>, size_t> index;
-  std::vector<std::vector<double>> thinks;
-  for (const RecordingEntry* e : order) {
-    const RecordedPair& p = e->pair;
-    auto [it, added] = index.try_emplace({p.ip, p.port}, origins.size());
-    if (added) {
-      origins.push_back({p.ip, p.port, p.https, {}, 0, 0, std::nullopt, 0, std::nullopt, std::nullopt});
-      thinks.emplace_back();
-    }
-    OriginTiming& o = origins[it->second];
-    const std::string host = printable(host_of(p), 200);
-    if (std::find(o.names.begin(), o.names.end(), host) == o.names.end()) o.names.push_back(host);
-    o.responses++;
-    o.bytes += p.response.body.size();
-    if (p.server_rtt_us) {
-      const double rtt = static_cast<double>(*p.server_rtt_us) / 1000.0;
-      o.rtt_ms = o.rtt_ms ? std::min(*o.rtt_ms, rtt) : rtt;
-    }
-    if (p.server_think_us) thinks[it->second].push_back(static_cast<double>(*p.server_think_us) / 1000.0);
-  }
-  for (size_t i = 0; i < origins.size(); i++) {
-    origins[i].timed = thinks[i].size();
-    origins[i].think_median_ms = percentile(thinks[i], 50);
-    origins[i].think_p90_ms = percentile(thinks[i], 90);
-  }
-  return origins;
 }
 
 namespace {
@@ -272,7 +232,7 @@ std::string timings_report(const std::vector<RecordingEntry>& entries) {
     const std::optional<uint64_t> wait = p->response_first_byte_us >= p->request_end_us && p->request_end_us
                                              ? std::optional<uint64_t>(p->response_first_byte_us - p->request_end_us)
                                              : std::nullopt;
-    links.push_back({ms_text(static_cast<double>(p->request_start_us - first) / 1000.0), printable(host_of(*p), 60),
+    links.push_back({ms_text(static_cast<double>(p->request_start_us - first) / 1000.0), printable(recorded_host(*p), 60),
                      shortened(printable(request.target), 40), us_as_ms(wait), us_as_ms(p->server_rtt_us),
                      us_as_ms(p->server_think_us), ms_text(static_cast<double>(p->response_last_byte_us - first) / 1000.0)});
     if (p->server_rtt_us) rtt_sum += static_cast<double>(*p->server_rtt_us) / 1000.0;
@@ -286,31 +246,3 @@ std::string timings_report(const std::vector<RecordingEntry>& entries) {
   return out;
 }
 
-std::string destinations_map(const std::vector<OriginTiming>& origins) {
-  std::map<std::string, std::pair<double, std::vector<std::string>>> by_ip;  // smallest RTT, names
-  std::vector<std::string> order, missing;
-  for (const OriginTiming& o : origins) {
-    if (!o.rtt_ms) {
-      missing.push_back(o.ip + ":" + std::to_string(o.port));
-      continue;
-    }
-    auto [it, added] = by_ip.try_emplace(o.ip, *o.rtt_ms, std::vector<std::string>{});
-    if (added) order.push_back(o.ip);
-    it->second.first = std::min(it->second.first, *o.rtt_ms);
-    for (const std::string& n : o.names)
-      if (std::find(it->second.second.begin(), it->second.second.end(), n) == it->second.second.end())
-        it->second.second.push_back(n);
-  }
-  std::string out =
-      "# mm-delay --destinations: each recorded address at half its smallest measured round trip each way\n";
-  for (const std::string& ip : order) {
-    const auto& [rtt, names] = by_ip[ip];
-    char delay[32];
-    std::snprintf(delay, sizeof delay, "%.3f", rtt / 2);
-    std::string comment;
-    for (const std::string& n : names) comment += " " + n;
-    out += ip + " " + delay + "  # RTT " + ms_text(rtt) + " ms:" + comment + "\n";
-  }
-  for (const std::string& m : missing) out += "# " + m + ": no round trip measured (left at the default)\n";
-  return out;
-}

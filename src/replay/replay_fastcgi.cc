@@ -240,6 +240,7 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
   char discard[16384];
   while (FCGX_GetStr(discard, sizeof discard, request.in) > 0) {
   }
+  const auto request_end = std::chrono::steady_clock::now();
 
   ReplayMatch match;
   try {
@@ -272,6 +273,21 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
   } else {
     missed_++;
     report(match.log_line);
+  }
+  // The recorded server's think time (mm-replay --timing=recorded), from the request's end;
+  // stop() cuts it short (its eventfd stays readable once written).
+  if (response.think_us > 0) {
+    const auto due = request_end + std::chrono::microseconds(response.think_us);
+    for (;;) {
+      const int64_t left =
+          std::chrono::duration_cast<std::chrono::nanoseconds>(due - std::chrono::steady_clock::now()).count();
+      if (left <= 0) break;
+      const timespec wait{static_cast<time_t>(left / 1'000'000'000), static_cast<long>(left % 1'000'000'000)};
+      pollfd stop{stop_fd_, POLLIN, 0};
+      const int n = ::ppoll(&stop, 1, &wait, nullptr);
+      if (n > 0) return;  // stopping
+      if (n < 0 && errno != EINTR) break;
+    }
   }
   if (!put(request.out, head)) return;  // the web server has gone: nothing more to do
   if (r.method != "HEAD") put(request.out, response.body);

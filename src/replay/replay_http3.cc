@@ -58,6 +58,7 @@ Http3Response http3_response_of(const ReplayMatch& match, const std::string& met
   r.headers = match.response.headers;
   r.body = match.response.body;
   r.omit_body = method == "HEAD";
+  r.delay_ns = static_cast<int64_t>(match.response.think_us) * 1000;
   return r;
 }
 

@@ -27,6 +27,7 @@
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
 #include "util/private_directory.hh"
+#include "util/statistics.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -364,6 +365,7 @@ class OriginCollector {
     Origin& o = origins_[{pair.ip, pair.port}];
     (pair.https ? o.tls : o.clear)++;
     if (pair.protocol == "h2") o.h2 = true;
+    if (pair.server_rtt_us) o.rtt_us = std::min(o.rtt_us.value_or(UINT64_MAX), *pair.server_rtt_us);
     add_name(std::string(host_without_port(entry.host)), pair.ip, file, o);
     std::string sni = ascii_lowercase(pair.server_name);
     while (!sni.empty() && sni.back() == '.') sni.pop_back();
@@ -380,6 +382,7 @@ class OriginCollector {
       origin.https = o.tls > 0;
       origin.names.assign(o.names.begin(), o.names.end());
       origin.h2 = o.h2;
+      origin.rtt_us = o.rtt_us;
       if (o.tls && o.clear) {
         warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
                         count_of(o.tls, "pair") + ") and in clear (" + count_of(o.clear, "pair") +
@@ -411,6 +414,7 @@ class OriginCollector {
     size_t tls = 0, clear = 0;
     std::set<std::string> names;
     bool h2 = false;
+    std::optional<uint64_t> rtt_us;
   };
 
   void add_name(const std::string& name, const std::string& ip, const std::string& file, Origin& o) {
@@ -475,6 +479,16 @@ size_t longest_common_substring(std::string_view a, std::string_view b) {
 
 ReplayIndex::ReplayIndex() : counters_(std::make_unique<Counters>()), bodies_(std::make_unique<BodyStore>()) {}
 
+std::string ReplayIndex::think_time_summary() const {
+  std::vector<double> thinks;
+  for (const Entry& e : entries_)
+    if (e.response.think_us > 0) thinks.push_back(static_cast<double>(e.response.think_us) / 1000.0);
+  if (thinks.empty()) return "none recorded: mm-record measures them; older recordings have none";
+  char text[96];
+  std::snprintf(text, sizeof text, ", median %.1f ms, p90 %.1f ms", *percentile(thinks, 50), *percentile(thinks, 90));
+  return std::to_string(thinks.size()) + " of " + count_of(entries_.size(), "response") + " wait" + text;
+}
+
 ReplayResponse ReplayIndex::response_of(const Entry& entry) const {
   ReplayResponse response = entry.response;
   response.body = bodies_->read(entry.body_offset, entry.body_size);
@@ -512,6 +526,7 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         origins.add(pair, *entry, path.string());
         entry->response =
             prepare_response(std::move(pair.response), status->first, std::move(status->second), entry->method);
+        entry->response.think_us = std::min(pair.server_think_us.value_or(0), kMaxThinkUs);
         entry->body_size = entry->response.body.size();
         entry->body_offset = index.bodies_->append(entry->response.body);
         std::string().swap(entry->response.body);  // its memory freed (assigning an empty string keeps it)

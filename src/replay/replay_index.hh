@@ -44,10 +44,18 @@ struct ReplayOrigin {
   std::vector<std::string> names;  // host names recorded there (Host without port, SNI), lower case, sorted, unique;
                                    // IP literals are left out (the origin's own ip is always known)
   bool h2 = false;                 // a pair recorded there says protocol "h2"
+  std::optional<uint64_t> rtt_us;  // the smallest round trip mm-record measured to it (field 106)
 };
+
+// A recorded think time is the recording's word: bounded, so that no file can hold a request
+// (and a server thread) for longer than a browser would wait for a slow server.
+constexpr uint64_t kMaxThinkUs = 30'000'000;
 
 // A response ready for the CGI interface: hop-by-hop fields removed, body de-chunked.
 struct ReplayResponse {
+  // The recorded server's think time before its first byte (field 108, at most kMaxThinkUs):
+  // with mm-replay --timing=recorded the fronts wait it before answering.
+  uint64_t think_us = 0;
   int status = 0;
   std::string reason;
   std::vector<HttpHeader> headers;
@@ -85,6 +93,9 @@ class ReplayIndex {
   ReplayIndex(ReplayIndex&&) noexcept;
   ReplayIndex& operator=(ReplayIndex&&) noexcept;
   ~ReplayIndex();
+
+  // "N of M responses with a think time, median X ms, p90 Y ms" (or that none has one).
+  std::string think_time_summary() const;
 
   // One valid recorded pair, its request split for matching and its response ready to serve.
   struct Entry {

@@ -659,3 +659,62 @@ PY
   done
   echo "  without _mahimahi: from-har then replay serve the origin files, with and without --compressed"
 }
+
+# A server that thinks: /slow answers after 150 ms, anything else at once (python3's http.server
+# in the world's server host, the one address the test world routes without origins).
+thinking_server() {  # PORT (prints the server's pid)
+  in_server /usr/bin/python3 - "$1" >/dev/null 2>&1 <<'PY' &
+import http.server, sys, time
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    def do_GET(self):
+        if self.path.startswith("/slow"):
+            time.sleep(0.15)
+        body = ("answer to %s\n" % self.path).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("0.0.0.0", int(sys.argv[1])), Handler).serve_forever()
+PY
+  echo $!
+  wait_until 10 listening "$SERVER" tcp "$1"
+}
+
+# mm-record measures each server's round trip and think time (here 40 ms away behind a
+# per-destination delay, and 150 ms of thinking on /slow); mm-recording timings reports them and
+# writes mm-delay's map; mm-replay --timing=recorded answers with both (and without, at once).
+test_replay_timing_recorded_reproduces_distance_and_think_time() {
+  local port pid dir=$WORLD_TMP/rp-timing out
+  port=$(IPERF_NETNS=$SERVER free_port) || return 1
+  pid=$(thinking_server "$port") || { fail "the thinking server did not start"; return 1; }
+  local base=http://$SERVER_IP:$port
+  in_world "$BIN/mm-delay" 0 --destination="$SERVER_IP=20" -- env MAHIMAHI_CA_DIR="$WORLD_TMP/mmca" \
+    "$BIN/mm-record" "$dir" -- sh -c "curl -sf -o /dev/null $base/fast && curl -sf -o /dev/null $base/slow" ||
+    { kill "$pid"; fail "recording failed"; return 1; }
+  kill "$pid"
+  out=$("$BIN/mm-recording" timings "$dir") || { fail "mm-recording timings: $out"; return 1; }
+  echo "$out" | sed 's/^/  | /'
+  set -- $(echo "$out" | awk -v o="$SERVER_IP:$port" '$1 == o { print $6, $7, $8 }')
+  check_range "recorded RTT (ms)" "$1" 40.0 44.0 || return 1
+  check_range "recorded think p90 (ms, /slow)" "$3" 148 175 || return 1
+  check_range "recorded think p50 (ms, /fast)" "$2" 0 10 || return 1
+  "$BIN/mm-recording" timings --destinations "$dir" | grep -Eq "^$SERVER_IP 2[0-1]\.[0-9]{3}  # RTT" ||
+    fail "no map line for $SERVER_IP: $("$BIN/mm-recording" timings --destinations "$dir")" || return 1
+  local timed plain
+  timed=$(replay_shell "$dir" --timing=recorded --verbose -- curl -s -o /dev/null -w '%{time_connect} %{time_starttransfer}\n' "$base/slow" 2>"$WORLD_TMP/timing.err")
+  grep -q "timing: 1 of 1 origin at their recorded distances" "$WORLD_TMP/timing.err" ||
+    fail "no timing summary: $(cat "$WORLD_TMP/timing.err")" || return 1
+  set -- $timed
+  check_range "replayed TCP connect (s)" "$1" 0.040 0.050 || return 1
+  check_range "replayed first byte (s): 2 RTT + think" "$2" 0.228 0.280 || return 1
+  plain=$(replay_shell "$dir" -- curl -s -o /dev/null -w '%{time_starttransfer}\n' "$base/slow")
+  check_range "first byte without --timing (s)" "$plain" 0 0.030
+}
+
+test_replay_timing_errors() {
+  rc_msg 2 '--timing takes recorded or none' replay_shell /nonexistent --timing=fast true
+}
