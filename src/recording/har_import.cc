@@ -531,6 +531,33 @@ void set_timestamps(const json& entry, RecordedPair& p) {
   p.response_first_byte_us = static_cast<uint64_t>(t);
   t += ms_to_us(number_member(*timings, "receive", 0));
   p.response_last_byte_us = static_cast<uint64_t>(t);
+  // A new connection's TCP handshake (connect includes ssl): the browser's round trip to the
+  // server, as mm-record measures it on its own connections (derive_server_timing does the rest).
+  const double connect = number_member(*timings, "connect", -1), ssl = number_member(*timings, "ssl", -1);
+  if (connect > 0 && connect - std::max(ssl, 0.0) > 0) {
+    p.server_connect_us = static_cast<uint64_t>(ms_to_us(connect - std::max(ssl, 0.0)));
+    p.server_rtt_us = p.server_connect_us;
+  }
+}
+
+// A browser's HAR times a connection's handshake only on its first request: every converted pair
+// of an origin gets the origin's smallest handshake as its round trip, and a think time of what
+// it waited for the first byte beyond one round trip (mm-record's own definition).
+void derive_server_timing(std::vector<RecordedPair>& pairs, const std::vector<bool>& converted) {
+  std::map<std::pair<std::string, uint16_t>, uint64_t> rtt;
+  for (size_t i = 0; i < pairs.size(); i++) {
+    if (!converted[i] || !pairs[i].server_rtt_us) continue;
+    auto [it, added] = rtt.try_emplace({pairs[i].ip, pairs[i].port}, *pairs[i].server_rtt_us);
+    if (!added) it->second = std::min(it->second, *pairs[i].server_rtt_us);
+  }
+  for (size_t i = 0; i < pairs.size(); i++) {
+    RecordedPair& p = pairs[i];
+    const auto it = rtt.find({p.ip, p.port});
+    if (!converted[i] || it == rtt.end() || !p.request_end_us || p.response_first_byte_us < p.request_end_us) continue;
+    p.server_rtt_us = it->second;
+    const uint64_t wait = p.response_first_byte_us - p.request_end_us;
+    p.server_think_us = wait > it->second ? wait - it->second : 0;
+  }
 }
 
 // An entry from a browser or another tool: made into a plain HTTP/1.1 exchange. *revived: a
@@ -576,6 +603,7 @@ std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* wa
     throw UserError(source + " is not a HAR file: \"log\" has no \"entries\" array");
   ServerAddresses addresses(*entries, notes);
   std::vector<RecordedPair> pairs;
+  std::vector<bool> converted;
   size_t index = 0, revived = 0;
   for (const json& entry : *entries) {
     index++;
@@ -584,6 +612,7 @@ std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* wa
       const json* mahimahi = member(entry, "_mahimahi");
       bool was_304 = false;
       pairs.push_back(mahimahi ? exact_pair(entry, *mahimahi) : converted_pair(entry, addresses, &was_304));
+      converted.push_back(!mahimahi);
       revived += was_304;
     } catch (const std::exception& e) {  // Skip, or a JSON type error in an odd entry
       if (warnings) warnings->push_back(source + ": " + entry_name(entry, index) + ": " + e.what() + "; skipped");
@@ -592,6 +621,7 @@ std::vector<RecordedPair> from_har(const json& har, std::vector<std::string>* wa
   if (notes && revived > 0)
     notes->push_back(count_of(revived, "304 Not Modified response") +
                      " came with the browser's cached content: recorded as 200 OK with it");
+  derive_server_timing(pairs, converted);
   return pairs;
 }
 

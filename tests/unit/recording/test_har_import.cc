@@ -115,6 +115,10 @@ TEST(HarImport, from_browser_becomes_valid_http1) {
   ASSERT_EQ(page.request_end_us, started + 3500);
   ASSERT_EQ(page.response_first_byte_us, started + 23500);
   ASSERT_EQ(page.response_last_byte_us, started + 30500);
+  // The handshake (connect 2 ms, no ssl given) is the round trip; the wait beyond it, the think time.
+  ASSERT_EQ(page.server_connect_us, std::optional<uint64_t>(2000));
+  ASSERT_EQ(page.server_rtt_us, std::optional<uint64_t>(2000));
+  ASSERT_EQ(page.server_think_us, std::optional<uint64_t>(18000));
 
   const RecordedPair& logo = pairs[1];
   ASSERT_EQ(logo.ip, std::string("93.184.216.35"));
@@ -347,4 +351,38 @@ TEST(HarImport, absurd_timings_are_bounded) {
   EXPECT_EQ(pairs[0].request_end_us, started + day);
   EXPECT_EQ(pairs[0].response_first_byte_us, started + 2 * day);
   EXPECT_EQ(pairs[0].response_last_byte_us, started + 2 * day + 2000);
+}
+
+// A browser's HAR times the handshake on a connection's first request only: the origin's other
+// requests take its smallest round trip, less the ssl part of connect; no handshake, no timing.
+TEST(HarImport, server_timing_from_a_browsers_timings) {
+  auto entry = [](const std::string& url, double connect, double ssl, double wait, const std::string& ip) {
+    return json{{"startedDateTime", "2026-03-01T10:00:00.000Z"},
+                {"request", {{"method", "GET"}, {"url", url}, {"httpVersion", "h2"}, {"headers", json::array()}}},
+                {"response",
+                 {{"status", 200},
+                  {"statusText", ""},
+                  {"httpVersion", "h2"},
+                  {"headers", json::array()},
+                  {"content", {{"size", 2}, {"mimeType", "text/plain"}, {"text", "ok"}}}}},
+                {"serverIPAddress", ip},
+                {"timings", {{"connect", connect}, {"ssl", ssl}, {"send", 0.1}, {"wait", wait}, {"receive", 1}}}};
+  };
+  const json har = {{"log",
+                     {{"version", "1.2"},
+                      {"entries",
+                       {entry("https://a.test/1", 50, 20, 100, "10.1.0.1"), entry("https://a.test/2", -1, -1, 45, "10.1.0.1"),
+                        entry("https://a.test/3", 40, 10, 31, "10.1.0.1"), entry("https://b.test/", -1, -1, 80, "10.1.0.2")}}}}};
+  std::vector<std::string> warnings;
+  const auto pairs = from_har(har, &warnings, "x");
+  ASSERT_EQ(pairs.size(), size_t{4});
+  EXPECT_EQ(pairs[0].server_connect_us, std::optional<uint64_t>(30000));
+  EXPECT_EQ(pairs[2].server_connect_us, std::optional<uint64_t>(30000));
+  EXPECT_EQ(pairs[1].server_connect_us, std::nullopt);
+  for (int i : {0, 1, 2}) EXPECT_EQ(pairs[i].server_rtt_us, std::optional<uint64_t>(30000)) << i;
+  EXPECT_EQ(pairs[0].server_think_us, std::optional<uint64_t>(70000));
+  EXPECT_EQ(pairs[1].server_think_us, std::optional<uint64_t>(15000));
+  EXPECT_EQ(pairs[2].server_think_us, std::optional<uint64_t>(1000));
+  EXPECT_EQ(pairs[3].server_rtt_us, std::nullopt);  // b.test: no handshake timed
+  EXPECT_EQ(pairs[3].server_think_us, std::nullopt);
 }

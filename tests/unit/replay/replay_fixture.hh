@@ -33,6 +33,7 @@ struct PairSpec {
   std::string body = "hello";
   uint64_t start_us = 0;
   std::string server_name, protocol;
+  std::optional<uint64_t> rtt_us, think_us;  // the server's timing (fields 106, 108)
 };
 
 inline RecordedPair make_pair(const PairSpec& s) {
@@ -48,6 +49,8 @@ inline RecordedPair make_pair(const PairSpec& s) {
   p.request_start_us = s.start_us;
   p.server_name = s.server_name;
   p.protocol = s.protocol;
+  p.server_rtt_us = s.rtt_us;
+  p.server_think_us = s.think_us;
   return p;
 }
 

@@ -309,6 +309,55 @@ TEST(ReplayFastCgi, replay_fastcgi_failing_matcher_answers_500) {
   ASSERT_EQ(server.served() + server.missed(), uint64_t{0});
 }
 
+// --timing=recorded: an answer waits its think time from the request's end, and requests wait
+// side by side (each on its own thread), not one after another.
+TEST(ReplayFastCgi, think_time_delays_each_answer_and_requests_wait_side_by_side) {
+  PairSpec spec = at("GET /slow HTTP/1.1", "slow");
+  spec.think_us = 200'000;
+  Recording rec({spec});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayFastCgi server(matcher_of(rec), socket, 8, nullptr);
+  server.start();
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::thread> clients;
+  std::vector<std::chrono::steady_clock::duration> took(6);
+  std::atomic<int> correct{0};
+  for (size_t i = 0; i < took.size(); i++) {
+    clients.emplace_back([&, i] {
+      const auto t0 = std::chrono::steady_clock::now();
+      if (parse_cgi(fcgi_request(socket, params_for("GET", "/slow", "example.com"))).body == "slow") correct++;
+      took[i] = std::chrono::steady_clock::now() - t0;
+    });
+  }
+  for (std::thread& c : clients) c.join();
+  const auto all = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(correct.load(), 6);
+  for (auto t : took) EXPECT_GE(t, std::chrono::milliseconds(200));  // never early
+  // Side by side: six waits of 200 ms one after another would take 1.2 s.
+  EXPECT_LT(all, std::chrono::milliseconds(1000));
+}
+
+TEST(ReplayFastCgi, stop_ends_a_think_time_at_once) {
+  PairSpec spec = at("GET /slow HTTP/1.1", "slow");
+  spec.think_us = kMaxThinkUs;
+  Recording rec({spec});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayFastCgi server(matcher_of(rec), socket, 2, nullptr);
+  server.start();
+  std::thread client([&] {
+    try {
+      (void)fcgi_request(socket, params_for("GET", "/slow", "example.com"));
+    } catch (const std::exception&) {
+      // the connection closed without an answer: what stopping does
+    }
+  });
+  while (server.served() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto t0 = std::chrono::steady_clock::now();
+  server.stop();
+  client.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));  // not the 30 s think time
+}
+
 // mm-replay --verbose's last line, one request or several.
 TEST(ReplayFastCgi, summary_counts_requests_in_agreement) {
   EXPECT_EQ(replay_summary(1, 0), "1 request answered from the recording, 0 not found");

@@ -385,3 +385,25 @@ TEST(ReplayIndex, replay_origins_and_names) {
 }
 
 // What the supervisor accepts from the ferry for an isolated (replay) namespace.
+
+// --timing=recorded's inputs: each response's think time (bounded), each origin's smallest RTT.
+TEST(ReplayIndex, think_times_and_origin_round_trips_come_from_the_recording) {
+  PairSpec slow = at("GET /slow HTTP/1.1", "s"), fast = at("GET /fast HTTP/1.1", "f"),
+           huge = at("GET /huge HTTP/1.1", "h"), other = at("GET / HTTP/1.1", "o", "other.test");
+  slow.think_us = 150'000, slow.rtt_us = 40'000;
+  fast.think_us = 0, fast.rtt_us = 38'000;
+  huge.think_us = 3'600'000'000ULL;  // an hour: the recording's word, bounded
+  other.ip = "10.0.0.2";
+  Recording rec({slow, fast, huge, other});
+  EXPECT_EQ(rec.match(get("/slow")).response.think_us, 150'000u);
+  EXPECT_EQ(rec.match(get("/fast")).response.think_us, 0u);
+  EXPECT_EQ(rec.match(get("/huge")).response.think_us, kMaxThinkUs);
+  EXPECT_EQ(rec.match(get("/", "other.test")).response.think_us, 0u);
+  const auto& origins = rec.index->origins();
+  ASSERT_EQ(origins.size(), 2u);
+  EXPECT_EQ(origins[0].rtt_us, std::optional<uint64_t>(38'000));
+  EXPECT_EQ(origins[1].rtt_us, std::nullopt);
+  EXPECT_EQ(rec.index->think_time_summary(), "2 of 4 responses wait, median 150.0 ms, p90 30000.0 ms");
+  Recording plain({at("GET / HTTP/1.1", "x")});
+  EXPECT_TRUE(contains(plain.index->think_time_summary(), "none recorded"));
+}
