@@ -718,3 +718,48 @@ test_replay_timing_recorded_reproduces_distance_and_think_time() {
 test_replay_timing_errors() {
   rc_msg 2 '--timing takes recorded or none' replay_shell /nonexistent --timing=fast true
 }
+
+# The paper's Fig. 3 in small: the chain page (pageload.sh: four levels over a.test, b.test,
+# c.test, www.b.test) loaded live by Chromium with each origin at its own distance (one
+# per-destination delay shell), recorded at those distances, then replayed with --timing=recorded
+# and without: the timed replay lands near the live loads, the plain one far below them. As an
+# ordinary user, Chromium's sandbox on.
+test_replay_timing_page_load_tracks_the_live_load_as_a_user() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  pageload_pages || return 1
+  local home=$WORLD_TMP/timing-home url=https://a.test/chain.html
+  mkdir -p "$home"
+  printf '%s 10\n%s 30\n%s 20\n' "$(origin_ip a)" "$(origin_ip b)" "$(origin_ip c)" > "$home/distances"
+  chown -R "$TEST_USER" "$home"
+  as_user() { AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" SSL_CERT_FILE="$ORIGIN_CA" "$@"; }
+  as_user "$BIN/mm-ca" trust >/dev/null || fail "mm-ca trust failed" || return 1
+  local far=("$BIN/mm-delay" 0 --destinations="$home/distances" --)
+  as_user "${far[@]}" "$BIN/mm-pageload" --ca "$ORIGIN_CA" --runs 5 --csv "$home/live.csv" "$url" >/dev/null 2>"$home/err" ||
+    fail "live loads: $(tail -3 "$home/err")" || return 1
+  as_user "${far[@]}" "$BIN/mm-record" "$home/rec" -- "$BIN/mm-pageload" --runs 1 "$url" >/dev/null 2>"$home/err" ||
+    fail "recording: $(tail -3 "$home/err")" || return 1
+  "$BIN/mm-recording" timings "$home/rec" | sed 's/^/  | /'
+  as_user "$BIN/mm-replay" "$home/rec" --timing=recorded -- "$BIN/mm-pageload" --runs 5 --csv "$home/timed.csv" "$url" \
+    >/dev/null 2>"$home/err" || fail "timed replay: $(tail -3 "$home/err")" || return 1
+  as_user "$BIN/mm-replay" "$home/rec" -- "$BIN/mm-pageload" --runs 5 --csv "$home/plain.csv" "$url" \
+    >/dev/null 2>"$home/err" || fail "plain replay: $(tail -3 "$home/err")" || return 1
+  /usr/bin/python3 - "$home" <<'PY'
+import csv, statistics, sys
+home = sys.argv[1]
+def plts(name):
+    rows = list(csv.DictReader(open(f"{home}/{name}.csv")))
+    assert all(r["status"] == "ok" for r in rows), [(r["status"], r["reason"]) for r in rows]
+    return [float(r["plt_ms"]) for r in rows]
+live, timed, plain = (statistics.median(plts(n)) for n in ("live", "timed", "plain"))
+error = abs(timed - live) / live * 100
+print(f"  median PLT: live {live:.0f} ms, replay --timing=recorded {timed:.0f} ms (error {error:.1f} %), "
+      f"replay without {plain:.0f} ms")
+# Four levels, each at least one round trip of 20 to 60 ms: the plain replay skips them all.
+if error > 15:
+    print("FAIL: the timed replay is more than 15 % from the live loads"); sys.exit(1)
+if plain > live * 0.6:
+    print("FAIL: the plain replay is not far below the live loads"); sys.exit(1)
+PY
+  [ $? = 0 ] || return 1
+  check_no_chromium
+}
