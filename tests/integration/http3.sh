@@ -155,10 +155,13 @@ test_http3_discovery_follows_alt_svc() {
 
 # A recording of one HTTPS origin (10.100.0.1, a.test) with COUNT objects of 10 B to 150 KB, and
 # its manifest for bench/h3-load (host, path, status, SHA-256 of the body).
-h3_load_recording() {  # DIR COUNT
-  /usr/bin/python3 - "$1.har" "$2" "$1.manifest" <<'PY'
+h3_load_recording() {  # DIR COUNT [WAIT-MS]: WAIT-MS, a browser's timings: 10 ms handshakes, that wait
+  /usr/bin/python3 - "$1.har" "$2" "$1.manifest" "${3:-}" <<'PY'
 import hashlib, json, sys
 entries, manifest = [], []
+timings = {"send": 0, "wait": 1, "receive": 0}
+if sys.argv[4]:
+    timings = {"connect": 10, "send": 0, "wait": float(sys.argv[4]), "receive": 0}
 for i in range(int(sys.argv[2])):
     size = [10, 1000, 20000, 150000][i % 4]
     body = (("object %d " % i) * (size // 8 + 1))[:size]
@@ -170,7 +173,7 @@ for i in range(int(sys.argv[2])):
                      "headers": [{"name": "Content-Type", "value": "text/plain"}], "cookies": [],
                      "content": {"size": len(body), "mimeType": "text/plain", "text": body},
                      "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
-        "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": "10.100.0.1"})
+        "cache": {}, "timings": timings, "serverIPAddress": "10.100.0.1"})
     manifest.append("a.test\t/obj/%d\t200\t%s" % (i, hashlib.sha256(body.encode()).hexdigest()))
 json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
 open(sys.argv[3], "w").write("\n".join(manifest) + "\n")
@@ -197,6 +200,30 @@ test_http3_connections_migrate_and_recover_from_loss_behind_nested_shells() {
   grep -q '^mm-replay: HTTP/3: 40 connections (40 handshakes), 1200 requests' "$err" ||
     fail "the server's count: $(grep '^mm-replay: HTTP/3' "$err")" || return 1
   echo "  $(head -1 "$out"); $(sed -n 2p "$out"); $(grep '^latency' "$out")"
+}
+
+# --timing=recorded over QUIC: every response waits its think time (100 ms: a browser's HAR with
+# 10 ms handshakes and 110 ms waits) and the server 5 ms away each way, while the other streams of
+# the connection and the other connections go on (4 requests in flight on each of 3 connections).
+test_http3_think_times_are_replayed_over_quic() {
+  h3_home || return 1
+  local load=${MAHIMAHI_BUILD_DIR:-}/bench/h3-load dir=$H3_HOME/corpus/think out=$H3_HOME/think.out err=$H3_HOME/think.err
+  [ -x "$load" ] || fail "no bench/h3-load in the build ($load)" || return 1
+  h3_load_recording "$dir" 12 110 || fail "cannot make the recording" || return 1
+  chown -R "$TEST_USER" "$dir" "$dir.manifest"
+  local client=("$load" --ca "$H3_HOME/ca/ca.pem" --connections 3 --requests 12 --in-flight 4 --manifest "$dir.manifest" 10.100.0.1:443)
+  h3_replay think --http3 --timing=recorded --verbose -- "${client[@]}" >"$out" 2>"$err" ||
+    fail "h3-load failed: $(cat "$out") $(grep -v '^\[' "$err" | tail -3)" || return 1
+  grep -q '^mm-replay: timing: 1 of 1 origin at their recorded distances (round trips 10.0 to 10.0 ms); think times as recorded (12 of 12 responses wait, median 100.0 ms' "$err" ||
+    fail "the timing summary: $(grep '^mm-replay' "$err")" || return 1
+  set -- $(sed -n 's/^latency ms: p50 \([0-9.]*\), p90 \([0-9.]*\),.*/\1 \2/p' "$out")
+  check_range "latency p50 with think times (ms)" "$1" 110 140 || return 1
+  # The 150 kB objects take a few round trips more (slow start); four waits one after another on a
+  # connection would take 400 ms.
+  check_range "latency p90 (ms): streams wait side by side" "$2" 110 250 || return 1
+  h3_replay think --http3 -- "${client[@]}" >"$out" 2>"$err" || fail "h3-load failed: $(cat "$out")" || return 1
+  set -- $(sed -n 's/^latency ms: p50 \([0-9.]*\),.*/\1/p' "$out")
+  check_range "latency p50 without --timing (ms)" "$1" 0 20
 }
 
 test_http3_page_loads_behind_a_cellular_trace() {
