@@ -915,11 +915,16 @@ Http3Server::Http3Server(const std::vector<Http3Endpoint>& endpoints, Handler ha
     if (!ip) throw UserError("HTTP/3: " + e.ip + " is not an IPv4 address");
     endpoint->address = socket_address(*ip, e.port);
     if (gnutls_certificate_allocate_credentials(&endpoint->credentials) != 0) throw std::bad_alloc();
-    const int rv = gnutls_certificate_set_x509_key_file(endpoint->credentials, e.certificate.c_str(), e.key.c_str(),
-                                                        GNUTLS_X509_FMT_PEM);
-    if (rv < 0) {
-      throw UserError("HTTP/3 on " + endpoint->name + ": cannot load the certificate " + e.certificate.string() +
-                      " and key " + e.key.string() + ": " + gnutls_strerror(rv));
+    // GnuTLS presents the first certificate whose names match the client's SNI, else the first.
+    std::vector<std::pair<fs::path, fs::path>> files{{e.certificate, e.key}};
+    files.insert(files.end(), e.more_certificates.begin(), e.more_certificates.end());
+    for (const auto& [certificate, key] : files) {
+      const int rv = gnutls_certificate_set_x509_key_file(endpoint->credentials, certificate.c_str(), key.c_str(),
+                                                          GNUTLS_X509_FMT_PEM);
+      if (rv < 0) {
+        throw UserError("HTTP/3 on " + endpoint->name + ": cannot load the certificate " + certificate.string() +
+                        " and key " + key.string() + ": " + gnutls_strerror(rv));
+      }
     }
     endpoint->socket = bind_udp(endpoint->address, endpoint->name);
     s.epoll.add(endpoint->socket.get(), EPOLLIN, s.endpoints.size());

@@ -44,6 +44,9 @@ struct Http3Endpoint {
   std::string ip;  // IPv4 literal
   uint16_t port = 0;
   std::filesystem::path certificate, key;
+  // More certificates (and keys): a client's server name (SNI) picks the one that names it;
+  // `certificate` answers any other.
+  std::vector<std::pair<std::filesystem::path, std::filesystem::path>> more_certificates = {};
 };
 
 struct Http3ServerOptions {

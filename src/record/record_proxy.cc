@@ -37,6 +37,9 @@ namespace {
 
 constexpr uint64_t kListenerKey = 0;
 constexpr uint64_t kStopKey = 1;
+// A probe of an origin's protocols: how long it may take, and how many at once.
+constexpr uint64_t kProbeTimeoutUs = 3'000'000;
+constexpr size_t kMaxProbes = 64;
 constexpr size_t kReadSize = 64 * 1024;
 // Stop reading a side while this much is waiting to be written to the other: memory stays
 // bounded and the sender feels the receiver's pace, as it would without the proxy.
@@ -46,6 +49,25 @@ uint64_t now_us() {
   timespec ts;
   ::clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
+}
+
+// The DNS names (subjectAltName) of the certificate the server presented, as many as a pair
+// keeps and only those that are host names.
+std::vector<std::string> certificate_dns_names(SSL* ssl) {
+  std::vector<std::string> names;
+  X509* certificate = SSL_get0_peer_certificate(ssl);
+  if (!certificate) return names;
+  auto* general = static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr));
+  if (!general) return names;
+  for (int i = 0; i < sk_GENERAL_NAME_num(general) && names.size() < kMaxCertificateNames; i++) {
+    const GENERAL_NAME* g = sk_GENERAL_NAME_value(general, i);
+    if (g->type != GEN_DNS) continue;
+    const std::string name(reinterpret_cast<const char*>(ASN1_STRING_get0_data(g->d.dNSName)),
+                           static_cast<size_t>(ASN1_STRING_length(g->d.dNSName)));
+    if (is_certificate_name(name)) names.push_back(ascii_lowercase(name));
+  }
+  GENERAL_NAMES_free(general);
+  return names;
 }
 
 // For durations: the wall clock may step.
@@ -81,12 +103,21 @@ struct RecordProxy::Connection {
   std::deque<PendingRequest> pending;
   uint64_t request_start_us = 0, response_start_us = 0;
   uint64_t pairs = 0;
+  std::vector<std::string> certificate_names;  // the server certificate's DNS names
   uint64_t connect_started_us = 0;            // monotonic
   std::optional<uint64_t> connect_us;         // the TCP handshake with the server took this long
 
   std::string where() const {
     return ip + ":" + std::to_string(port) + (server_name.empty() ? "" : " (" + server_name + ")");
   }
+};
+
+struct RecordProxy::Probe {
+  uint64_t id = 0;
+  std::string origin;
+  TlsStream stream;
+  bool connected = false;
+  uint64_t deadline_us = 0;  // monotonic
 };
 
 RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, RecordWriter& writer,
@@ -97,7 +128,8 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
       writer_(writer),
       options_(options),
       hello_context_(SSL_CTX_new(TLS_server_method()), SSL_CTX_free),
-      upstream_context_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free) {
+      upstream_context_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free),
+      probe_context_(SSL_CTX_new(TLS_client_method()), SSL_CTX_free) {
   ::signal(SIGPIPE, SIG_IGN);  // OpenSSL writes to sockets with write(): a closed peer must not kill us
   // Each connection needs two descriptors; the default soft limit (1024) would cap us near 500.
   rlimit files;
@@ -108,7 +140,12 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
   socklen_t length = sizeof listener_address_;
   check_syscall("getsockname",
                 ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&listener_address_), &length));
-  if (!hello_context_ || !upstream_context_) throw openssl_failure("SSL_CTX_new");
+  if (!hello_context_ || !upstream_context_ || !probe_context_) throw openssl_failure("SSL_CTX_new");
+  // The probe only asks which protocol the server picks: it sends no request, so it needs to
+  // trust nothing.
+  static const unsigned char kH2AndHttp11[] = {2, 'h', '2', 8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
+  SSL_CTX_set_verify(probe_context_.get(), SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_alpn_protos(probe_context_.get(), kH2AndHttp11, sizeof kH2AndHttp11);
 
   SSL_CTX* hello = hello_context_.get();
   SSL_CTX_set_options(hello, SSL_OP_IGNORE_UNEXPECTED_EOF);
@@ -152,10 +189,14 @@ uint64_t RecordProxy::failed_connections() const { return failed_.load(); }
 void RecordProxy::run() {
   epoll_event events[256];
   for (;;) {
-    const int n = epoll_.wait(events, 256, kNever);
+    const uint64_t next = expire_probes();
+    const uint64_t now = monotonic_us();
+    const Nanos timeout = next == 0 ? kNever : static_cast<Nanos>(next > now ? next - now : 0) * 1000;
+    const int n = epoll_.wait(events, 256, timeout);
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
       if (key == kStopKey) {
+        while (!probes_.empty()) finish_probe(probes_.begin()->first, "");  // the held pairs are written
         for (auto& [id, c] : connections_) {
           // A client that had our certificate and never finished the handshake (it refused the
           // certificate, and its alert did not get through before the shell ended) failed too.
@@ -239,6 +280,7 @@ void RecordProxy::start_connection(FileDescriptor client_fd) {
 }
 
 void RecordProxy::handle(uint64_t key, uint32_t events) {
+  if (auto probe = probes_.find(key / 2); probe != probes_.end()) return handle_probe(*probe->second, events);
   auto it = connections_.find(key / 2);
   if (it == connections_.end()) return;
   Connection& c = *it->second;
@@ -353,6 +395,7 @@ bool RecordProxy::start_server_tls(Connection& c) {
     return false;
   }
   c.server.start_tls(ssl);
+  start_probe(c);
   if (!c.server_name.empty() && !is_ip_literal(c.server_name)) {
     SSL_set_tlsext_host_name(ssl, c.server_name.c_str());
     SSL_set1_host(ssl, c.server_name.c_str());
@@ -399,6 +442,7 @@ bool RecordProxy::upstream_handshake(Connection& c) {
   if (state == TlsStream::Handshake::Done) {
     c.upstream_ready = true;
     c.phase = Connection::Phase::ClientTls;
+    c.certificate_names = certificate_dns_names(c.server.ssl());
     return true;
   }
   if (state == TlsStream::Handshake::Blocked) return false;
@@ -553,6 +597,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     // the server as it was read (before the timestamp), and the response's first byte is
     // stamped as it is read, so the proxy's work toward the client is not in them.
     pair.server_connect_us = c.connect_us;
+    pair.server_certificate_names = c.certificate_names;
     pair.server_rtt_us = tcp_min_rtt_us(c.server.fd());
     if (!pair.server_rtt_us) pair.server_rtt_us = c.connect_us;
     if (pair.server_rtt_us && start >= request.end_us) {
@@ -564,7 +609,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     } else {
       pair.protocol = ascii_lowercase(split_request_line(pair.request.first_line).version);
     }
-    writer_.write(std::move(pair));
+    write_pair(c.https ? c.ip + ":" + std::to_string(c.port) + "|" + c.server_name : std::string(), std::move(pair));
     c.pairs++;
   }
   if (c.responses.in_message() && (was_idle || completed)) c.response_start_us = now;
@@ -628,4 +673,96 @@ void RecordProxy::fail(Connection& c, const std::string& why) {
   failed_++;
   std::cerr << "mm-record: " << why << std::endl;
   close(c, true);
+}
+
+// ---- Probes of the origins' protocols ----
+
+void RecordProxy::start_probe(const Connection& c) {
+  const std::string origin = c.ip + ":" + std::to_string(c.port) + "|" + c.server_name;
+  if (origin_alpn_.count(origin) || probing_.count(origin) || probes_.size() >= kMaxProbes) return;
+  auto p = std::make_unique<Probe>();
+  p->id = next_id_++;
+  p->origin = origin;
+  p->deadline_us = monotonic_us() + kProbeTimeoutUs;
+  p->stream = TlsStream(FileDescriptor(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
+  if (p->stream.fd() < 0) return;
+  SSL* ssl = SSL_new(probe_context_.get());
+  if (!ssl) return;
+  p->stream.start_tls(ssl);
+  if (!c.server_name.empty() && !is_ip_literal(c.server_name)) SSL_set_tlsext_host_name(ssl, c.server_name.c_str());
+  SSL_set_connect_state(ssl);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(c.port);
+  if (::inet_pton(AF_INET, c.ip.c_str(), &to.sin_addr) != 1) return;
+  if (::connect(p->stream.fd(), reinterpret_cast<const sockaddr*>(&to), sizeof to) != 0 && errno != EINPROGRESS) {
+    origin_alpn_[origin] = "";
+    return;
+  }
+  epoll_.add(p->stream.fd(), EPOLLOUT, p->id * 2);
+  probing_[origin] = p->id;
+  probes_.emplace(p->id, std::move(p));
+}
+
+void RecordProxy::handle_probe(Probe& p, uint32_t events) {
+  if (!p.connected) {
+    int err = 0;
+    socklen_t length = sizeof err;
+    (void)::getsockopt(p.stream.fd(), SOL_SOCKET, SO_ERROR, &err, &length);
+    if (err != 0 || (events & (EPOLLERR | EPOLLHUP))) return finish_probe(p.id, "");
+    p.connected = true;
+  }
+  const TlsStream::Handshake state = p.stream.handshake();
+  if (state == TlsStream::Handshake::Done) {
+    const unsigned char* protocol = nullptr;
+    unsigned int length = 0;
+    SSL_get0_alpn_selected(p.stream.ssl(), &protocol, &length);
+    return finish_probe(p.id, std::string(reinterpret_cast<const char*>(protocol), length));
+  }
+  if (state != TlsStream::Handshake::Blocked) return finish_probe(p.id, "");
+  epoll_.modify(p.stream.fd(), (p.stream.tls_wants_read() ? EPOLLIN : 0u) | (p.stream.tls_wants_write() ? EPOLLOUT : 0u),
+                p.id * 2);
+}
+
+void RecordProxy::finish_probe(uint64_t id, const std::string& alpn) {
+  auto it = probes_.find(id);
+  if (it == probes_.end()) return;
+  const std::string origin = it->second->origin;
+  epoll_.remove(it->second->stream.fd());
+  probes_.erase(it);  // closes the probe's connection
+  probing_.erase(origin);
+  origin_alpn_[origin] = alpn;
+  auto held = held_.find(origin);
+  if (held == held_.end()) return;
+  std::vector<RecordedPair> pairs = std::move(held->second);
+  held_.erase(held);
+  for (RecordedPair& pair : pairs) write_pair(origin, std::move(pair));
+}
+
+void RecordProxy::write_pair(const std::string& origin, RecordedPair&& pair) {
+  if (!origin.empty()) {
+    if (probing_.count(origin)) {
+      held_[origin].push_back(std::move(pair));
+      return;
+    }
+    // The protocol the origin offers a browser: h2 where its probe chose it.
+    if (auto known = origin_alpn_.find(origin); known != origin_alpn_.end() && known->second == "h2")
+      pair.protocol = "h2";
+  }
+  writer_.write(std::move(pair));
+}
+
+uint64_t RecordProxy::expire_probes() {
+  uint64_t next = 0;
+  const uint64_t now = monotonic_us();
+  std::vector<uint64_t> expired;
+  for (const auto& [id, p] : probes_) {
+    if (p->deadline_us <= now) {
+      expired.push_back(id);
+    } else if (next == 0 || p->deadline_us < next) {
+      next = p->deadline_us;
+    }
+  }
+  for (uint64_t id : expired) finish_probe(id, "");
+  return next;
 }

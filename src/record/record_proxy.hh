@@ -14,9 +14,11 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "recording/record_file.hh"
 #include "tls/certificate_authority.hh"
@@ -41,6 +43,7 @@ class RecordProxy {
   uint64_t failed_connections() const;  // upstream unreachable, or TLS failed: the client was reset
 
   struct Connection;
+  struct Probe;
 
  private:
   void accept_all();
@@ -62,6 +65,15 @@ class RecordProxy {
   void take_responses(Connection& c, uint64_t now, bool was_idle);
 
   static int client_hello(struct ssl_st* ssl, int* alert, void* arg);
+  // Which protocol each HTTPS origin offers (h2 or only HTTP/1.1): the proxy speaks HTTP/1.1 to
+  // servers, so a second handshake of its own, offering h2, asks; the replay then serves h2
+  // where the origin did. A pair of an origin being asked waits (at most kProbeTimeout) for
+  // the answer before it is written.
+  void start_probe(const Connection& c);
+  void handle_probe(Probe& p, uint32_t events);
+  void finish_probe(uint64_t id, const std::string& alpn);
+  void write_pair(const std::string& origin, RecordedPair&& pair);
+  uint64_t expire_probes();  // ends those past their deadline; returns the next deadline (monotonic us, 0: none)
 
   FileDescriptor listener_;
   sockaddr_in listener_address_{};
@@ -72,7 +84,12 @@ class RecordProxy {
   RecordProxyOptions options_;
   std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> hello_context_;
   std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> upstream_context_;
+  std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> probe_context_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<uint64_t, std::unique_ptr<Probe>> probes_;
+  std::map<std::string, uint64_t> probing_;                  // origin -> its probe's id
+  std::map<std::string, std::string> origin_alpn_;           // origin -> what its probe learned ("" if nothing)
+  std::map<std::string, std::vector<RecordedPair>> held_;    // origin -> pairs waiting for its probe
   uint64_t next_id_ = 1;
   std::string buffer_;               // one read buffer for all connections
   std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread

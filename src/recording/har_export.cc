@@ -228,6 +228,11 @@ json mahimahi_object(const RecordingEntry& e) {
   if (p.server_rtt_us) server["rtt_us"] = *p.server_rtt_us;
   if (p.server_connect_us) server["connect_us"] = *p.server_connect_us;
   if (p.server_think_us) server["think_us"] = *p.server_think_us;
+  if (!p.server_certificate_names.empty()) {
+    json names = json::array();
+    for (const std::string& n : p.server_certificate_names) names.push_back(display_text(n));
+    server["certificate_names"] = names;
+  }
   if (!server.empty()) mahimahi["server_timing"] = server;
   mahimahi["file"] = display_text(e.file.filename().string());
   return mahimahi;

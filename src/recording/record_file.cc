@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <climits>
 #include <cstdio>
 
@@ -89,13 +90,23 @@ fs::path parent_directory(const fs::path& dir) {
 }
 }  // namespace
 
+bool is_certificate_name(std::string_view name) {
+  if (name.empty() || name.size() > 253) return false;
+  if (name.size() > 2 && name.substr(0, 2) == "*.") name.remove_prefix(2);
+  for (char c : name) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_')) return false;
+  }
+  return true;
+}
+
 bool RecordedPair::operator==(const RecordedPair& other) const {
   return ip == other.ip && port == other.port && https == other.https && same_message(request, other.request) &&
          same_message(response, other.response) && request_start_us == other.request_start_us &&
          request_end_us == other.request_end_us && response_first_byte_us == other.response_first_byte_us &&
          response_last_byte_us == other.response_last_byte_us && server_name == other.server_name &&
          protocol == other.protocol && server_rtt_us == other.server_rtt_us &&
-         server_connect_us == other.server_connect_us && server_think_us == other.server_think_us;
+         server_connect_us == other.server_connect_us && server_think_us == other.server_think_us &&
+         server_certificate_names == other.server_certificate_names;
 }
 
 std::string serialize_pair(const RecordedPair& pair) {
@@ -115,6 +126,7 @@ std::string serialize_pair(const RecordedPair& pair) {
   if (pair.server_rtt_us) record.set_server_rtt_us(*pair.server_rtt_us);
   if (pair.server_connect_us) record.set_server_connect_us(*pair.server_connect_us);
   if (pair.server_think_us) record.set_server_think_us(*pair.server_think_us);
+  for (const std::string& name : pair.server_certificate_names) record.add_server_certificate_names(name);
   std::string bytes;
   if (!record.SerializeToString(&bytes)) throw std::runtime_error("cannot serialize a recorded pair (over 2 GiB?)");
   return bytes;
@@ -154,6 +166,12 @@ std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* w
   if (record.has_server_rtt_us()) pair.server_rtt_us = record.server_rtt_us();
   if (record.has_server_connect_us()) pair.server_connect_us = record.server_connect_us();
   if (record.has_server_think_us()) pair.server_think_us = record.server_think_us();
+  // A recording's word only: names that are not host names are dropped, at most the bound kept.
+  for (int i = 0; i < record.server_certificate_names_size(); i++) {
+    if (pair.server_certificate_names.size() == kMaxCertificateNames) break;
+    if (is_certificate_name(record.server_certificate_names(i)))
+      pair.server_certificate_names.push_back(record.server_certificate_names(i));
+  }
   return pair;
 }
 

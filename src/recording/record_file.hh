@@ -20,6 +20,12 @@
 
 #include "http/http_message.hh"
 
+// The most certificate names a pair keeps (large CDN certificates list hundreds).
+constexpr size_t kMaxCertificateNames = 200;
+// What a certificate's DNS name may be to be kept: 1 to 253 bytes of letters, digits, '-', '.',
+// '_' and a leading "*." (a wildcard).
+bool is_certificate_name(std::string_view name);
+
 struct RecordedPair {
   std::string ip;  // the server's (original destination's) IPv4 address, dotted
   uint16_t port = 0;
@@ -32,6 +38,9 @@ struct RecordedPair {
   // (absent when unknown): the connection's smallest round trip, its TCP handshake's duration,
   // and the server's think time for this response (first byte - request end - one round trip).
   std::optional<uint64_t> server_rtt_us, server_connect_us, server_think_us;
+  // The DNS names of the server's certificate (HTTPS; at most kMaxCertificateNames), empty when
+  // unknown: which host names a browser may coalesce onto one connection to it.
+  std::vector<std::string> server_certificate_names;
 
   bool operator==(const RecordedPair&) const;
 };

@@ -31,28 +31,35 @@ std::string load_module(const ApacheFiles& files, const char* name, const char* 
 }
 
 // The virtual host of one IP:port: its name, and TLS with its certificate, and HTTP/2, where asked.
+// With several certificates (as recorded), one name-based virtual host per certificate, chosen
+// by the client's server name (SNI); the first also answers any other name.
 std::string virtual_host(const ReplayServerSpec& spec, const ApacheFiles& files) {
   const std::string endpoint = spec.ip + ":" + std::to_string(spec.port);
-  const std::string stem = apache_file_stem(spec);
+  const std::vector<ServerCertificate> certificates = server_certificates(spec);
   std::ostringstream c;
-  c << "Listen " << endpoint << "\n"
-    << "<VirtualHost " << endpoint << ">\n"
-    << "ServerName " << apache_server_name(spec)
-    << "\n"
-       // Not inherited from the server's configuration (Apache bug 46830): %2F forwarded here too.
-       "AllowEncodedSlashes NoDecode\n";
-  if (spec.https) {
-    c << "SSLEngine on\n"
-         "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
-      << "SSLCertificateFile " << config_quoted(files.work / (stem + ".pem")) << "\n"
-      << "SSLCertificateKeyFile " << config_quoted(files.work / (stem + ".key")) << "\n";
-    if (spec.h2) {
-      c << "Protocols h2 http/1.1\n"
-           // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
-           "H2Push off\n";
+  c << "Listen " << endpoint << "\n";
+  for (size_t i = 0; i < certificates.size(); i++) {
+    c << "<VirtualHost " << endpoint << ">\n"
+      << "ServerName " << (i == 0 ? apache_server_name(spec) : certificates[i].server_names.front()) << "\n";
+    for (size_t k = i == 0 ? 0 : 1; k < certificates[i].server_names.size(); k++) {
+      if (i == 0 && certificates[i].server_names[k] == apache_server_name(spec)) continue;
+      c << "ServerAlias " << certificates[i].server_names[k] << "\n";
     }
+    // Not inherited from the server's configuration (Apache bug 46830): %2F forwarded here too.
+    c << "AllowEncodedSlashes NoDecode\n";
+    if (spec.https) {
+      c << "SSLEngine on\n"
+           "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
+        << "SSLCertificateFile " << config_quoted(files.work / (certificates[i].stem + ".pem")) << "\n"
+        << "SSLCertificateKeyFile " << config_quoted(files.work / (certificates[i].stem + ".key")) << "\n";
+      if (spec.h2) {
+        c << "Protocols h2 http/1.1\n"
+             // No server push from recorded "Link: rel=preload" headers: the recorded server did not push.
+             "H2Push off\n";
+      }
+    }
+    c << "</VirtualHost>\n";
   }
-  c << "</VirtualHost>\n";
   return c.str();
 }
 }  // namespace
@@ -68,7 +75,32 @@ std::vector<std::vector<ReplayServerSpec>> apache_groups(const std::vector<Repla
 }
 
 std::string apache_server_name(const ReplayServerSpec& spec) {
-  return spec.https ? certificate_names(spec).front() : spec.ip;
+  return spec.https ? server_certificates(spec).front().names.front() : spec.ip;
+}
+
+std::vector<ServerCertificate> server_certificates(const ReplayServerSpec& spec) {
+  const std::string stem = apache_file_stem(spec);
+  if (!spec.https || spec.certificates.empty()) return {{{}, certificate_names(spec), stem}};
+  auto valid = [](const std::vector<std::string>& names) {
+    ReplayServerSpec only;
+    only.names = names;
+    std::vector<std::string> out = certificate_names(only);
+    out.pop_back();  // the empty ip certificate_names appends
+    return out;
+  };
+  std::vector<ServerCertificate> out;
+  for (const ReplayCertificate& certificate : spec.certificates) {
+    ServerCertificate c{valid(certificate.server_names), valid(certificate.names), ""};
+    if (c.server_names.empty()) continue;
+    // A certificate names at least the hosts it is presented for.
+    for (const std::string& n : c.server_names)
+      if (std::find(c.names.begin(), c.names.end(), n) == c.names.end()) c.names.push_back(n);
+    c.stem = out.empty() ? stem : stem + "-" + std::to_string(out.size());
+    out.push_back(std::move(c));
+  }
+  if (out.empty()) return {{{}, certificate_names(spec), stem}};
+  out.front().names.push_back(spec.ip);  // the default one also answers clients that use the address
+  return out;
 }
 
 std::string apache_file_stem(const ReplayServerSpec& spec) {

@@ -38,6 +38,17 @@ std::string apache_file_stem(const ReplayServerSpec& spec);
 // also its ServerName.
 std::vector<std::string> certificate_names(const ReplayServerSpec& spec);
 
+// The certificates of an HTTPS IP:port: as recorded (spec.certificates, names checked as
+// certificate_names does; each also names the hosts it is presented for; the first also carries
+// the ip and answers any other name), or one naming every host (certificate_names). Their files
+// are STEM.pem/.key, STEM-1.pem/.key, ... (STEM: apache_file_stem).
+struct ServerCertificate {
+  std::vector<std::string> server_names;  // the SNI names it is presented for (empty: every name)
+  std::vector<std::string> names;         // the names it carries
+  std::string stem;
+};
+std::vector<ServerCertificate> server_certificates(const ReplayServerSpec& spec);
+
 // The name an IP:port's virtual host answers as: its certificate's first name (HTTPS; mod_ssl warns,
 // AH01909, when they differ), else its address.
 std::string apache_server_name(const ReplayServerSpec& spec);

@@ -20,9 +20,9 @@ namespace fs = std::filesystem;
 
 void write_apache_certificate(const ReplayServerSpec& spec, CertificateAuthority& ca, const fs::path& work) {
   if (!spec.https) return;
-  // The certificate names every host recorded here, and the address (for clients that use it).
-  const std::string stem = apache_file_stem(spec);
-  ca.write_leaf(certificate_names(spec), work / (stem + ".pem"), work / (stem + ".key"));
+  // As recorded, or one naming every host recorded here; the (first) one also the address.
+  for (const ServerCertificate& c : server_certificates(spec))
+    ca.write_leaf(c.names, work / (c.stem + ".pem"), work / (c.stem + ".key"));
 }
 
 std::string endpoints_text(const std::vector<std::string>& endpoints) {

@@ -66,8 +66,12 @@ std::vector<Http3Endpoint> http3_endpoints(const std::vector<ReplayServerSpec>& 
   std::vector<Http3Endpoint> endpoints;
   for (const ReplayServerSpec& s : servers) {
     if (!s.https) continue;
-    const std::string stem = apache_file_stem(s);
-    endpoints.push_back({s.ip, s.port, work / (stem + ".pem"), work / (stem + ".key")});
+    // The certificates Apache presents on TCP, in the same order.
+    const std::vector<ServerCertificate> certificates = server_certificates(s);
+    Http3Endpoint e{s.ip, s.port, work / (certificates[0].stem + ".pem"), work / (certificates[0].stem + ".key"), {}};
+    for (size_t i = 1; i < certificates.size(); i++)
+      e.more_certificates.emplace_back(work / (certificates[i].stem + ".pem"), work / (certificates[i].stem + ".key"));
+    endpoints.push_back(std::move(e));
   }
   return endpoints;
 }

@@ -370,6 +370,11 @@ class OriginCollector {
     std::string sni = ascii_lowercase(pair.server_name);
     while (!sni.empty() && sni.back() == '.') sni.pop_back();
     add_name(sni, pair.ip, file, o);
+    if (pair.https && !sni.empty() && !pair.server_certificate_names.empty() && !o.certificate_of.count(sni)) {
+      std::vector<std::string> names;
+      for (const std::string& n : pair.server_certificate_names) names.push_back(ascii_lowercase(n));
+      o.certificate_of[sni] = std::move(names);
+    }
   }
 
   // By address, then port; warns about an origin recorded both over TLS and in clear.
@@ -383,6 +388,7 @@ class OriginCollector {
       origin.names.assign(o.names.begin(), o.names.end());
       origin.h2 = o.h2;
       origin.rtt_us = o.rtt_us;
+      if (origin.https) origin.certificates = certificates_of(o);
       if (o.tls && o.clear) {
         warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
                         count_of(o.tls, "pair") + ") and in clear (" + count_of(o.clear, "pair") +
@@ -415,7 +421,45 @@ class OriginCollector {
     std::set<std::string> names;
     bool h2 = false;
     std::optional<uint64_t> rtt_us;
+    std::map<std::string, std::vector<std::string>> certificate_of;  // SNI -> its certificate's names
   };
+
+  // Whether a certificate name covers a host: the same name, or a wildcard for one label.
+  static bool covers(const std::string& pattern, const std::string& host) {
+    if (pattern == host) return true;
+    if (pattern.size() > 2 && pattern.compare(0, 2, "*.") == 0) {
+      const size_t dot = host.find('.');
+      return dot != std::string::npos && dot > 0 && host.compare(dot + 1, std::string::npos, pattern, 2) == 0;
+    }
+    return false;
+  }
+
+  // The origin's certificates: per recorded SNI name, the hosts of this origin its certificate
+  // covered; names whose certificates cover the same hosts share one. Names with no recorded
+  // certificate share one naming just them. None at all: empty (one certificate for all).
+  static std::vector<ReplayCertificate> certificates_of(const Origin& o) {
+    if (o.certificate_of.empty()) return {};
+    std::map<std::vector<std::string>, std::vector<std::string>> by_cover;  // covered hosts -> SNI names
+    std::vector<std::string> unknown;
+    for (const std::string& name : o.names) {
+      auto it = o.certificate_of.find(name);
+      if (it == o.certificate_of.end()) {
+        unknown.push_back(name);
+        continue;
+      }
+      std::vector<std::string> covered;
+      for (const std::string& host : o.names) {
+        if (host == name || std::any_of(it->second.begin(), it->second.end(),
+                                        [&](const std::string& p) { return covers(p, host); }))
+          covered.push_back(host);
+      }
+      by_cover[covered].push_back(name);
+    }
+    std::vector<ReplayCertificate> certificates;
+    for (auto& [covered, server_names] : by_cover) certificates.push_back({server_names, covered});
+    if (!unknown.empty()) certificates.push_back({unknown, unknown});
+    return certificates;
+  }
 
   void add_name(const std::string& name, const std::string& ip, const std::string& file, Origin& o) {
     if (name.empty() || is_ip_literal(name)) return;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "http/http_message.hh"
+#include "replay/replay_server_spec.hh"
 
 // A request as Apache hands it to the matcher (FastCGI parameters).
 struct ReplayRequest {
@@ -45,6 +46,8 @@ struct ReplayOrigin {
                                    // IP literals are left out (the origin's own ip is always known)
   bool h2 = false;                 // a pair recorded there says protocol "h2"
   std::optional<uint64_t> rtt_us;  // the smallest round trip mm-record measured to it (field 106)
+  // Its certificates as recorded (field 109; see ReplayCertificate), empty if none was.
+  std::vector<ReplayCertificate> certificates;
 };
 
 // A recorded think time is the recording's word: bounded, so that no file can hold a request

@@ -7,12 +7,25 @@
 #include <string>
 #include <vector>
 
+// One certificate of an HTTPS server, as the recorded origin presented them: a client asking for
+// one of server_names (SNI) gets the certificate that carries `names`, which may cover more
+// hosts of the same server, so that a browser coalesces onto one HTTP/2 connection the hosts it
+// coalesced when recorded, and no others.
+struct ReplayCertificate {
+  std::vector<std::string> server_names;  // the SNI names it is presented for (the first: its ServerName)
+  std::vector<std::string> names;         // the host names it carries
+  bool operator==(const ReplayCertificate&) const = default;
+};
+
 struct ReplayServerSpec {
   std::string ip;  // IPv4 literal (already configured on lo by the caller)
   uint16_t port = 0;
   bool https = false;
   std::vector<std::string> names;  // host names to put in the certificate (plus the ip itself)
   bool h2 = false;                 // offer HTTP/2 (ALPN h2, http/1.1) on this HTTPS server
+  // As recorded (ReplayCertificate); empty: one certificate naming every host of `names` (a
+  // recording without the servers' certificate names, or --single-server).
+  std::vector<ReplayCertificate> certificates = {};
 };
 
 struct ReplayDns {

@@ -11,6 +11,7 @@
 
 SERVER_IP=10.77.0.2
 WORLD_IP=10.77.0.1
+world_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 world_create() {
   WORLD=mmt-w$$
@@ -49,6 +50,7 @@ world_destroy() {
   [ -z "${WORLD_BUILD:-}" ] || { rm -rf "$WORLD_BUILD"; WORLD_BUILD=; }
   [ -n "${WORLD:-}" ] || return 0
   origins_destroy
+  [ -z "${LIVE_THINK_PID:-}" ] || { kill "$LIVE_THINK_PID" 2>/dev/null; wait "$LIVE_THINK_PID" 2>/dev/null; LIVE_THINK_PID=; }
   for pid in $(ip netns pids "$WORLD" 2>/dev/null) $(ip netns pids "$SERVER" 2>/dev/null); do
     kill -9 "$pid" 2>/dev/null || true
   done
@@ -301,7 +303,7 @@ world_programs() {  # [PACKAGE...]
 # origins_create after world_create; world_destroy removes them with the world.
 #
 #   world --- server host (10.77.0.2, DNS) ---+--- origin a.test     10.78.1.2  (namespace mmt-oa$$)
-#                                             +--- origin b.test     10.78.2.2  (www.b.test too)
+#                                             +--- origin b.test     10.78.2.2  (www.b.test too; HTTP/2)
 #                                             `--- origin c.test     10.78.3.2
 #
 # Each origin is a real nginx (Debian's) on ports 80 and 443, HTTPS with SNI-only virtual hosts
@@ -423,8 +425,9 @@ http {
 EOF
 }
 
-origin_nginx_conf() {  # DIR IP NAME...
-  local d=$1 ip=$2; shift 2
+origin_nginx_conf() {  # DIR IP NAME... (b.test's origin offers HTTP/2, the others HTTP/1.1 only)
+  local d=$1 ip=$2 h2=; shift 2
+  [ "$ip" = "$(origin_ip b)" ] && h2=" http2"
   nginx_conf_prologue "$d" "$d/tmp" 4096
   cat <<EOF
   types { text/html html; text/css css; application/javascript js; image/png png; application/octet-stream bin; }
@@ -434,14 +437,14 @@ origin_nginx_conf() {  # DIR IP NAME...
   gzip_min_length 100;
   keepalive_requests 10000;
   client_max_body_size 64m;
-  server { listen $ip:443 ssl default_server; ssl_reject_handshake on; }
+  server { listen $ip:443 ssl$h2 default_server; ssl_reject_handshake on; }
 EOF
   local n
   for n in "$@"; do
     cat <<EOF
   server {
     listen $ip:80;
-    listen $ip:443 ssl;
+    listen $ip:443 ssl$h2;
     server_name $n;
     ssl_certificate $d/$n.pem;
     ssl_certificate_key $d/$n.key;
@@ -463,10 +466,16 @@ EOF
 #                  +--- ...
 #                  `--- corpus origin N (namespace mmt-qN$$)  10.79.N.2    (N <= 250)
 
-corpus_origins_create() {  # SITES
-  local sites=$1 web=$WORLD_TMP/web/corpus i=0 n last=
+corpus_origins_create() {  # SITES [LIVE-DIR SEED]
+  local sites=$1 live=${2:-} seed=${3:-} web=$WORLD_TMP/web/corpus i=0 n last=
   [ -n "${ORIGIN_CA:-}" ] || { echo "corpus_origins_create: call origins_create first" >&2; return 1; }
   mkdir -p "$web"
+  if [ -n "$live" ]; then  # the live world's settings and its think-time backend
+    /usr/bin/python3 "$world_top/scripts/live-world" settings "$sites" "$seed" "$live" || return 1
+    /usr/bin/python3 "$world_top/scripts/live-world" serve "$live/think.sock" "$seed" >"$live/think.log" 2>&1 &
+    LIVE_THINK_PID=$!
+    wait_until 10 test -S "$live/think.sock" || { echo "the think-time backend did not start" >&2; return 1; }
+  fi
   while read -r n; do
     i=$((i + 1))
     [ "$i" -le 250 ] || { echo "corpus_origins_create: more than 250 hosts in $sites/hosts" >&2; return 1; }
@@ -475,7 +484,7 @@ corpus_origins_create() {  # SITES
     printf '%s %s\n' "$ip" "$n" >> "$WORLD_TMP/hosts"
     origin_certificate "$web" "$n" || return 1
     mkdir -p "$web/$n"
-    corpus_nginx_conf "$web/$n" "$ip" "$n" "$sites" > "$web/$n/nginx.conf"
+    corpus_nginx_conf "$web/$n" "$ip" "$n" "$sites" "$live" > "$web/$n/nginx.conf"
     ip netns exec "$ns" nginx -c "$web/$n/nginx.conf" -e "$web/$n/error.log" || { cat "$web/$n/error.log" >&2; return 1; }
     last=$n
   done < "$sites/hosts"
@@ -488,27 +497,35 @@ corpus_origins_create() {  # SITES
 
 corpus_origins_answer() { world_resolves "$1" && in_world curl -s -o /dev/null "http://$1/"; }  # LAST_HOST
 
-corpus_nginx_conf() {  # DIR IP NAME SITES
-  local d=$1 ip=$2 n=$3 sites=$4
+corpus_nginx_conf() {  # DIR IP NAME SITES [LIVE-DIR]
+  local d=$1 ip=$2 n=$3 sites=$4 live=${5:-} h2= serve
+  serve="root $sites/www/$n;"
+  if [ -n "$live" ]; then
+    # The live world: every request waits its think time at the backend, which then hands the
+    # file back to nginx (X-Accel-Redirect); HTTPS in HTTP/2 where the settings say so.
+    [ "$(awk -F'\t' -v n="$n" '$1 == n { print $4 }' "$live/settings.tsv")" = h2 ] && h2=" http2"
+    serve="location / { proxy_pass http://unix:$live/think.sock:; proxy_set_header X-Live-Host $n; }
+    location /_files/ { internal; alias $sites/www/$n/; }"
+  fi
   nginx_conf_prologue "$d" "$d" 1024
   cat <<EOF
   types {
     text/html html; text/css css; application/javascript js; image/png png; image/jpeg jpg;
-    image/svg+xml svg; image/x-icon ico; font/ttf ttf;
+    image/svg+xml svg; image/x-icon ico; font/ttf ttf; application/json json;
   }
   default_type application/octet-stream;
   gzip on;
-  gzip_types text/css application/javascript image/svg+xml font/ttf;
+  gzip_types text/css application/javascript image/svg+xml font/ttf application/json;
   gzip_min_length 100;
   keepalive_requests 10000;
-  server { listen $ip:443 ssl default_server; ssl_reject_handshake on; }
+  server { listen $ip:443 ssl$h2 default_server; ssl_reject_handshake on; }
   server {
     listen $ip:80;
-    listen $ip:443 ssl;
+    listen $ip:443 ssl$h2;
     server_name $n;
     ssl_certificate $d/../$n.pem;
     ssl_certificate_key $d/../$n.key;
-    root $sites/www/$n;
+    $serve
     include $sites/conf/$n.conf;
   }
 }

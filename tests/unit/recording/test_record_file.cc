@@ -526,3 +526,21 @@ TEST(RecordFile, record_writer_killed_leaves_whole_pairs_and_no_unfinished_file)
   }
   ASSERT_GE(whole, size_t{20});
 }
+
+// The certificate names a record holds are the recording's word: only host names are kept, and
+// at most kMaxCertificateNames of them.
+TEST(RecordFile, certificate_names_are_host_names_and_bounded) {
+  RecordedPair p = sample_pair(1);
+  p.server_certificate_names = {"a.test", "*.a.test", "bad name", "\x1b[31m", "", "*.", std::string(254, 'a'), "b_c.test"};
+  for (int i = 0; i < 300; i++) p.server_certificate_names.push_back("h" + std::to_string(i) + ".test");
+  std::string why;
+  auto back = parse_owned_pair(serialize_pair(p), &why);
+  ASSERT_TRUE(back.has_value()) << why;
+  ASSERT_EQ(back->server_certificate_names.size(), kMaxCertificateNames);
+  EXPECT_EQ(back->server_certificate_names[0], "a.test");
+  EXPECT_EQ(back->server_certificate_names[1], "*.a.test");
+  EXPECT_EQ(back->server_certificate_names[2], "b_c.test");
+  EXPECT_EQ(back->server_certificate_names[3], "h0.test");
+  EXPECT_TRUE(is_certificate_name("xn--bcher-kva.example"));
+  EXPECT_FALSE(is_certificate_name("*"));
+}

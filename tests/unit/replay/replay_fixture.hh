@@ -34,6 +34,7 @@ struct PairSpec {
   uint64_t start_us = 0;
   std::string server_name, protocol;
   std::optional<uint64_t> rtt_us, think_us;  // the server's timing (fields 106, 108)
+  std::vector<std::string> certificate_names;  // field 109
 };
 
 inline RecordedPair make_pair(const PairSpec& s) {
@@ -51,6 +52,7 @@ inline RecordedPair make_pair(const PairSpec& s) {
   p.protocol = s.protocol;
   p.server_rtt_us = s.rtt_us;
   p.server_think_us = s.think_us;
+  p.server_certificate_names = s.certificate_names;
   return p;
 }
 

@@ -150,3 +150,35 @@ TEST(ApacheConfig, required_modules) {
   const auto h2 = required_apache_modules({{"10.0.0.1", 443, true, {}, true}});
   EXPECT_EQ(h2.back(), "mod_http2.so");
 }
+
+// Certificates as recorded: one name-based virtual host per certificate, each with its own files
+// and the SNI names it answers; the first carries the address and answers any other name.
+TEST(ApacheConfig, recorded_certificates_become_name_based_virtual_hosts) {
+  ReplayServerSpec spec{"10.0.0.2", 443, true, {"b.test", "www.b.test", "cdn.b.test"}, true};
+  spec.certificates = {{{"b.test"}, {"b.test"}}, {{"cdn.b.test", "www.b.test"}, {"cdn.b.test", "www.b.test"}}};
+  const auto certificates = server_certificates(spec);
+  ASSERT_EQ(certificates.size(), 2u);
+  EXPECT_EQ(certificates[0].names, (std::vector<std::string>{"b.test", "10.0.0.2"}));
+  EXPECT_EQ(certificates[0].stem, "apache-10.0.0.2-443");
+  EXPECT_EQ(certificates[1].names, (std::vector<std::string>{"cdn.b.test", "www.b.test"}));
+  EXPECT_EQ(certificates[1].stem, "apache-10.0.0.2-443-1");
+  const std::string c = apache_configuration({spec}, kFiles, 40);
+  size_t hosts = 0;
+  for (size_t at = c.find("<VirtualHost "); at != std::string::npos; at = c.find("<VirtualHost ", at + 1)) hosts++;
+  EXPECT_EQ(hosts, 2u) << c;
+  EXPECT_NE(c.find("Listen 10.0.0.2:443\n<VirtualHost 10.0.0.2:443>\nServerName b.test\nAllowEncodedSlashes NoDecode\n"),
+            std::string::npos)
+      << c;
+  EXPECT_NE(c.find("<VirtualHost 10.0.0.2:443>\nServerName cdn.b.test\nServerAlias www.b.test\n"), std::string::npos) << c;
+  EXPECT_TRUE(has_line(c, "SSLCertificateFile \"/tmp/mm-replay.abc/apache-10.0.0.2-443-1.pem\"")) << c;
+  size_t listens = 0;
+  for (size_t at = c.find("Listen "); at != std::string::npos; at = c.find("Listen ", at + 1)) listens++;
+  EXPECT_EQ(listens, 1u);
+  // A certificate names the hosts it is presented for, even if the recording's did not.
+  spec.certificates = {{{"b.test"}, {"www.b.test"}}};
+  EXPECT_EQ(server_certificates(spec)[0].names, (std::vector<std::string>{"www.b.test", "b.test", "10.0.0.2"}));
+  // None recorded: one certificate for every name, as before.
+  spec.certificates.clear();
+  ASSERT_EQ(server_certificates(spec).size(), 1u);
+  EXPECT_EQ(server_certificates(spec)[0].names, certificate_names(spec));
+}

@@ -407,3 +407,29 @@ TEST(ReplayIndex, think_times_and_origin_round_trips_come_from_the_recording) {
   Recording plain({at("GET / HTTP/1.1", "x")});
   EXPECT_TRUE(contains(plain.index->think_time_summary(), "none recorded"));
 }
+
+// The origins' certificates as recorded: per SNI name, the hosts of the origin its certificate
+// covered (a wildcard covers one label); names with the same cover share one; a name recorded
+// without one gets its own; none recorded, none (one certificate for all, as before).
+TEST(ReplayIndex, certificates_follow_what_the_origins_presented) {
+  auto tls = [](std::string line, std::string host, std::vector<std::string> san) {
+    PairSpec s = at(std::move(line), "x", host);
+    s.https = true;
+    s.port = 443;
+    s.server_name = host;
+    s.certificate_names = std::move(san);
+    return s;
+  };
+  Recording rec({tls("GET /1 HTTP/1.1", "b.test", {"b.test"}), tls("GET /2 HTTP/1.1", "www.b.test", {"*.b.test", "b.test"}),
+                 tls("GET /3 HTTP/1.1", "cdn.b.test", {"*.b.test", "b.test"}), tls("GET /4 HTTP/1.1", "x.b.test", {}),
+                 tls("GET /5 HTTP/1.1", "old.test", {})});
+  ASSERT_EQ(rec.index->origins().size(), 1u);
+  const auto& certificates = rec.index->origins()[0].certificates;
+  ASSERT_EQ(certificates.size(), 3u);
+  EXPECT_EQ(certificates[0], (ReplayCertificate{{"b.test"}, {"b.test"}}));
+  EXPECT_EQ(certificates[1],
+            (ReplayCertificate{{"cdn.b.test", "www.b.test"}, {"b.test", "cdn.b.test", "www.b.test", "x.b.test"}}));
+  EXPECT_EQ(certificates[2], (ReplayCertificate{{"old.test", "x.b.test"}, {"old.test", "x.b.test"}}));
+  Recording plain({at("GET / HTTP/1.1", "x")});
+  EXPECT_TRUE(plain.index->origins()[0].certificates.empty());
+}
