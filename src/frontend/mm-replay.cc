@@ -158,7 +158,8 @@ ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
     for (const auto& [name, ips] : p.index->names()) p.dns.names[name] = {ip};
   } else {
     for (const ReplayOrigin& o : origins)
-      p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2), o.certificates});
+      p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2), o.certificates,
+                           o.tls_max});
     p.dns.names = p.index->names();
   }
   for (Ipv4 r : resolver_addresses()) p.dns.listen.push_back(r.str());

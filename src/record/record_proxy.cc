@@ -104,6 +104,7 @@ struct RecordProxy::Connection {
   uint64_t request_start_us = 0, response_start_us = 0;
   uint64_t pairs = 0;
   std::vector<std::string> certificate_names;  // the server certificate's DNS names
+  std::string tls_version;                     // the TLS version the server chose
   uint64_t connect_started_us = 0;            // monotonic
   std::optional<uint64_t> connect_us;         // the TCP handshake with the server took this long
 
@@ -443,6 +444,7 @@ bool RecordProxy::upstream_handshake(Connection& c) {
     c.upstream_ready = true;
     c.phase = Connection::Phase::ClientTls;
     c.certificate_names = certificate_dns_names(c.server.ssl());
+    c.tls_version = SSL_get_version(c.server.ssl());
     return true;
   }
   if (state == TlsStream::Handshake::Blocked) return false;
@@ -598,6 +600,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     // stamped as it is read, so the proxy's work toward the client is not in them.
     pair.server_connect_us = c.connect_us;
     pair.server_certificate_names = c.certificate_names;
+    pair.server_tls_version = c.tls_version;
     pair.server_rtt_us = tcp_min_rtt_us(c.server.fd());
     if (!pair.server_rtt_us) pair.server_rtt_us = c.connect_us;
     if (pair.server_rtt_us && start >= request.end_us) {

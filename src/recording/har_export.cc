@@ -228,6 +228,7 @@ json mahimahi_object(const RecordingEntry& e) {
   if (p.server_rtt_us) server["rtt_us"] = *p.server_rtt_us;
   if (p.server_connect_us) server["connect_us"] = *p.server_connect_us;
   if (p.server_think_us) server["think_us"] = *p.server_think_us;
+  if (!p.server_tls_version.empty()) put_bytes(server, "tls_version", p.server_tls_version);
   if (!p.server_certificate_names.empty()) {
     json names = json::array();
     for (const std::string& n : p.server_certificate_names) names.push_back(display_text(n));

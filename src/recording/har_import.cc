@@ -133,6 +133,7 @@ RecordedPair exact_pair(const json& entry, const json& m) {
     if (member(*t, "rtt_us")) p.server_rtt_us = unsigned_member(*t, "rtt_us", tw);
     if (member(*t, "connect_us")) p.server_connect_us = unsigned_member(*t, "connect_us", tw);
     if (member(*t, "think_us")) p.server_think_us = unsigned_member(*t, "think_us", tw);
+    p.server_tls_version = bytes_member(*t, "tls_version", tw, false);
     if (const json* names = member(*t, "certificate_names")) {
       if (!names->is_array()) throw Skip(tw + ".certificate_names is not an array");
       for (const json& n : *names) {

@@ -106,7 +106,7 @@ bool RecordedPair::operator==(const RecordedPair& other) const {
          response_last_byte_us == other.response_last_byte_us && server_name == other.server_name &&
          protocol == other.protocol && server_rtt_us == other.server_rtt_us &&
          server_connect_us == other.server_connect_us && server_think_us == other.server_think_us &&
-         server_certificate_names == other.server_certificate_names;
+         server_certificate_names == other.server_certificate_names && server_tls_version == other.server_tls_version;
 }
 
 std::string serialize_pair(const RecordedPair& pair) {
@@ -127,6 +127,7 @@ std::string serialize_pair(const RecordedPair& pair) {
   if (pair.server_connect_us) record.set_server_connect_us(*pair.server_connect_us);
   if (pair.server_think_us) record.set_server_think_us(*pair.server_think_us);
   for (const std::string& name : pair.server_certificate_names) record.add_server_certificate_names(name);
+  if (!pair.server_tls_version.empty()) record.set_server_tls_version(pair.server_tls_version);
   std::string bytes;
   if (!record.SerializeToString(&bytes)) throw std::runtime_error("cannot serialize a recorded pair (over 2 GiB?)");
   return bytes;
@@ -166,6 +167,7 @@ std::optional<RecordedPair> parse_owned_pair(std::string&& bytes, std::string* w
   if (record.has_server_rtt_us()) pair.server_rtt_us = record.server_rtt_us();
   if (record.has_server_connect_us()) pair.server_connect_us = record.server_connect_us();
   if (record.has_server_think_us()) pair.server_think_us = record.server_think_us();
+  pair.server_tls_version = record.server_tls_version();
   // A recording's word only: names that are not host names are dropped, at most the bound kept.
   for (int i = 0; i < record.server_certificate_names_size(); i++) {
     if (pair.server_certificate_names.size() == kMaxCertificateNames) break;

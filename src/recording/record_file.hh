@@ -41,6 +41,7 @@ struct RecordedPair {
   // The DNS names of the server's certificate (HTTPS; at most kMaxCertificateNames), empty when
   // unknown: which host names a browser may coalesce onto one connection to it.
   std::vector<std::string> server_certificate_names;
+  std::string server_tls_version;  // "TLSv1.2", "TLSv1.3" (HTTPS), empty when unknown
 
   bool operator==(const RecordedPair&) const;
 };

@@ -49,7 +49,7 @@ std::string virtual_host(const ReplayServerSpec& spec, const ApacheFiles& files)
     c << "AllowEncodedSlashes NoDecode\n";
     if (spec.https) {
       c << "SSLEngine on\n"
-           "SSLProtocol -all +TLSv1.2 +TLSv1.3\n"
+        << (spec.tls_max == "TLSv1.2" ? "SSLProtocol -all +TLSv1.2\n" : "SSLProtocol -all +TLSv1.2 +TLSv1.3\n")
         << "SSLCertificateFile " << config_quoted(files.work / (certificates[i].stem + ".pem")) << "\n"
         << "SSLCertificateKeyFile " << config_quoted(files.work / (certificates[i].stem + ".key")) << "\n";
       if (spec.h2) {

@@ -366,6 +366,7 @@ class OriginCollector {
     (pair.https ? o.tls : o.clear)++;
     if (pair.protocol == "h2") o.h2 = true;
     if (pair.server_rtt_us) o.rtt_us = std::min(o.rtt_us.value_or(UINT64_MAX), *pair.server_rtt_us);
+    if (pair.https) (pair.server_tls_version == "TLSv1.2" ? o.tls12 : o.not_tls12)++;
     add_name(std::string(host_without_port(entry.host)), pair.ip, file, o);
     std::string sni = ascii_lowercase(pair.server_name);
     while (!sni.empty() && sni.back() == '.') sni.pop_back();
@@ -389,6 +390,7 @@ class OriginCollector {
       origin.h2 = o.h2;
       origin.rtt_us = o.rtt_us;
       if (origin.https) origin.certificates = certificates_of(o);
+      if (o.tls12 > 0 && o.not_tls12 == 0) origin.tls_max = "TLSv1.2";
       if (o.tls && o.clear) {
         warn_.push_back(where.first + ":" + std::to_string(where.second) + " was recorded both over TLS (" +
                         count_of(o.tls, "pair") + ") and in clear (" + count_of(o.clear, "pair") +
@@ -422,6 +424,7 @@ class OriginCollector {
     bool h2 = false;
     std::optional<uint64_t> rtt_us;
     std::map<std::string, std::vector<std::string>> certificate_of;  // SNI -> its certificate's names
+    size_t tls12 = 0, not_tls12 = 0;  // pairs whose server chose TLS 1.2, and the others
   };
 
   // Whether a certificate name covers a host: the same name, or a wildcard for one label.

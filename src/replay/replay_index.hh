@@ -48,6 +48,8 @@ struct ReplayOrigin {
   std::optional<uint64_t> rtt_us;  // the smallest round trip mm-record measured to it (field 106)
   // Its certificates as recorded (field 109; see ReplayCertificate), empty if none was.
   std::vector<ReplayCertificate> certificates;
+  // "TLSv1.2" if every recorded handshake with it chose TLS 1.2 (field 110), else empty.
+  std::string tls_max;
 };
 
 // A recorded think time is the recording's word: bounded, so that no file can hold a request

@@ -26,6 +26,9 @@ struct ReplayServerSpec {
   // As recorded (ReplayCertificate); empty: one certificate naming every host of `names` (a
   // recording without the servers' certificate names, or --single-server).
   std::vector<ReplayCertificate> certificates = {};
+  // The newest TLS version to offer: "TLSv1.2" where the recorded server chose it (a TLS 1.2
+  // handshake takes a round trip more than 1.3's), else empty: TLS 1.2 and 1.3.
+  std::string tls_max = {};
 };
 
 struct ReplayDns {

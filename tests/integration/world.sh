@@ -498,13 +498,19 @@ corpus_origins_create() {  # SITES [LIVE-DIR SEED]
 corpus_origins_answer() { world_resolves "$1" && in_world curl -s -o /dev/null "http://$1/"; }  # LAST_HOST
 
 corpus_nginx_conf() {  # DIR IP NAME SITES [LIVE-DIR]
-  local d=$1 ip=$2 n=$3 sites=$4 live=${5:-} h2= serve
+  local d=$1 ip=$2 n=$3 sites=$4 live=${5:-} h2= serve tls="TLSv1.2 TLSv1.3"
   serve="root $sites/www/$n;"
   if [ -n "$live" ]; then
     # The live world: every request waits its think time at the backend, which then hands the
     # file back to nginx (X-Accel-Redirect); HTTPS in HTTP/2 where the settings say so.
     [ "$(awk -F'\t' -v n="$n" '$1 == n { print $4 }' "$live/settings.tsv")" = h2 ] && h2=" http2"
-    serve="location / { proxy_pass http://unix:$live/think.sock:; proxy_set_header X-Live-Host $n; }
+    [ "$(awk -F'\t' -v n="$n" '$1 == n { print $6 }' "$live/settings.tsv")" = TLSv1.2 ] && tls=TLSv1.2
+    # Static files at once, without the backend (and a location of the page's own: the fonts' /files/).
+    serve="root $sites/www/$n;
+    location / {
+      location ~ $(awk -F'\t' -v n="$n" '$1 == n { print $5 }' "$live/settings.tsv") { }
+      proxy_pass http://unix:$live/think.sock:; proxy_set_header X-Live-Host $n;
+    }
     location /_files/ { internal; alias $sites/www/$n/; }"
   fi
   nginx_conf_prologue "$d" "$d" 1024
@@ -518,6 +524,7 @@ corpus_nginx_conf() {  # DIR IP NAME SITES [LIVE-DIR]
   gzip_types text/css application/javascript image/svg+xml font/ttf application/json;
   gzip_min_length 100;
   keepalive_requests 10000;
+  ssl_protocols $tls;
   server { listen $ip:443 ssl$h2 default_server; ssl_reject_handshake on; }
   server {
     listen $ip:80;
