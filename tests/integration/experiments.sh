@@ -9,7 +9,7 @@ test_experiments_quick_versions_complete() {
     fail "scripts/experiments/run --quick failed: $(tail -5 "$WORLD_TMP/experiments.txt")" || return 1
   sed 's/^/  /' "$WORLD_TMP/experiments.txt"
   local e
-  for e in overhead reproducibility multi-server optimal-gap loss; do
+  for e in live-vs-replay overhead reproducibility multi-server optimal-gap loss; do
     [ -s "$out/$e.txt" ] || fail "no table for $e" || return 1
   done
   # Every corpus page has its three overhead figures, each a PLT in (0, 60 s).
@@ -46,5 +46,12 @@ sys.exit("loads not ok: %s" % [(r["configuration"], r["reason"]) for r in bad[:3
       fail "$sweep: a load failed" || return 1
   done
   [ "$(awk '$1 == "h3"' "$out/optimal-gap.txt" | wc -l)" -ge 2 ] || fail "optimal-gap.txt has no h3 rows" || return 1
+  # Fig. 3: every mode's error for the page, and the timing replay closer to the live loads than
+  # the replay that answers at once (the live world's origins think and sit at their distances).
+  local errors; errors=$(sed -n 's/^median per-page error: //p' "$out/live-vs-replay.txt")
+  echo "$errors" | grep -Eq '^multi-server [0-9.]+ %, single-server [0-9.]+ %, --timing=recorded [0-9.]+ %, mitmproxy [0-9.]+ %$' ||
+    fail "live-vs-replay: no complete error line: $errors" || return 1
+  echo "$errors" | awk '{ gsub(/%|,/, ""); exit !($6 < $2) }' || fail "the timing replay is not closer to live: $errors" || return 1
+  [ -s "$out/live-vs-replay.svg" ] || fail "no live-vs-replay.svg" || return 1
   wait_until 20 eval '! pgrep -x chromium >/dev/null' || fail "chromium left running"
 }
