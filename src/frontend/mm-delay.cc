@@ -10,30 +10,29 @@
 #include "util/file_descriptor.hh"
 
 namespace {
-const ProgramInfo kInfo{
-    "mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
-    "Runs COMMAND (default: your login shell) in a new network namespace whose packets are\n"
-    "delayed by DELAY-MS milliseconds in each direction (so the round trip grows by twice\n"
-    "DELAY-MS). DELAY-MS may be fractional (12.5) and 0.\n"
-    "\n"
-    "Options:\n"
-    "  --destination=ADDRESS[/LEN][:PORT]=MS[,DOWN-MS]\n"
-    "              packets to that address, prefix or port (and their answers) get MS\n"
-    "              milliseconds each way instead of DELAY-MS, or MS toward it and DOWN-MS\n"
-    "              back; repeatable\n"
-    "  --destinations=FILE\n"
-    "              the same from a file, one \"ADDRESS[/LEN][:PORT] MS [DOWN-MS]\" per line\n"
-    "              (# comments); mm-recording timings --destinations DIR writes one that puts\n"
-    "              every origin of a recording at its recorded distance\n" +
-        std::string(kHelpAndVersionLines) +
-        "\n"
-        "With destinations, the most specific rule applies: an address with the port, the\n"
-        "address, then prefixes from the longest; a packet to anywhere else gets DELAY-MS. The\n"
-        "packets of one connection always keep their order, and a far destination's packets\n"
-        "never hold up a near one's.\n"
-        "\n"
-        "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
-        "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
+const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
+                        "Runs COMMAND (default: your login shell) in a new network namespace whose packets are\n"
+                        "delayed by DELAY-MS milliseconds in each direction (so the round trip grows by twice\n"
+                        "DELAY-MS). DELAY-MS may be fractional (12.5) and 0.\n"
+                        "\n"
+                        "Options:\n"
+                        "  --destination=ADDRESS[/LEN][:PORT]=MS[,DOWN-MS]\n"
+                        "              packets to that address, prefix or port (and their answers) get MS\n"
+                        "              milliseconds each way instead of DELAY-MS, or MS toward it and DOWN-MS\n"
+                        "              back; repeatable\n"
+                        "  --destinations=FILE\n"
+                        "              the same from a file, one \"ADDRESS[/LEN][:PORT] MS [DOWN-MS]\" per line\n"
+                        "              (# comments); mm-recording timings --destinations DIR writes one that puts\n"
+                        "              every origin of a recording at its recorded distance\n" +
+                            std::string(kHelpAndVersionLines) +
+                            "\n"
+                            "With destinations, the most specific rule applies: an address with the port, the\n"
+                            "address, then prefixes from the longest; a packet to anywhere else gets DELAY-MS. The\n"
+                            "packets of one connection always keep their order, and a far destination's packets\n"
+                            "never hold up a near one's.\n"
+                            "\n"
+                            "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
+                            "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
 
 // A map file is a list of destinations, never large.
 constexpr uint64_t kMaxDestinationFileBytes = 16 << 20;

@@ -3,8 +3,8 @@
 // exists at its recorded IP and port and answers from the recording, with no outside network.
 #include <fcntl.h>
 #include <sys/random.h>
-#include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,8 +158,7 @@ ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
     for (const auto& [name, ips] : p.index->names()) p.dns.names[name] = {ip};
   } else {
     for (const ReplayOrigin& o : origins)
-      p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2), o.certificates,
-                           o.tls_max});
+      p.servers.push_back({o.ip, o.port, o.https, o.names, o.https && (http2 || o.h2), o.certificates, o.tls_max});
     p.dns.names = p.index->names();
   }
   for (Ipv4 r : resolver_addresses()) p.dns.listen.push_back(r.str());
@@ -229,7 +228,8 @@ std::string timing_summary(const ReplayIndex& index, bool single_server) {
             " at their recorded distances";
     if (!rtts.empty()) {
       char range[64];
-      std::snprintf(range, sizeof range, " (round trips %.1f to %.1f ms)", *percentile(rtts, 0), *percentile(rtts, 100));
+      std::snprintf(range, sizeof range, " (round trips %.1f to %.1f ms)", *percentile(rtts, 0),
+                    *percentile(rtts, 100));
       text += range;
     }
     text += "; ";
@@ -262,7 +262,8 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
   std::optional<WorkDirectory> work_holder;
   if (timing.recorded) {
     work_holder.emplace(timing.directory);
-    const std::string map = single_server ? "# --single-server: no origin at its own distance\n" : destinations_of(p.index->origins());
+    const std::string map =
+        single_server ? "# --single-server: no origin at its own distance\n" : destinations_of(p.index->origins());
     write_all(FileDescriptor(check_syscall("open", ::open(timing.destinations().c_str(),
                                                           O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
                   .get(),

@@ -152,7 +152,8 @@ uint32_t DestinationDelayQueue::classify(std::span<const uint8_t> p) const {
     port = load_be16(&p[header + (up ? 2 : 0)]);
   if (!exact_.empty()) {
     auto find = [&](uint64_t key) -> const Exact* {
-      auto it = std::lower_bound(exact_.begin(), exact_.end(), key, [](const Exact& e, uint64_t k) { return e.key < k; });
+      auto it =
+          std::lower_bound(exact_.begin(), exact_.end(), key, [](const Exact& e, uint64_t k) { return e.key < k; });
       return it != exact_.end() && it->key == key ? &*it : nullptr;
     };
     if (port != 0)

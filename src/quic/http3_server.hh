@@ -55,12 +55,13 @@ struct Http3ServerOptions {
 };
 
 struct Http3Stats {
-  uint64_t connections = 0;         // accepted
-  uint64_t handshakes = 0;          // completed
-  uint64_t requests = 0;            // answered
-  uint64_t refused = 0;             // Initials dropped at max_connections
-  uint64_t dropped_datagrams = 0;   // not QUIC, or for no connection
-  std::vector<int64_t> service_ns;  // per request (at most the last 1<<20): request complete -> response made (its delay not included)
+  uint64_t connections = 0;        // accepted
+  uint64_t handshakes = 0;         // completed
+  uint64_t requests = 0;           // answered
+  uint64_t refused = 0;            // Initials dropped at max_connections
+  uint64_t dropped_datagrams = 0;  // not QUIC, or for no connection
+  std::vector<int64_t>
+      service_ns;  // per request (at most the last 1<<20): request complete -> response made (its delay not included)
 };
 
 class Http3Server {

@@ -105,8 +105,8 @@ struct RecordProxy::Connection {
   uint64_t pairs = 0;
   std::vector<std::string> certificate_names;  // the server certificate's DNS names
   std::string tls_version;                     // the TLS version the server chose
-  uint64_t connect_started_us = 0;            // monotonic
-  std::optional<uint64_t> connect_us;         // the TCP handshake with the server took this long
+  uint64_t connect_started_us = 0;             // monotonic
+  std::optional<uint64_t> connect_us;          // the TCP handshake with the server took this long
 
   std::string where() const {
     return ip + ":" + std::to_string(port) + (server_name.empty() ? "" : " (" + server_name + ")");
@@ -723,8 +723,8 @@ void RecordProxy::handle_probe(Probe& p, uint32_t events) {
     return finish_probe(p.id, std::string(reinterpret_cast<const char*>(protocol), length));
   }
   if (state != TlsStream::Handshake::Blocked) return finish_probe(p.id, "");
-  epoll_.modify(p.stream.fd(), (p.stream.tls_wants_read() ? EPOLLIN : 0u) | (p.stream.tls_wants_write() ? EPOLLOUT : 0u),
-                p.id * 2);
+  epoll_.modify(p.stream.fd(),
+                (p.stream.tls_wants_read() ? EPOLLIN : 0u) | (p.stream.tls_wants_write() ? EPOLLOUT : 0u), p.id * 2);
 }
 
 void RecordProxy::finish_probe(uint64_t id, const std::string& alpn) {

@@ -87,9 +87,9 @@ class RecordProxy {
   std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> probe_context_;
   std::unordered_map<uint64_t, std::unique_ptr<Connection>> connections_;
   std::unordered_map<uint64_t, std::unique_ptr<Probe>> probes_;
-  std::map<std::string, uint64_t> probing_;                  // origin -> its probe's id
-  std::map<std::string, std::string> origin_alpn_;           // origin -> what its probe learned ("" if nothing)
-  std::map<std::string, std::vector<RecordedPair>> held_;    // origin -> pairs waiting for its probe
+  std::map<std::string, uint64_t> probing_;                // origin -> its probe's id
+  std::map<std::string, std::string> origin_alpn_;         // origin -> what its probe learned ("" if nothing)
+  std::map<std::string, std::vector<RecordedPair>> held_;  // origin -> pairs waiting for its probe
   uint64_t next_id_ = 1;
   std::string buffer_;               // one read buffer for all connections
   std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread

@@ -196,8 +196,9 @@ std::string timings_report(const std::vector<RecordingEntry>& entries) {
   }
   std::string out = aligned(rows);
   if (untimed == origins.size()) {
-    out += "\nNo server timing in this recording (made by the original Mahimahi, by an older mm-record,\n"
-           "or converted from HAR): mm-replay --timing=recorded has nothing to replay.\n";
+    out +=
+        "\nNo server timing in this recording (made by the original Mahimahi, by an older mm-record,\n"
+        "or converted from HAR): mm-replay --timing=recorded has nothing to replay.\n";
   }
 
   // The longest chain: from the response that ended last, back through the response that ended
@@ -209,9 +210,9 @@ std::string timings_report(const std::vector<RecordingEntry>& entries) {
   if (timed.empty()) return out;
   uint64_t first = UINT64_MAX;
   for (const RecordedPair* p : timed) first = std::min(first, p->request_start_us);
-  const RecordedPair* link = *std::max_element(timed.begin(), timed.end(), [](const RecordedPair* a, const RecordedPair* b) {
-    return a->response_last_byte_us < b->response_last_byte_us;
-  });
+  const RecordedPair* link = *std::max_element(
+      timed.begin(), timed.end(),
+      [](const RecordedPair* a, const RecordedPair* b) { return a->response_last_byte_us < b->response_last_byte_us; });
   const uint64_t last = link->response_last_byte_us;
   std::vector<const RecordedPair*> chain;
   while (link && chain.size() < timed.size()) {
@@ -232,17 +233,17 @@ std::string timings_report(const std::vector<RecordingEntry>& entries) {
     const std::optional<uint64_t> wait = p->response_first_byte_us >= p->request_end_us && p->request_end_us
                                              ? std::optional<uint64_t>(p->response_first_byte_us - p->request_end_us)
                                              : std::nullopt;
-    links.push_back({ms_text(static_cast<double>(p->request_start_us - first) / 1000.0), printable(recorded_host(*p), 60),
-                     shortened(printable(request.target), 40), us_as_ms(wait), us_as_ms(p->server_rtt_us),
-                     us_as_ms(p->server_think_us), ms_text(static_cast<double>(p->response_last_byte_us - first) / 1000.0)});
+    links.push_back({ms_text(static_cast<double>(p->request_start_us - first) / 1000.0),
+                     printable(recorded_host(*p), 60), shortened(printable(request.target), 40), us_as_ms(wait),
+                     us_as_ms(p->server_rtt_us), us_as_ms(p->server_think_us),
+                     ms_text(static_cast<double>(p->response_last_byte_us - first) / 1000.0)});
     if (p->server_rtt_us) rtt_sum += static_cast<double>(*p->server_rtt_us) / 1000.0;
     if (p->server_think_us) think_sum += static_cast<double>(*p->server_think_us) / 1000.0;
   }
-  out += "\nLongest chain (each request starts after the response before it ended): " +
-         count_of(chain.size(), "level") + " in " + ms_text(static_cast<double>(last - first) / 1000.0) +
-         " ms of recorded load; round trips " + ms_text(rtt_sum) + " ms, think times " + ms_text(think_sum) +
-         " ms along it\n";
+  out +=
+      "\nLongest chain (each request starts after the response before it ended): " + count_of(chain.size(), "level") +
+      " in " + ms_text(static_cast<double>(last - first) / 1000.0) + " ms of recorded load; round trips " +
+      ms_text(rtt_sum) + " ms, think times " + ms_text(think_sum) + " ms along it\n";
   out += aligned(links);
   return out;
 }
-

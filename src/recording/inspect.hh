@@ -32,4 +32,3 @@ std::string describe_pair(const std::filesystem::path& path, const RecordedPair&
 // response before it ended: the dependency chain that timing suggests, with each link's round
 // trip and think time (what a user weighs before choosing shells).
 std::string timings_report(const std::vector<RecordingEntry>& entries);
-

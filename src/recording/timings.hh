@@ -19,11 +19,11 @@ struct OriginTiming {
   std::string ip;
   uint16_t port = 0;
   bool https = false;
-  std::vector<std::string> names;    // the Host names asked of it, in order of first use
+  std::vector<std::string> names;  // the Host names asked of it, in order of first use
   size_t responses = 0;
-  uint64_t bytes = 0;                // response bodies as stored
-  std::optional<double> rtt_ms;      // its smallest round trip measured
-  size_t timed = 0;                  // responses with a think time
+  uint64_t bytes = 0;            // response bodies as stored
+  std::optional<double> rtt_ms;  // its smallest round trip measured
+  size_t timed = 0;              // responses with a think time
   std::optional<double> think_median_ms, think_p90_ms;
 };
 // One per IP:port, in order of first request.

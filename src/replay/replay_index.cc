@@ -424,7 +424,7 @@ class OriginCollector {
     bool h2 = false;
     std::optional<uint64_t> rtt_us;
     std::map<std::string, std::vector<std::string>> certificate_of;  // SNI -> its certificate's names
-    size_t tls12 = 0, not_tls12 = 0;  // pairs whose server chose TLS 1.2, and the others
+    size_t tls12 = 0, not_tls12 = 0;                                 // pairs whose server chose TLS 1.2, and the others
   };
 
   // Whether a certificate name covers a host: the same name, or a wildcard for one label.
@@ -452,8 +452,8 @@ class OriginCollector {
       }
       std::vector<std::string> covered;
       for (const std::string& host : o.names) {
-        if (host == name || std::any_of(it->second.begin(), it->second.end(),
-                                        [&](const std::string& p) { return covers(p, host); }))
+        if (host == name ||
+            std::any_of(it->second.begin(), it->second.end(), [&](const std::string& p) { return covers(p, host); }))
           covered.push_back(host);
       }
       by_cover[covered].push_back(name);

@@ -67,13 +67,13 @@ TEST(DestinationDelay, refuses_bad_maps_naming_the_input) {
   EXPECT_THROW_WITH(UserError, parse_destination_file("10.0.0.1\n", "map"), "missing the delay");
   EXPECT_THROW_WITH(UserError, parse_destination_file("10.0.0.1 1 2 3\n", "map"), "4 words");
   DestinationDelays many;
-  for (uint32_t i = 0; i <= kMaxDistinctDelays; i++)
-    many.rules.push_back({ip(10, 0, 0, 0) + i, 32, 0, 1000 + i, 0});
+  for (uint32_t i = 0; i <= kMaxDistinctDelays; i++) many.rules.push_back({ip(10, 0, 0, 0) + i, 32, 0, 1000 + i, 0});
   EXPECT_THROW_WITH(UserError, check_destination_delays(many), "distinct delays");
 }
 
 TEST(DestinationDelay, the_most_specific_rule_applies_by_direction) {
-  DestinationDelays map{ms_to_nanos(1), ms_to_nanos(2),
+  DestinationDelays map{ms_to_nanos(1),
+                        ms_to_nanos(2),
                         {{ip(10, 0, 0, 0), 8, 0, ms_to_nanos(10), ms_to_nanos(11)},
                          {ip(10, 1, 0, 0), 16, 0, ms_to_nanos(20), ms_to_nanos(21)},
                          {ip(10, 1, 0, 0), 16, 443, ms_to_nanos(25), ms_to_nanos(26)},
@@ -102,16 +102,20 @@ TEST(DestinationDelay, the_most_specific_rule_applies_by_direction) {
 }
 
 TEST(DestinationDelay, a_later_rule_for_the_same_destination_wins) {
-  DestinationDelays map{0, 0, {{ip(10, 0, 0, 1), 32, 0, ms_to_nanos(5), ms_to_nanos(5)},
-                               {ip(10, 0, 0, 1), 32, 0, ms_to_nanos(7), ms_to_nanos(8)}}};
+  DestinationDelays map{0,
+                        0,
+                        {{ip(10, 0, 0, 1), 32, 0, ms_to_nanos(5), ms_to_nanos(5)},
+                         {ip(10, 0, 0, 1), 32, 0, ms_to_nanos(7), ms_to_nanos(8)}}};
   DestinationDelayQueue up(map, DestinationDelayQueue::Direction::Uplink);
   EXPECT_EQ(up.delay_of(packet(kClient, ip(10, 0, 0, 1), 1, 2, 0)), ms_to_nanos(7));
 }
 
 TEST(DestinationDelay, far_destinations_do_not_hold_up_near_ones_and_flows_keep_order) {
   const uint32_t near = ip(10, 0, 0, 1), far = ip(10, 0, 0, 2);
-  DestinationDelays map{ms_to_nanos(50), ms_to_nanos(50),
-                        {{near, 32, 0, ms_to_nanos(5), ms_to_nanos(5)}, {far, 32, 0, ms_to_nanos(40), ms_to_nanos(40)}}};
+  DestinationDelays map{
+      ms_to_nanos(50),
+      ms_to_nanos(50),
+      {{near, 32, 0, ms_to_nanos(5), ms_to_nanos(5)}, {far, 32, 0, ms_to_nanos(40), ms_to_nanos(40)}}};
   DestinationDelayQueue q(map, DestinationDelayQueue::Direction::Uplink);
   EXPECT_EQ(q.next_departure(), kNever);
   push(q, 0, packet(kClient, far, 1, 80, 1));
@@ -132,8 +136,8 @@ TEST(DestinationDelay, due_packets_leave_in_departure_order_across_destinations)
   const uint32_t a = ip(10, 0, 0, 1), b = ip(10, 0, 0, 2);
   DestinationDelays map{0, 0, {{a, 32, 0, 10, 10}, {b, 32, 0, 20, 20}}};
   DestinationDelayQueue q(map, DestinationDelayQueue::Direction::Uplink);
-  push(q, 0, packet(kClient, b, 1, 80, 1));  // due at 20
-  push(q, 5, packet(kClient, a, 1, 80, 2));  // due at 15
+  push(q, 0, packet(kClient, b, 1, 80, 1));   // due at 20
+  push(q, 5, packet(kClient, a, 1, 80, 2));   // due at 15
   push(q, 12, packet(kClient, a, 1, 80, 3));  // due at 22
   push(q, 13, packet(kClient, b, 1, 80, 4));  // due at 33
   EXPECT_EQ(drain(q, 100), (std::vector<uint8_t>{2, 1, 3, 4}));

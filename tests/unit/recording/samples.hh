@@ -35,7 +35,7 @@ inline RecordedPair sample_pair(int n) {
     p.server_rtt_us = 4000 + static_cast<uint64_t>(n);
     p.server_connect_us = 4200 + static_cast<uint64_t>(n);
     p.server_think_us = n % 3 == 1 ? 0 : 15850 - static_cast<uint64_t>(n);
-    if (p.https) p.server_certificate_names = {"example.com", "*.example.com"};
+    if (p.https) p.server_certificate_names = {"example.com", "*.example.com"}, p.server_tls_version = "TLSv1.3";
   }
   return p;
 }

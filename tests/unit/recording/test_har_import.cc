@@ -368,11 +368,12 @@ TEST(HarImport, server_timing_from_a_browsers_timings) {
                 {"serverIPAddress", ip},
                 {"timings", {{"connect", connect}, {"ssl", ssl}, {"send", 0.1}, {"wait", wait}, {"receive", 1}}}};
   };
-  const json har = {{"log",
-                     {{"version", "1.2"},
-                      {"entries",
-                       {entry("https://a.test/1", 50, 20, 100, "10.1.0.1"), entry("https://a.test/2", -1, -1, 45, "10.1.0.1"),
-                        entry("https://a.test/3", 40, 10, 31, "10.1.0.1"), entry("https://b.test/", -1, -1, 80, "10.1.0.2")}}}}};
+  const json har = {
+      {"log",
+       {{"version", "1.2"},
+        {"entries",
+         {entry("https://a.test/1", 50, 20, 100, "10.1.0.1"), entry("https://a.test/2", -1, -1, 45, "10.1.0.1"),
+          entry("https://a.test/3", 40, 10, 31, "10.1.0.1"), entry("https://b.test/", -1, -1, 80, "10.1.0.2")}}}}};
   std::vector<std::string> warnings;
   const auto pairs = from_har(har, &warnings, "x");
   ASSERT_EQ(pairs.size(), size_t{4});

@@ -531,7 +531,8 @@ TEST(RecordFile, record_writer_killed_leaves_whole_pairs_and_no_unfinished_file)
 // at most kMaxCertificateNames of them.
 TEST(RecordFile, certificate_names_are_host_names_and_bounded) {
   RecordedPair p = sample_pair(1);
-  p.server_certificate_names = {"a.test", "*.a.test", "bad name", "\x1b[31m", "", "*.", std::string(254, 'a'), "b_c.test"};
+  p.server_certificate_names = {"a.test",  "*.a.test", "bad name", "\x1b[31m", "", "*.", std::string(254, 'a'),
+                                "b_c.test"};
   for (int i = 0; i < 300; i++) p.server_certificate_names.push_back("h" + std::to_string(i) + ".test");
   std::string why;
   auto back = parse_owned_pair(serialize_pair(p), &why);

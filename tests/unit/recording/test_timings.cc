@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The servers' timing per origin, and mm-delay's map of their distances.
-#include "recording/timings.hh"
-
 #include "expect.hh"
 #include "packet/destination_delay.hh"
 #include "recording/inspect.hh"
+#include "recording/timings.hh"
 #include "samples.hh"
 
 namespace {
@@ -28,7 +27,7 @@ RecordingEntry timed(const std::string& ip, uint16_t port, const std::string& ho
 
 TEST(Timings, per_origin_smallest_rtt_and_think_percentiles_in_order_of_first_request) {
   std::vector<RecordingEntry> entries = {
-      timed("10.0.0.2", 443, "b.test", 30, 41000, 0),       timed("10.0.0.1", 80, "a.test", 0, 20500, 100000),
+      timed("10.0.0.2", 443, "b.test", 30, 41000, 0), timed("10.0.0.1", 80, "a.test", 0, 20500, 100000),
       timed("10.0.0.1", 80, "www.a.test", 10, 20100, 5000), timed("10.0.0.1", 80, "a.test", 20, 20900, 7000),
       timed("10.0.0.3", 80, "c.test", 40, std::nullopt, std::nullopt, 7)};
   const auto origins = origin_timings(entries);
@@ -49,10 +48,9 @@ TEST(Timings, per_origin_smallest_rtt_and_think_percentiles_in_order_of_first_re
 }
 
 TEST(Timings, destinations_map_puts_each_address_at_half_its_smallest_rtt_and_parses_back) {
-  std::vector<RecordingEntry> entries = {timed("10.0.0.1", 80, "a.test", 0, 20000, 0),
-                                         timed("10.0.0.1", 443, "a.test", 1, 18500, 0),
-                                         timed("10.0.0.2", 443, "b.test", 2, 41000, 0),
-                                         timed("10.0.0.3", 80, "c.test", 3, std::nullopt, std::nullopt)};
+  std::vector<RecordingEntry> entries = {
+      timed("10.0.0.1", 80, "a.test", 0, 20000, 0), timed("10.0.0.1", 443, "a.test", 1, 18500, 0),
+      timed("10.0.0.2", 443, "b.test", 2, 41000, 0), timed("10.0.0.3", 80, "c.test", 3, std::nullopt, std::nullopt)};
   const std::string map = destinations_map(origin_timings(entries));
   EXPECT_NE(map.find("10.0.0.1 9.250  # RTT 18.5 ms: a.test\n"), std::string::npos) << map;
   EXPECT_NE(map.find("10.0.0.2 20.500  # RTT 41.0 ms: b.test\n"), std::string::npos) << map;

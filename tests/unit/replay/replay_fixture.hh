@@ -33,8 +33,9 @@ struct PairSpec {
   std::string body = "hello";
   uint64_t start_us = 0;
   std::string server_name, protocol;
-  std::optional<uint64_t> rtt_us, think_us;  // the server's timing (fields 106, 108)
+  std::optional<uint64_t> rtt_us, think_us;    // the server's timing (fields 106, 108)
   std::vector<std::string> certificate_names;  // field 109
+  std::string tls_version;                     // field 110
 };
 
 inline RecordedPair make_pair(const PairSpec& s) {
@@ -53,6 +54,7 @@ inline RecordedPair make_pair(const PairSpec& s) {
   p.server_rtt_us = s.rtt_us;
   p.server_think_us = s.think_us;
   p.server_certificate_names = s.certificate_names;
+  p.server_tls_version = s.tls_version;
   return p;
 }
 

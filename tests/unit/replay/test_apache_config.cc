@@ -166,10 +166,12 @@ TEST(ApacheConfig, recorded_certificates_become_name_based_virtual_hosts) {
   size_t hosts = 0;
   for (size_t at = c.find("<VirtualHost "); at != std::string::npos; at = c.find("<VirtualHost ", at + 1)) hosts++;
   EXPECT_EQ(hosts, 2u) << c;
-  EXPECT_NE(c.find("Listen 10.0.0.2:443\n<VirtualHost 10.0.0.2:443>\nServerName b.test\nAllowEncodedSlashes NoDecode\n"),
-            std::string::npos)
+  EXPECT_NE(
+      c.find("Listen 10.0.0.2:443\n<VirtualHost 10.0.0.2:443>\nServerName b.test\nAllowEncodedSlashes NoDecode\n"),
+      std::string::npos)
       << c;
-  EXPECT_NE(c.find("<VirtualHost 10.0.0.2:443>\nServerName cdn.b.test\nServerAlias www.b.test\n"), std::string::npos) << c;
+  EXPECT_NE(c.find("<VirtualHost 10.0.0.2:443>\nServerName cdn.b.test\nServerAlias www.b.test\n"), std::string::npos)
+      << c;
   EXPECT_TRUE(has_line(c, "SSLCertificateFile \"/tmp/mm-replay.abc/apache-10.0.0.2-443-1.pem\"")) << c;
   size_t listens = 0;
   for (size_t at = c.find("Listen "); at != std::string::npos; at = c.find("Listen ", at + 1)) listens++;
@@ -181,4 +183,15 @@ TEST(ApacheConfig, recorded_certificates_become_name_based_virtual_hosts) {
   spec.certificates.clear();
   ASSERT_EQ(server_certificates(spec).size(), 1u);
   EXPECT_EQ(server_certificates(spec)[0].names, certificate_names(spec));
+}
+
+// The TLS versions offered: TLS 1.2 only where the recorded server chose it, except over HTTP/2
+// (mod_http2 answers a TLS 1.2 False Start request a round trip late).
+TEST(ApacheConfig, tls_1_2_only_where_recorded_except_over_http2) {
+  ReplayServerSpec spec{"10.0.0.1", 443, true, {"a.test"}, false};
+  EXPECT_TRUE(has_line(apache_configuration({spec}, kFiles, 40), "SSLProtocol -all +TLSv1.2 +TLSv1.3"));
+  spec.tls_max = "TLSv1.2";
+  EXPECT_TRUE(has_line(apache_configuration({spec}, kFiles, 40), "SSLProtocol -all +TLSv1.2"));
+  spec.h2 = true;
+  EXPECT_TRUE(has_line(apache_configuration({spec}, kFiles, 40), "SSLProtocol -all +TLSv1.2 +TLSv1.3"));
 }

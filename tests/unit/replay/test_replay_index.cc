@@ -420,7 +420,8 @@ TEST(ReplayIndex, certificates_follow_what_the_origins_presented) {
     s.certificate_names = std::move(san);
     return s;
   };
-  Recording rec({tls("GET /1 HTTP/1.1", "b.test", {"b.test"}), tls("GET /2 HTTP/1.1", "www.b.test", {"*.b.test", "b.test"}),
+  Recording rec({tls("GET /1 HTTP/1.1", "b.test", {"b.test"}),
+                 tls("GET /2 HTTP/1.1", "www.b.test", {"*.b.test", "b.test"}),
                  tls("GET /3 HTTP/1.1", "cdn.b.test", {"*.b.test", "b.test"}), tls("GET /4 HTTP/1.1", "x.b.test", {}),
                  tls("GET /5 HTTP/1.1", "old.test", {})});
   ASSERT_EQ(rec.index->origins().size(), 1u);
@@ -432,4 +433,23 @@ TEST(ReplayIndex, certificates_follow_what_the_origins_presented) {
   EXPECT_EQ(certificates[2], (ReplayCertificate{{"old.test", "x.b.test"}, {"old.test", "x.b.test"}}));
   Recording plain({at("GET / HTTP/1.1", "x")});
   EXPECT_TRUE(plain.index->origins()[0].certificates.empty());
+}
+
+// An origin whose every recorded handshake chose TLS 1.2 is replayed with TLS 1.2 at most.
+TEST(ReplayIndex, tls_version_as_recorded) {
+  auto tls = [](std::string line, std::string ip, std::string version) {
+    PairSpec s = at(std::move(line), "x");
+    s.https = true;
+    s.port = 443;
+    s.ip = std::move(ip);
+    s.tls_version = std::move(version);
+    return s;
+  };
+  Recording rec({tls("GET /1 HTTP/1.1", "10.0.0.1", "TLSv1.2"), tls("GET /2 HTTP/1.1", "10.0.0.1", "TLSv1.2"),
+                 tls("GET /3 HTTP/1.1", "10.0.0.2", "TLSv1.2"), tls("GET /4 HTTP/1.1", "10.0.0.2", "TLSv1.3"),
+                 tls("GET /5 HTTP/1.1", "10.0.0.3", "")});
+  ASSERT_EQ(rec.index->origins().size(), 3u);
+  EXPECT_EQ(rec.index->origins()[0].tls_max, "TLSv1.2");
+  EXPECT_EQ(rec.index->origins()[1].tls_max, "");
+  EXPECT_EQ(rec.index->origins()[2].tls_max, "");
 }
