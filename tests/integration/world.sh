@@ -50,7 +50,11 @@ world_destroy() {
   [ -z "${WORLD_BUILD:-}" ] || { rm -rf "$WORLD_BUILD"; WORLD_BUILD=; }
   [ -n "${WORLD:-}" ] || return 0
   origins_destroy
-  [ -z "${LIVE_THINK_PID:-}" ] || { kill "$LIVE_THINK_PID" 2>/dev/null; wait "$LIVE_THINK_PID" 2>/dev/null; LIVE_THINK_PID=; }
+  if [ -n "${LIVE_THINK_PID:-}" ]; then  # (under set -e, as in scripts: nothing here may stop the clean-up)
+    kill "$LIVE_THINK_PID" 2>/dev/null || true
+    wait "$LIVE_THINK_PID" 2>/dev/null || true
+    LIVE_THINK_PID=
+  fi
   for pid in $(ip netns pids "$WORLD" 2>/dev/null) $(ip netns pids "$SERVER" 2>/dev/null); do
     kill -9 "$pid" 2>/dev/null || true
   done
@@ -374,8 +378,8 @@ origins_answer() { in_world curl -sf -o /dev/null http://c.test/ && world_resolv
 origins_destroy() {
   local ns pid
   for ns in ${ORIGIN_NAMESPACES:-}; do
-    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
-    ip netns del "$ns" 2>/dev/null
+    for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null || true; done
+    ip netns del "$ns" 2>/dev/null || true
   done
   ORIGIN_NAMESPACES= ORIGIN_CA=
 }
