@@ -62,6 +62,9 @@ const ProgramInfo kInfo{
     "                        each way: COMMAND runs inside mm-delay 0 --destinations=FILE, one\n"
     "                        FILE from the recording); mm-recording timings DIR shows them\n"
     "  --timing=none         answer at once, from servers next to COMMAND (the default)\n"
+    "  --ignore-query-param=NAME\n"
+    "                        compare requests without the query parameter NAME (a cache buster\n"
+    "                        such as _ or t); repeatable\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
@@ -336,32 +339,44 @@ ShellSpec parse_command_line(int argc, char** argv) {
   ReplayOptions options;
   Http3Settings http3;
   TimingSettings timing;
-  ArgScanner scanner(kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
-                             {"timing", true,
-                              [&](std::string_view v) {
-                                if (v == "recorded") {
-                                  timing.recorded = true;
-                                } else if (v == "none") {
-                                  timing.recorded = false;
-                                } else {
-                                  throw UsageError("--timing takes recorded or none, not \"" + printable(v, 40) + "\"");
-                                }
-                              }},
-                             {"http3", false,
-                              [&](std::string_view) {
-                                http3.serve = true;
-                                if (http3.alt_svc == AltSvcPolicy::kNone) http3.alt_svc = AltSvcPolicy::kRecorded;
-                              }},
-                             {"advertise-h3", false,
-                              [&](std::string_view) {
-                                http3.serve = true;
-                                http3.alt_svc = AltSvcPolicy::kAll;
-                              }},
-                             {"qlog-dir", true, [&](std::string_view v) { http3.qlog_dir = std::string(v); }},
-                             {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
-                             {"single-server", false, [&](std::string_view) { single_server = true; }},
-                             {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
-                             {"verbose", false, [&](std::string_view) { verbose = true; }}});
+  ArgScanner scanner(
+      kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
+              {"timing", true,
+               [&](std::string_view v) {
+                 if (v == "recorded") {
+                   timing.recorded = true;
+                 } else if (v == "none") {
+                   timing.recorded = false;
+                 } else {
+                   throw UsageError("--timing takes recorded or none, not \"" + printable(v, 40) + "\"");
+                 }
+               }},
+              {"http3", false,
+               [&](std::string_view) {
+                 http3.serve = true;
+                 if (http3.alt_svc == AltSvcPolicy::kNone) http3.alt_svc = AltSvcPolicy::kRecorded;
+               }},
+              {"advertise-h3", false,
+               [&](std::string_view) {
+                 http3.serve = true;
+                 http3.alt_svc = AltSvcPolicy::kAll;
+               }},
+              {"qlog-dir", true, [&](std::string_view v) { http3.qlog_dir = std::string(v); }},
+              {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
+              {"ignore-query-param", true,
+               [&](std::string_view v) {
+                 if (v.empty() || v.size() > kMaxQueryParameterName ||
+                     v.find_first_of("&=?# \t\r\n") != std::string_view::npos)
+                   throw UsageError("--ignore-query-param needs a parameter name (no & = ? # or spaces), not \"" +
+                                    printable(v, 40) + "\"");
+                 if (options.ignored_query_parameters.size() == kMaxIgnoredQueryParameters)
+                   throw UsageError("more than " + std::to_string(kMaxIgnoredQueryParameters) +
+                                    " --ignore-query-param options");
+                 options.ignored_query_parameters.emplace_back(v);
+               }},
+              {"single-server", false, [&](std::string_view) { single_server = true; }},
+              {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+              {"verbose", false, [&](std::string_view) { verbose = true; }}});
   ShellSpec spec;
   spec.command = scanner.scan(argc, argv, [&](std::string_view word) {
     if (dir) return false;

@@ -676,8 +676,18 @@ int Connection::on_h3_stream_close(nghttp3_conn*, int64_t stream_id, uint64_t, v
   return 0;
 }
 
-int Connection::on_h3_recv_data(nghttp3_conn*, int64_t stream_id, const uint8_t*, size_t length, void* user, void*) {
-  // A request body plays no part in matching: consumed, so that the client may send the rest.
+int Connection::on_h3_recv_data(nghttp3_conn*, int64_t stream_id, const uint8_t* data, size_t length, void* user,
+                                void* user_stream) {
+  // Kept (bounded) for the handler, and consumed at once, so that the client may send the rest.
+  if (user_stream) {
+    Http3Request& r = static_cast<Stream*>(user_stream)->request;
+    if (!r.body_truncated && r.body.size() + length <= kMaxHttp3RequestBody) {
+      r.body.append(reinterpret_cast<const char*>(data), length);
+    } else {
+      r.body_truncated = true;
+      std::string().swap(r.body);
+    }
+  }
   Connection& c = of(user);
   ngtcp2_conn_extend_max_stream_offset(c.conn_, stream_id, length);
   ngtcp2_conn_extend_max_offset(c.conn_, length);

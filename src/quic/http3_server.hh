@@ -23,9 +23,13 @@
 struct Http3Request {
   std::string method, scheme, authority, path;  // the pseudo-header fields
   std::vector<HttpHeader> headers;              // every other field as received (lower-case names)
+  std::string body;                             // its body, up to kMaxHttp3RequestBody bytes
+  bool body_truncated = false;                  // there was more
   // The first field named `name` (lower case), or nullptr.
   const std::string* header(std::string_view name) const;
 };
+
+constexpr size_t kMaxHttp3RequestBody = 64 << 10;
 
 struct Http3Response {
   int status = 200;

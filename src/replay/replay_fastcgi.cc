@@ -236,10 +236,20 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
   if (const char* v = param("HTTP_IF_RANGE")) r.if_range = v;
   if (const char* v = param("HTTPS")) r.https = equals_ignoring_case(v, "on") || equals_ignoring_case(v, "1");
 
-  // The request body plays no part in matching, but the web server expects it to be read.
-  char discard[16384];
-  while (FCGX_GetStr(discard, sizeof discard, request.in) > 0) {
+  // The request body (for matching by body), read whole; beyond kMaxMatchedBody it is read
+  // and dropped, and plays no part.
+  char buffer[16384];
+  std::string body;
+  bool too_large = false;
+  for (int n; (n = FCGX_GetStr(buffer, sizeof buffer, request.in)) > 0;) {
+    if (!too_large && body.size() + static_cast<size_t>(n) <= kMaxMatchedBody) {
+      body.append(buffer, static_cast<size_t>(n));
+    } else {
+      too_large = true;
+      std::string().swap(body);
+    }
   }
+  if (!too_large && !body.empty()) r.body = std::move(body);
   const auto request_end = std::chrono::steady_clock::now();
 
   ReplayMatch match;

@@ -49,6 +49,7 @@ ReplayRequest replay_request_of(const Http3Request& request) {
   }
   if (const std::string* range = request.header("range")) r.range = *range;
   if (const std::string* if_range = request.header("if-range")) r.if_range = *if_range;
+  if (!request.body_truncated && !request.body.empty()) r.body = request.body;
   return r;
 }
 

@@ -268,12 +268,43 @@ std::optional<Entry> request_entry(const fs::path& file, const RecordedPair& pai
     e.user_agent = std::string(*ua);
   }
   if (const auto range = pair.request.header("Range")) e.range = std::string(*range);
+  if (!pair.request.body.empty()) {
+    const std::string body = decoded_body(pair.request);
+    if (!body.empty()) e.request_body = std::make_pair(request_body_hash(body), body.size());
+  }
   e.ip = pair.ip;
   e.port = pair.port;
   e.request_start_us = pair.request_start_us;
   e.file = file.filename().string();
   return e;
 }
+
+}  // namespace
+
+uint64_t request_body_hash(std::string_view body) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (unsigned char c : body) hash = (hash ^ c) * 0x100000001b3ULL;
+  return hash;
+}
+
+std::string without_query_parameters(std::string_view query, const std::vector<std::string>& names) {
+  if (names.empty()) return std::string(query);
+  std::string out;
+  while (true) {
+    const size_t amp = query.find('&');
+    const std::string_view item = query.substr(0, amp);
+    const std::string_view name = item.substr(0, item.find('='));
+    if (!item.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+      if (!out.empty()) out += '&';
+      out += item;
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return out;
+}
+
+namespace {
 
 bool recorded_before(const Entry& a, const Entry& b) {
   return std::tie(a.request_start_us, a.file) < std::tie(b.request_start_us, b.file);
@@ -291,11 +322,20 @@ IncomingRequest normalize_request(const ReplayRequest& r) {
   in.has_user_agent = r.has_user_agent;
   in.user_agent = r.user_agent;
   in.range = r.range;
+  if (r.body && !r.body->empty()) in.body = std::make_pair(request_body_hash(*r.body), r.body->size());
   return in;
 }
 
+// A target as the matcher compares it: without the ignored query parameters.
+std::string compared_target(const std::string& path, const std::string& query, const ReplayOptions& options) {
+  const std::string q = without_query_parameters(query, options.ignored_query_parameters);
+  return q.empty() ? path : path + "?" + q;  // "/a?_=1" is "/a" once "_" is ignored
+}
+
 std::string counter_key(const IncomingRequest& in, const ReplayOptions& options) {
-  std::string key = index_key(in.https, in.host, in.method, in.target);
+  const std::string target =
+      options.ignored_query_parameters.empty() ? in.target : compared_target(in.path, in.query, options);
+  std::string key = index_key(in.https, in.host, in.method, target);
   if (!options.ignore_user_agent) {
     key += '\0';
     key += in.has_user_agent ? '+' : '-';
@@ -303,6 +343,7 @@ std::string counter_key(const IncomingRequest& in, const ReplayOptions& options)
   }
   key += '\0';
   key += in.range ? "+" + *in.range : "-";
+  if (in.body) key += '\0' + std::to_string(in.body->first);  // repeats are counted per body
   return key;
 }
 
@@ -319,11 +360,21 @@ template <typename PickIdentical>
 const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingRequest& in,
                     const ReplayOptions& options, PickIdentical pick_identical) {
   std::vector<const Entry*> eligible, identical, same_target;
+  // With ignored query parameters, targets and queries are compared without them.
+  const bool ignoring = !options.ignored_query_parameters.empty();
+  const std::string in_target = ignoring ? compared_target(in.path, in.query, options) : in.target;
+  const std::string in_query =
+      ignoring ? without_query_parameters(in.query, options.ignored_query_parameters) : in.query;
+  auto target_of = [&](const Entry* e) { return ignoring ? compared_target(e->path, e->query, options) : e->target; };
+  auto query_of = [&](const Entry* e) {
+    return ignoring ? without_query_parameters(e->query, options.ignored_query_parameters) : e->query;
+  };
   for (const Entry* e : candidates) {
     if (!user_agent_matches(*e, in, options)) continue;
-    if (!in.range && is_partial(e) && e->target != in.target) continue;
+    const std::string e_target = target_of(e);
+    if (!in.range && is_partial(e) && e_target != in_target) continue;
     eligible.push_back(e);
-    if (e->target != in.target) continue;
+    if (e_target != in_target) continue;
     same_target.push_back(e);
     if (e->range == in.range) identical.push_back(e);
   }
@@ -340,13 +391,24 @@ const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingR
     }
   }
   if (identical.empty()) identical = std::move(same_target);
+  // A request with a body: recorded ones with the same body first (a POST API answers by body).
+  auto same_body = [&](std::vector<const Entry*>& list) {
+    if (!in.body) return;
+    std::vector<const Entry*> out;
+    std::copy_if(list.begin(), list.end(), std::back_inserter(out),
+                 [&](const Entry* e) { return e->request_body == in.body; });
+    if (!out.empty()) list = std::move(out);
+  };
+  same_body(identical);
   if (!identical.empty()) return identical[std::min(pick_identical(), identical.size() - 1)];
+  same_body(eligible);
   const Entry* best = nullptr;
   size_t best_length = 0;
   for (const Entry* e : eligible) {
     // No candidate can do better than its shorter query: skip the work when it cannot win.
-    if (best && std::min(e->query.size(), in.query.size()) <= best_length) continue;
-    const size_t length = longest_common_substring(e->query, in.query);
+    const std::string e_query = query_of(e);
+    if (best && std::min(e_query.size(), in_query.size()) <= best_length) continue;
+    const size_t length = longest_common_substring(e_query, in_query);
     if (!best || length > best_length) {
       best = e;
       best_length = length;

@@ -31,11 +31,27 @@ struct ReplayRequest {
   bool https = false;
   std::optional<std::string> range;     // the Range header, if any (see replay_range.hh)
   std::optional<std::string> if_range;  // the If-Range header, if any
+  // The request's body, when it has one of at most kMaxMatchedBody bytes: among recorded
+  // requests that match otherwise, one with the same body wins (POST APIs, GraphQL).
+  std::optional<std::string> body;
 };
+constexpr size_t kMaxMatchedBody = 64 << 10;
+
+// The hash by which request bodies are compared (64-bit FNV-1a).
+uint64_t request_body_hash(std::string_view body);
 
 struct ReplayOptions {
   bool ignore_user_agent = false;
+  // Query parameters left out when requests are compared (cache busters: "_", "t", "cb"):
+  // a request then matches a recorded one that differs only in their values, or in having them.
+  std::vector<std::string> ignored_query_parameters = {};
 };
+// The most --ignore-query-param names, and their longest.
+constexpr size_t kMaxIgnoredQueryParameters = 64, kMaxQueryParameterName = 256;
+
+// `query` (after '?') without the parameters named in `names` (compared as written, before '=';
+// a parameter with no '=' is named by all of it), the others in their order.
+std::string without_query_parameters(std::string_view query, const std::vector<std::string>& names);
 
 // One server the replay must run: a recorded IP:port.
 struct ReplayOrigin {
@@ -113,6 +129,8 @@ class ReplayIndex {
     bool has_user_agent = false;
     std::string user_agent;
     std::optional<std::string> range;  // the recorded request's Range header, if any
+    // Its body (de-chunked), by hash and size: nullopt when it had none.
+    std::optional<std::pair<uint64_t, size_t>> request_body;
     std::string ip;
     uint16_t port = 0;
     uint64_t request_start_us = 0;

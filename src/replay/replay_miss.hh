@@ -19,7 +19,8 @@ struct IncomingRequest {
   std::string method, target, path, query;
   bool has_user_agent = false;
   std::string user_agent;
-  std::optional<std::string> range;  // the Range header: part of what makes requests identical
+  std::optional<std::string> range;                      // the Range header: part of what makes requests identical
+  std::optional<std::pair<uint64_t, size_t>> body = {};  // its body's hash and size (ReplayRequest::body)
 };
 
 // "GET http://host/target", printable, for messages.

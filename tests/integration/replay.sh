@@ -453,9 +453,10 @@ test_replay_servers_killed_replay_leaves_no_daemon() {
 test_replay_range_requests_get_206_416_and_recorded_slices() {
   local dir=$WORLD_TMP/rp-range ca=$WORLD_TMP/mmca/ca.pem web=$WORLD_TMP/web
   # Recorded: style.css whole; app.js only as two ranges (206 from nginx); b.test/app.js gzip.
-  recording_shell "$dir" -- sh -c "curl -sf -o /dev/null http://a.test/style.css &&
-    curl -sf -o /dev/null -r 0-99 http://c.test/app.js && curl -sf -o /dev/null -r 100-299 http://c.test/app.js &&
-    curl -sf -o /dev/null --cacert $ca --compressed https://b.test/app.js" || fail "recording failed" || return 1
+  # (-S: a failing curl says why.)
+  recording_shell "$dir" -- sh -c "curl -sSf -o /dev/null http://a.test/style.css &&
+    curl -sSf -o /dev/null -r 0-99 http://c.test/app.js && curl -sSf -o /dev/null -r 100-299 http://c.test/app.js &&
+    curl -sSf -o /dev/null --cacert $ca --compressed https://b.test/app.js" || fail "recording failed" || return 1
   local css=$web/a/www/a.test/style.css js=$web/c/www/c.test/app.js
   local len; len=$(stat -c %s "$css")
   origins_pause
@@ -762,4 +763,41 @@ if plain > live * 0.6:
 PY
   [ $? = 0 ] || return 1
   check_no_chromium
+}
+
+# Matching rules users ask for: a POST API answered by body (curl -d, the same URL), and a cache
+# buster left out of the comparison (--ignore-query-param), through Apache as a browser would.
+test_replay_matches_post_bodies_and_ignores_cache_busters() {
+  local dir=$WORLD_TMP/rp-bodies har=$WORLD_TMP/bodies.har out
+  /usr/bin/python3 - "$har" <<'PY'
+import json, sys
+def entry(method, url, answer, body=None, n=[0]):
+    n[0] += 1
+    e = {"startedDateTime": "2026-01-01T00:00:%02d.000Z" % n[0], "time": 1,
+         "request": {"method": method, "url": url, "httpVersion": "HTTP/1.1",
+                     "headers": [{"name": "Host", "value": "api.test"}], "queryString": [], "cookies": [],
+                     "headersSize": -1, "bodySize": len(body or "")},
+         "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                      "headers": [{"name": "Content-Type", "value": "text/plain"}], "cookies": [],
+                      "content": {"size": len(answer), "mimeType": "text/plain", "text": answer},
+                      "redirectURL": "", "headersSize": -1, "bodySize": len(answer)},
+         "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": "10.99.0.9"}
+    if body is not None:
+        e["request"]["postData"] = {"mimeType": "application/json", "text": body}
+    return e
+entries = [entry("POST", "http://api.test/graphql", "user\n", '{"q":"user"}'),
+           entry("POST", "http://api.test/graphql", "feed\n", '{"q":"feed"}'),
+           entry("GET", "http://api.test/item?id=7&_=1111111111", "seven\n"),
+           entry("GET", "http://api.test/item?id=8&_=1700000001", "eight\n")]
+json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"}, "entries": entries}}, open(sys.argv[1], "w"))
+PY
+  "$BIN/mm-recording" from-har "$har" "$dir" >/dev/null 2>&1 || { fail "from-har failed"; return 1; }
+  out=$(replay_shell "$dir" --ignore-user-agent --ignore-query-param=_ -- sh -c '
+    curl -s -d "{\"q\":\"feed\"}" http://api.test/graphql; curl -s -d "{\"q\":\"user\"}" http://api.test/graphql
+    curl -s "http://api.test/item?id=7&_=1700000001"' 2>&1)
+  [ "$out" = "$(printf 'feed\nuser\nseven')" ] || fail "with the rules: $out" || return 1
+  # Without the option the closest query string wins, which the buster misleads.
+  out=$(replay_shell "$dir" --ignore-user-agent -- curl -s "http://api.test/item?id=7&_=1700000001" 2>&1)
+  [ "$out" = eight ] || fail "without --ignore-query-param: $out" || return 1
+  rc_msg 2 '--ignore-query-param needs a parameter name' replay_shell "$dir" --ignore-query-param='a=b' true
 }

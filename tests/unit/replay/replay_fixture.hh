@@ -36,6 +36,7 @@ struct PairSpec {
   std::optional<uint64_t> rtt_us, think_us;    // the server's timing (fields 106, 108)
   std::vector<std::string> certificate_names;  // field 109
   std::string tls_version;                     // field 110
+  std::string request_body;
 };
 
 inline RecordedPair make_pair(const PairSpec& s) {
@@ -45,6 +46,7 @@ inline RecordedPair make_pair(const PairSpec& s) {
   p.https = s.https;
   p.request.first_line = s.request_line;
   p.request.headers = s.request_headers;
+  p.request.body = s.request_body;
   p.response.first_line = s.status_line;
   p.response.headers = s.response_headers;
   p.response.body = s.body;

@@ -453,3 +453,54 @@ TEST(ReplayIndex, tls_version_as_recorded) {
   EXPECT_EQ(rec.index->origins()[1].tls_max, "");
   EXPECT_EQ(rec.index->origins()[2].tls_max, "");
 }
+
+// --ignore-query-param: cache busters left out of the comparison, in either request.
+TEST(ReplayIndex, ignored_query_parameters_do_not_count) {
+  EXPECT_EQ(without_query_parameters("a=1&_=123&b=2", {"_"}), "a=1&b=2");
+  EXPECT_EQ(without_query_parameters("_=123", {"_"}), "");
+  EXPECT_EQ(without_query_parameters("t&x=1&t=5", {"t"}), "x=1");
+  EXPECT_EQ(without_query_parameters("a=1&&b", {"x"}), "a=1&b");
+  EXPECT_EQ(without_query_parameters("a=1", {}), "a=1");
+  Recording rec({at("GET /api?id=7&_=1111111111 HTTP/1.1", "seven"), at("GET /api?id=8&_=1700000001 HTTP/1.1", "eight"),
+                 at("GET /plain HTTP/1.1", "plain"), at("GET /again?cb=1 HTTP/1.1", "first"),
+                 at("GET /again?cb=2 HTTP/1.1", "second")});
+  ReplayOptions options;
+  options.ignored_query_parameters = {"_", "cb"};
+  // Without the option the closest query wins, which a cache buster can mislead: id=8's
+  // buster shares more with this request than id=7's does.
+  EXPECT_EQ(rec.match(get("/api?id=7&_=1700000001")).response.body, "eight");
+  EXPECT_EQ(rec.match(get("/api?id=7&_=1700000001"), options).response.body, "seven");
+  EXPECT_EQ(rec.match(get("/api?_=999&id=8"), options).response.body, "eight");
+  EXPECT_EQ(rec.match(get("/plain?_=42"), options).response.body, "plain");
+  // Requests that are the same without the busters are repeats: served in recorded order.
+  EXPECT_EQ(rec.match(get("/again?cb=77"), options).response.body, "first");
+  EXPECT_EQ(rec.match(get("/again?cb=78"), options).response.body, "second");
+}
+
+// A request with a body: among recorded ones that match otherwise, the one with the same body
+// (de-chunked) wins; repeats are counted per body; no such body: the rules as before.
+TEST(ReplayIndex, request_bodies_choose_among_identical_requests) {
+  auto post = [](std::string body, std::string answer, bool chunked = false) {
+    PairSpec s = at("POST /graphql HTTP/1.1", std::move(answer));
+    s.request_headers.push_back(chunked ? HttpHeader{"Transfer-Encoding", "chunked"}
+                                        : HttpHeader{"Content-Length", std::to_string(body.size())});
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", body.size());
+    s.request_body = chunked ? size + ("\r\n" + body + "\r\n0\r\n\r\n") : body;
+    return s;
+  };
+  Recording rec(
+      {post("{\"q\":\"user\"}", "user"), post("{\"q\":\"feed\"}", "feed 1", true), post("{\"q\":\"feed\"}", "feed 2")});
+  auto with_body = [](std::string body) {
+    ReplayRequest r = get("/graphql", "example.com", false, std::string("UA"), "POST");
+    r.body = std::move(body);
+    return r;
+  };
+  EXPECT_EQ(rec.match(with_body("{\"q\":\"feed\"}")).response.body, "feed 1");
+  EXPECT_EQ(rec.match(with_body("{\"q\":\"user\"}")).response.body, "user");
+  EXPECT_EQ(rec.match(with_body("{\"q\":\"feed\"}")).response.body, "feed 2");
+  EXPECT_EQ(rec.match(with_body("{\"q\":\"user\"}")).response.body, "user");  // the last again
+  // A body nothing recorded: in recorded order, as without bodies.
+  EXPECT_EQ(rec.match(with_body("{\"q\":\"other\"}")).response.body, "user");
+  EXPECT_NE(request_body_hash("a"), request_body_hash("b"));
+}
