@@ -351,7 +351,11 @@ TEST(ReplayFastCgi, stop_ends_a_think_time_at_once) {
       // the connection closed without an answer: what stopping does
     }
   });
-  while (server.served() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  // Until the request is being answered (its think time begins), with a deadline.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server.served() == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_EQ(server.served(), 1u) << "the request never reached the matcher";  // stop() below ends it anyway
   const auto t0 = std::chrono::steady_clock::now();
   server.stop();
   client.join();
