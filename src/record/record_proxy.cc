@@ -22,6 +22,7 @@
 #include "record/client_hello.hh"
 #include "tls/openssl_error.hh"
 #include "tls/tls_stream.hh"
+#include "util/clock.hh"
 #include "util/host_name.hh"
 #include "util/tcp_info.hh"
 #include "util/text.hh"
@@ -70,12 +71,8 @@ std::vector<std::string> certificate_dns_names(SSL* ssl) {
   return names;
 }
 
-// For durations: the wall clock may step.
-uint64_t monotonic_us() {
-  timespec ts;
-  ::clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000 + static_cast<uint64_t>(ts.tv_nsec) / 1000;
-}
+// For durations (the wall clock may step): util/clock.hh's monotonic clock, in microseconds.
+uint64_t monotonic_us() { return static_cast<uint64_t>(monotonic_now()) / 1000; }
 
 }  // namespace
 
