@@ -8,11 +8,13 @@
 // because Debian's gtlsclient checks no certificate, exits 0 on a 404 or a handshake timeout and
 // overwrites downloads of the same name.
 //
-//   h3-load --ca CA.pem --connections 200 --requests 50 --in-flight 8 [--migrate-after N] --manifest FILE IP:PORT
+//   h3-load --ca CA.pem --connections 200 --requests 50 --in-flight 8 [--migrate-after N] [--qlog-dir DIR]
+//           --manifest FILE IP:PORT
 //
 // --migrate-after N: once N of its requests are done, each connection moves to a new UDP port
 // (a new socket; QUIC connection migration, as Chromium does on a port change) and goes on there,
 // keeping the old socket for the server's packets until the end.
+// --qlog-dir DIR: each connection's qlog in DIR/client-N.sqlog (DIR must exist).
 //
 // Manifest: one line per URL, tab-separated: host, path, status, SHA-256 of the body (hex).
 #include <gnutls/crypto.h>
@@ -55,6 +57,7 @@ struct Options {
   int connections = 200, requests = 50, in_flight = 8, migrate_after = 0;
   int epoll = -1;
   std::string manifest;
+  std::string qlog_dir;  // --qlog-dir: one qlog file per connection, as mm-replay's server writes them
   sockaddr_in server{};
 };
 
@@ -105,6 +108,14 @@ class Client {
     ngtcp2_settings settings;
     ngtcp2_settings_default(&settings);
     settings.initial_ts = static_cast<ngtcp2_tstamp>(monotonic_now());
+    if (!o.qlog_dir.empty()) {
+      qlog_ = std::fopen((o.qlog_dir + "/client-" + std::to_string(index) + ".sqlog").c_str(), "we");
+      if (!qlog_) throw std::runtime_error("--qlog-dir: cannot write in " + o.qlog_dir);
+      settings.qlog.odcid = dcid;
+      settings.qlog.write = [](void* u, uint32_t, const void* data, size_t n) {
+        std::fwrite(data, 1, n, static_cast<Client*>(u)->qlog_);
+      };
+    }
     ngtcp2_transport_params params;
     ngtcp2_transport_params_default(&params);
     params.initial_max_streams_uni = 3;
@@ -181,6 +192,11 @@ class Client {
     gnutls_server_name_set(tls_, GNUTLS_NAME_DNS, host_.data(), host_.size());
     gnutls_session_set_verify_cert(tls_, host_.c_str(), 0);  // the chain to the CA, and the name
     ngtcp2_conn_set_tls_native_handle(conn_, tls_);
+    // A PING after a second of silence, as a browser pings a connection whose requests are open
+    // (Chromium after 15 s): after a migration, a server that has not validated the new path may
+    // send only three times what it received there, and a client with nothing to acknowledge
+    // would leave it waiting; ngtcp2 also disarms its loss-detection timer on validating a path.
+    ngtcp2_conn_set_keep_alive_timeout(conn_, static_cast<ngtcp2_duration>(kNanosPerSec));
     started_ = monotonic_now();
   }
   ~Client() {
@@ -192,12 +208,23 @@ class Client {
     if (tls_) gnutls_deinit(tls_);
     if (fd_ >= 0) ::close(fd_);
     if (old_fd_ >= 0) ::close(old_fd_);
+    if (qlog_) std::fclose(qlog_);
   }
   int fd() const { return fd_; }
   bool done() const { return done_; }
   Nanos expiry() const {
     const ngtcp2_tstamp t = ngtcp2_conn_get_expiry(conn_);
     return t >= static_cast<ngtcp2_tstamp>(kNever) ? kNever : static_cast<Nanos>(t);
+  }
+
+  // The 120 s deadline passed: what it was waiting for, then its requests count as failed.
+  void give_up() {
+    ngtcp2_conn_stat stat;
+    ngtcp2_conn_get_conn_stat(conn_, &stat);
+    std::cerr << "  connection " << index_ << ": " << completed_ << " of " << options_.requests << " requests done, "
+              << requests_.size() << " open, " << stat.bytes_in_flight << " bytes in flight, cwnd " << stat.cwnd
+              << (stat.loss_detection_timer == UINT64_MAX ? ", no loss-detection timer" : "") << "\n";
+    fail("gave up after 120 s");
   }
 
   void read(Nanos now) {
@@ -436,6 +463,7 @@ class Client {
   ngtcp2_conn* conn_ = nullptr;
   nghttp3_conn* h3_ = nullptr;
   gnutls_session_t tls_ = nullptr;
+  std::FILE* qlog_ = nullptr;
   ngtcp2_crypto_conn_ref reference_{};
   std::map<int64_t, Request> requests_;
   int submitted_ = 0, completed_ = 0;
@@ -450,7 +478,8 @@ double percentile(std::vector<double> v, double p) {
 }
 
 int usage() {
-  std::cerr << "usage: h3-load --ca CA.pem [--connections N] [--requests N] [--in-flight N] --manifest FILE IP:PORT\n";
+  std::cerr << "usage: h3-load --ca CA.pem [--connections N] [--requests N] [--in-flight N] [--migrate-after N] "
+               "[--qlog-dir DIR] --manifest FILE IP:PORT\n";
   return 2;
 }
 }  // namespace
@@ -476,6 +505,8 @@ int main(int argc, char** argv) {
       o.migrate_after = std::stoi(value());
     else if (a == "--manifest")
       o.manifest = value();
+    else if (a == "--qlog-dir")
+      o.qlog_dir = value();
     else if (server.empty() && a[0] != '-')
       server = a;
     else
@@ -539,8 +570,10 @@ int main(int argc, char** argv) {
     if (active == 0) break;
     const Nanos now0 = monotonic_now();
     if (now0 > deadline) {
-      std::cerr << "h3-load: gave up after 120 s with " << active << " connections unfinished\n";
-      totals.failed += active;
+      std::cerr << "h3-load: gave up after 120 s with " << active << " connections unfinished:\n";
+      for (auto& c : clients) {
+        if (!c->done()) c->give_up();
+      }
       break;
     }
     const int timeout_ms = next == kNever ? 1000 : static_cast<int>(std::max<Nanos>(0, next - now0) / kNanosPerMs);
