@@ -70,6 +70,12 @@ const ProgramInfo kInfo{
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
     "                        it: a control for what multi-origin emulation changes\n"
     "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
+    "  --server-congestion-control=NAME\n"
+    "                        the servers' TCP congestion control (one the kernel allows in a\n"
+    "                        namespace: net.ipv4.tcp_allowed_congestion_control)\n"
+    "  --server-slow-start-after-idle=on|off\n"
+    "                        whether the servers' TCP restarts slow start after an idle\n"
+    "                        period (the kernel's default: on)\n"
     "  --verbose             a summary of requests answered and missed at the end\n"
     "  --help, --version\n"
     "\n"
@@ -339,6 +345,7 @@ ShellSpec parse_command_line(int argc, char** argv) {
   ReplayOptions options;
   Http3Settings http3;
   TimingSettings timing;
+  ServerTcpSettings server_tcp;
   ArgScanner scanner(
       kInfo, {{"http2", false, [&](std::string_view) { http2 = true; }},
               {"timing", true,
@@ -362,6 +369,21 @@ ShellSpec parse_command_line(int argc, char** argv) {
                  http3.alt_svc = AltSvcPolicy::kAll;
                }},
               {"qlog-dir", true, [&](std::string_view v) { http3.qlog_dir = std::string(v); }},
+              {"server-congestion-control", true,
+               [&](std::string_view v) {
+                 if (!is_congestion_control_name(v))
+                   throw UsageError(
+                       "--server-congestion-control needs a congestion control's name (such as reno "
+                       "or bbr), not \"" +
+                       printable(v, 40) + "\"");
+                 server_tcp.congestion_control = std::string(v);
+               }},
+              {"server-slow-start-after-idle", true,
+               [&](std::string_view v) {
+                 if (v != "on" && v != "off")
+                   throw UsageError("--server-slow-start-after-idle takes on or off, not \"" + printable(v, 40) + "\"");
+                 server_tcp.slow_start_after_idle = v == "on";
+               }},
               {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
               {"ignore-query-param", true,
                [&](std::string_view v) {
@@ -400,6 +422,7 @@ ShellSpec parse_command_line(int argc, char** argv) {
   // The ferry reads the recording: it has dropped root's rights for good (no memory bug in the
   // parsing can regain them), and only the list of addresses goes back to the supervisor.
   spec.isolated = true;
+  spec.isolated_tcp = server_tcp;
   spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, http3, timing, verbose](
                    const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {

@@ -592,7 +592,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const bool isolated = spec.isolated;
   ShellNetwork net;
   if (isolated) {
-    net.inner_namespace = create_isolated_namespace();  // empty: the ferry asks for its addresses
+    net.inner_namespace = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
   } else {
     net = create_shell_network(
         spec.device_kind, plan.pool, plan.base,

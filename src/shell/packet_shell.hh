@@ -49,6 +49,7 @@ struct ShellSpec {
   // FerryEndpoints::add_addresses. Until then the supervisor can end it at any time (SIGKILL):
   // it must hold nothing that needs cleaning up before it has its addresses.
   bool isolated = false;
+  ServerTcpSettings isolated_tcp;  // isolated shells: the TCP of the servers inside
   // The ferry opens X windows (live graphs): without DISPLAY the shell fails at the start,
   // before any set-up, with this message (which says what to do instead).
   std::string display_needed;

@@ -29,6 +29,7 @@
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
+#include "util/text.hh"
 
 namespace {
 
@@ -393,13 +394,54 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   return net;
 }
 
-FileDescriptor create_isolated_namespace() {
+bool is_congestion_control_name(std::string_view name) {
+  return !name.empty() && name.size() < 16 && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+namespace {
+// The namespace's default congestion control; the kernel says no with ENOENT (none of that name,
+// even as a module) or EPERM (not among net.ipv4.tcp_allowed_congestion_control).
+void set_congestion_control(const std::string& name) {
+  const std::string path = "/proc/sys/net/ipv4/tcp_congestion_control";
+  try {
+    write_existing_file(path, name);
+  } catch (const SystemError& e) {
+    if (e.error() != ENOENT && e.error() != EPERM) throw;
+    auto words = [](const std::string& file) {
+      try {
+        std::string text = read_small_file(file);  // "reno bbr\n"
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+        return text;
+      } catch (const std::exception&) {
+        return std::string("?");
+      }
+    };
+    const std::string allowed = words("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+    if (e.error() == ENOENT) {
+      throw UserError("--server-congestion-control=" + name + ": this kernel has no congestion control of that name (" +
+                      "available: " + words("/proc/sys/net/ipv4/tcp_available_congestion_control") +
+                      "; in a namespace: " + allowed + "); choose one of those");
+    }
+    throw UserError("--server-congestion-control=" + name +
+                    ": the kernel allows only these in a namespace (net.ipv4.tcp_allowed_congestion_control): " +
+                    allowed + "; choose one of them, or ask the administrator to allow " + name);
+  }
+}
+}  // namespace
+
+FileDescriptor create_isolated_namespace(const ServerTcpSettings& tcp) {
   FileDescriptor caller_namespace = open_current_namespace();
   unshare_network_namespace();
   try {
     bring_up("lo");
     write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
     write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    if (!tcp.congestion_control.empty()) set_congestion_control(tcp.congestion_control);
+    if (tcp.slow_start_after_idle) {
+      write_existing_file("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *tcp.slow_start_after_idle ? "1" : "0");
+    }
     FileDescriptor isolated = open_current_namespace();
     enter_namespace(caller_namespace);
     return isolated;

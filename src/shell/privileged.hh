@@ -134,10 +134,22 @@ void raise_priority(int nice);
 enum class HelperWait { UntilExited, UntilReported };
 void run_root_helper(const std::function<void()>& fn, bool interruptible, HelperWait wait);
 
+// The TCP of the servers in an isolated namespace (mm-replay --server-...): that namespace's own
+// sysctls, which a user could set in a namespace of their own too. Empty/unset: the defaults the
+// namespace inherits.
+struct ServerTcpSettings {
+  std::string congestion_control;             // net.ipv4.tcp_congestion_control
+  std::optional<bool> slow_start_after_idle;  // net.ipv4.tcp_slow_start_after_idle
+};
+
+// Whether `name` is spelt as the kernel's congestion controls are (1-15 of a-z, 0-9, _).
+bool is_congestion_control_name(std::string_view name);
+
 // A namespace with no way out (mm-replay): only lo, up, with no address but 127.0.0.1/8 yet;
-// ports below 1024 bindable by the user (the servers run with the user's rights); ping for all.
+// ports below 1024 bindable by the user (the servers run with the user's rights); ping for all;
+// the servers' TCP as `tcp` asks (UserError naming the choices the kernel allows if it refuses).
 // The calling process stays in (returns to) its namespace; the new one is returned.
-FileDescriptor create_isolated_namespace();
+FileDescriptor create_isolated_namespace(const ServerTcpSettings& tcp = {});
 
 // The most addresses an isolated namespace gets: each one costs root netlink work and kernel
 // memory the user cannot reclaim, so the user (through a recording) must not choose without bound.

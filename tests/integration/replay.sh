@@ -162,6 +162,48 @@ test_replay_bad_input() {
   echo "  missing DIR, corrupt files skipped with warnings, nothing valid refused"
 }
 
+# The servers' TCP, in the replay's namespace only: as an ordinary user, reno (the host's default
+# here is bbr) on the very socket that sends a download, slow start after idle off; the host's
+# settings untouched; a name the kernel has not, one it does not allow, and malformed words refused.
+test_replay_server_tcp_congestion_control_and_slow_start_after_idle() {
+  local dir=$WORLD_TMP/rp-tcp home=$WORLD_TMP/rp-tcp-home out status
+  big_recording "$dir" 4000000 || return 1
+  mkdir -p "$home" && chown -R "$TEST_USER" "$dir" "$home"
+  local host_cc host_ssai; host_cc=$(cat /proc/sys/net/ipv4/tcp_congestion_control); host_ssai=$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
+  # One the kernel allows in a namespace other than the host's default (here reno; bbr is the default).
+  local other; other=$(for cc in $(cat /proc/sys/net/ipv4/tcp_allowed_congestion_control); do
+    [ "$cc" = "$host_cc" ] || echo "$cc"; done | head -1)
+  [ -n "$other" ] || other=$host_cc
+  out=$(AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-replay" "$dir" --server-congestion-control=$other \
+    --server-slow-start-after-idle=off -- sh -c '
+      cat /proc/sys/net/ipv4/tcp_congestion_control /proc/sys/net/ipv4/tcp_slow_start_after_idle
+      curl -s -H User-Agent: --limit-rate 100k -o /dev/null http://big.test/big0 & pid=$!
+      for i in $(seq 200); do
+        line=$(ss -tinH state established "( sport = :80 )" | tr "\n" " ")
+        [ -n "$line" ] && break; sleep 0.05
+      done
+      echo "server socket: $line"; kill $pid 2>/dev/null; true' 2>&1); status=$?
+  [ "$status" = 0 ] || fail "status $status: $out" || return 1
+  [ "$(echo "$out" | sed -n 1p)" = "$other" ] && [ "$(echo "$out" | sed -n 2p)" = 0 ] ||
+    fail "the namespace's sysctls: $out" || return 1
+  echo "$out" | grep "^server socket:" | grep -qw "$other" || fail "the sending socket's congestion control: $out" || return 1
+  [ "$(cat /proc/sys/net/ipv4/tcp_congestion_control)" = "$host_cc" ] &&
+    [ "$(cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)" = "$host_ssai" ] || fail "the host's settings changed" || return 1
+  out=$(replay_shell "$dir" --server-congestion-control=nosuchcc -- true 2>&1); status=$?
+  [ "$status" != 0 ] && echo "$out" | grep -q "no congestion control of that name.*choose one" || fail "unknown name: $status '$out'" || return 1
+  local refused; refused=$(for cc in $(cat /proc/sys/net/ipv4/tcp_available_congestion_control); do
+    grep -qw "$cc" /proc/sys/net/ipv4/tcp_allowed_congestion_control || echo "$cc"; done | head -1)
+  if [ -n "$refused" ]; then
+    out=$(replay_shell "$dir" --server-congestion-control="$refused" -- true 2>&1); status=$?
+    [ "$status" != 0 ] && echo "$out" | grep -q "allows only these in a namespace" || fail "$refused: $status '$out'" || return 1
+  fi
+  out=$(replay_shell "$dir" --server-congestion-control='Bad!' -- true 2>&1); status=$?
+  [ "$status" = 2 ] && echo "$out" | grep -q "needs a congestion control's name" || fail "malformed: $status '$out'" || return 1
+  out=$(replay_shell "$dir" --server-slow-start-after-idle=maybe -- true 2>&1); status=$?
+  [ "$status" = 2 ] && echo "$out" | grep -q "takes on or off" || fail "on/off: $status '$out'" || return 1
+  echo "  the servers' socket sends with $other; slow start after idle off; ${refused:-(every available one allowed)} refused with the allowed list"
+}
+
 test_replay_chromium_loads_the_recorded_page() {
   local home=$WORLD_TMP/chome2; local dir=$home/rec
   mkdir -p "$home"; chown "$TEST_USER" "$home"
