@@ -73,6 +73,9 @@ const ProgramInfo kInfo{
     "  --server-congestion-control=NAME\n"
     "                        the servers' TCP congestion control (one the kernel allows in a\n"
     "                        namespace: net.ipv4.tcp_allowed_congestion_control)\n"
+    "  --server-initial-window=SEGMENTS\n"
+    "                        the servers' TCP initial congestion window (the kernel's: 10), for\n"
+    "                        connections to a command in a shell inside the replay\n"
     "  --server-slow-start-after-idle=on|off\n"
     "                        whether the servers' TCP restarts slow start after an idle\n"
     "                        period (the kernel's default: on)\n"
@@ -377,6 +380,14 @@ ShellSpec parse_command_line(int argc, char** argv) {
                        "or bbr), not \"" +
                        printable(v, 40) + "\"");
                  server_tcp.congestion_control = std::string(v);
+               }},
+              {"server-initial-window", true,
+               [&](std::string_view v) {
+                 const uint64_t n = parse_unsigned(v, "--server-initial-window");
+                 if (n < 1 || n > kMaxInitialWindow)
+                   throw UsageError("--server-initial-window takes a number of segments from 1 to " +
+                                    std::to_string(kMaxInitialWindow) + ", not " + std::to_string(n));
+                 server_tcp.initial_window = static_cast<uint32_t>(n);
                }},
               {"server-slow-start-after-idle", true,
                [&](std::string_view v) {

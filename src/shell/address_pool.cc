@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "shell/resolv_conf.hh"
+#include "shell/route_table.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
@@ -59,70 +60,33 @@ void add_interface_addresses(std::vector<Ipv4Net>& nets) {
   freeifaddrs(list);
 }
 
-Ipv4 ipv4_attribute(const rtattr* attribute) {
-  in_addr a{};
-  std::memcpy(&a, RTA_DATA(attribute), sizeof a);
-  return Ipv4::from_in_addr(a);
-}
-
 // Every IPv4 route of every table (policy routing included: VPNs such as Tailscale and WireGuard
-// keep theirs outside the main table), by an rtnetlink dump.
+// keep theirs outside the main table).
 void add_routes(std::vector<Ipv4Net>& nets) {
-  FileDescriptor sock(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
-  struct {
-    nlmsghdr header;
-    rtmsg route;
-  } request{};
-  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
-  request.header.nlmsg_type = RTM_GETROUTE;
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
-  request.header.nlmsg_seq = 1;
-  request.route.rtm_family = AF_INET;
-  request.route.rtm_table = RT_TABLE_UNSPEC;
-  check_syscall("asking for the routes", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
-  std::vector<nlmsghdr> storage(32768 / sizeof(nlmsghdr));  // aligned for the headers
-  char* buffer = reinterpret_cast<char*>(storage.data());
-  for (;;) {
-    const ssize_t n = ::recv(sock.get(), buffer, storage.size() * sizeof(nlmsghdr), 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw SystemError("reading the routes");
-    int length = static_cast<int>(n);
-    // NLMSG_OK compares the header's unsigned length with the int one (clang warns).
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wsign-compare"
-    for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
-         message = NLMSG_NEXT(message, length)) {
-#pragma GCC diagnostic pop
-      if (message->nlmsg_type == NLMSG_DONE) return;
-      if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused to list the routes");
-      if (message->nlmsg_type != RTM_NEWROUTE) continue;
-      const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(message));
-      if (route->rtm_family != AF_INET) continue;
-      int attributes_length = static_cast<int>(RTM_PAYLOAD(message));
-      for (const rtattr* attribute = RTM_RTA(route); RTA_OK(attribute, attributes_length);
-           attribute = RTA_NEXT(attribute, attributes_length)) {
-        if (attribute->rta_type == RTA_DST && RTA_PAYLOAD(attribute) >= 4 && route->rtm_dst_len > 0) {
-          nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), route->rtm_dst_len));
-        } else if ((attribute->rta_type == RTA_GATEWAY || attribute->rta_type == RTA_PREFSRC) &&
-                   RTA_PAYLOAD(attribute) >= 4) {
-          nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), 32));
-        } else if (attribute->rta_type == RTA_MULTIPATH) {
-          auto* hop = static_cast<const rtnexthop*>(RTA_DATA(attribute));
-          int hops_length = static_cast<int>(RTA_PAYLOAD(attribute));
-          while (RTNH_OK(hop, hops_length)) {
-            int hop_attributes_length = static_cast<int>(hop->rtnh_len) - static_cast<int>(sizeof(rtnexthop));
-            for (const rtattr* a = RTNH_DATA(hop); RTA_OK(a, hop_attributes_length);
-                 a = RTA_NEXT(a, hop_attributes_length)) {
-              if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) >= 4) nets.push_back(Ipv4Net::of(ipv4_attribute(a), 32));
-            }
-            hops_length -= static_cast<int>(RTNH_ALIGN(hop->rtnh_len));
-            hop = RTNH_NEXT(hop);
+  for_each_ipv4_route([&](const rtmsg& route, const rtattr* first, int attributes_length) {
+    for (const rtattr* attribute = first; RTA_OK(attribute, attributes_length);
+         attribute = RTA_NEXT(attribute, attributes_length)) {
+      if (attribute->rta_type == RTA_DST && RTA_PAYLOAD(attribute) >= 4 && route.rtm_dst_len > 0) {
+        nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), route.rtm_dst_len));
+      } else if ((attribute->rta_type == RTA_GATEWAY || attribute->rta_type == RTA_PREFSRC) &&
+                 RTA_PAYLOAD(attribute) >= 4) {
+        nets.push_back(Ipv4Net::of(ipv4_attribute(attribute), 32));
+      } else if (attribute->rta_type == RTA_MULTIPATH) {
+        auto* hop = static_cast<const rtnexthop*>(RTA_DATA(attribute));
+        int hops_length = static_cast<int>(RTA_PAYLOAD(attribute));
+        while (RTNH_OK(hop, hops_length)) {
+          int hop_attributes_length = static_cast<int>(hop->rtnh_len) - static_cast<int>(sizeof(rtnexthop));
+          for (const rtattr* a = RTNH_DATA(hop); RTA_OK(a, hop_attributes_length);
+               a = RTA_NEXT(a, hop_attributes_length)) {
+            if (a->rta_type == RTA_GATEWAY && RTA_PAYLOAD(a) >= 4) nets.push_back(Ipv4Net::of(ipv4_attribute(a), 32));
           }
+          hops_length -= static_cast<int>(RTNH_ALIGN(hop->rtnh_len));
+          hop = RTNH_NEXT(hop);
         }
       }
-      // A default route covers everything and is no conflict, but its gateway (added above) is.
     }
-  }
+    // A default route covers everything and is no conflict, but its gateway (added above) is.
+  });
 }
 
 // The resolvers this namespace's programs ask, often reached through the default route.

@@ -26,6 +26,7 @@
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
 #include "shell/resolv_conf.hh"
+#include "shell/route_table.hh"
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
@@ -334,7 +335,12 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   }
   if (!net.offload) net.outer_tun = create_tun(net.outer_device);
   disable_ipv6(net.outer_device);
+  // The initial windows of the route the inner address took until now (mm-replay
+  // --server-initial-window puts them on its namespace's default route): the connections from
+  // here towards the command keep them.
+  const InitialWindows windows = covering_route_windows(net.addresses.inner);
   configure_point_to_point(net.outer_device, net.addresses.outer, net.addresses.inner, kTxQueueLength);
+  if (windows.any()) set_peer_route_windows(net.outer_device, net.addresses.outer, net.addresses.inner, windows);
   // The shell's NAT, and for mm-record the redirection of its connections to a listening socket
   // on the outer address (not loopback: a DNAT to a local address on the TUN needs no
   // route_localnet, and only this shell's packets reach it).
@@ -442,6 +448,7 @@ FileDescriptor create_isolated_namespace(const ServerTcpSettings& tcp) {
     if (tcp.slow_start_after_idle) {
       write_existing_file("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *tcp.slow_start_after_idle ? "1" : "0");
     }
+    if (tcp.initial_window) add_unreachable_default({.congestion = tcp.initial_window});
     FileDescriptor isolated = open_current_namespace();
     enter_namespace(caller_namespace);
     return isolated;

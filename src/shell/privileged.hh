@@ -140,7 +140,12 @@ void run_root_helper(const std::function<void()>& fn, bool interruptible, Helper
 struct ServerTcpSettings {
   std::string congestion_control;             // net.ipv4.tcp_congestion_control
   std::optional<bool> slow_start_after_idle;  // net.ipv4.tcp_slow_start_after_idle
+  // The initial congestion window in segments (0: the kernel's, 10): a route metric, so the
+  // namespace gets "unreachable default initcwnd N", and each shell started inside copies it onto
+  // its peer route, the route the servers' connections to the command take.
+  uint32_t initial_window = 0;
 };
+constexpr uint32_t kMaxInitialWindow = 1024;
 
 // Whether `name` is spelt as the kernel's congestion controls are (1-15 of a-z, 0-9, _).
 bool is_congestion_control_name(std::string_view name);

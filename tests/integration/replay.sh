@@ -204,6 +204,33 @@ test_replay_server_tcp_congestion_control_and_slow_start_after_idle() {
   echo "  the servers' socket sends with $other; slow start after idle off; ${refused:-(every available one allowed)} refused with the allowed list"
 }
 
+# --server-initial-window reaches the servers' connections to a command behind a shell inside the
+# replay (the shell's peer route copies the window of the replay's default route): 60 kB over a
+# 200 ms round trip arrive in one flight with 64 segments, in four with 4 (4+8+16+14), as an
+# ordinary user; the world's routes untouched; out-of-range windows refused.
+test_replay_server_initial_window_reaches_connections_through_nested_shells() {
+  local dir=$WORLD_TMP/rp-iw home=$WORLD_TMP/rp-iw-home out status routes_before
+  big_recording "$dir" 60000 || return 1
+  mkdir -p "$home" && chown -R "$TEST_USER" "$dir" "$home"
+  routes_before=$(in_world ip route)
+  local transfer4 transfer64
+  for iw in 4 64; do
+    out=$(AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-replay" "$dir" --server-initial-window=$iw \
+      "$BIN/mm-delay" 100 -- curl -s -H User-Agent: -o /dev/null -w '%{time_starttransfer} %{time_total}\n' \
+      http://big.test/big0 2>&1); status=$?
+    [ "$status" = 0 ] || fail "initial window $iw: status $status: $out" || return 1
+    set -- $out
+    eval "transfer$iw=\$(awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { printf \"%d\", (b - a) * 1000 }')"
+  done
+  check_range "after the first byte, 60 kB with 4 segments (ms; three more round trips of 200)" "$transfer4" 400 2000 || return 1
+  check_range "after the first byte, 60 kB with 64 segments (ms)" "$transfer64" 0 150 || return 1
+  [ "$(in_world ip route)" = "$routes_before" ] || fail "the world's routes changed" || return 1
+  for bad in 0 1025 ten; do
+    out=$(replay_shell "$dir" --server-initial-window=$bad -- true 2>&1); status=$?
+    [ "$status" = 2 ] && echo "$out" | grep -q "server-initial-window" || fail "$bad: $status '$out'" || return 1
+  done
+}
+
 test_replay_chromium_loads_the_recorded_page() {
   local home=$WORLD_TMP/chome2; local dir=$home/rec
   mkdir -p "$home"; chown "$TEST_USER" "$home"

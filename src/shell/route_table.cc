@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// IPv4 routes over rtnetlink (see route_table.hh).
+#include "shell/route_table.hh"
+
+#include <linux/netlink.h>
+#include <net/if.h>
+#include <sys/socket.h>
+
+#include <array>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+
+namespace {
+FileDescriptor netlink_socket() {
+  return FileDescriptor(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
+}
+
+// A request under construction: header, message, then attributes (nested ones too).
+class NetlinkRequest {
+ public:
+  NetlinkRequest(uint16_t type, uint16_t flags, const rtmsg& route) {
+    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+    header->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+    header->nlmsg_type = type;
+    header->nlmsg_flags = flags;
+    header->nlmsg_seq = 1;
+    std::memcpy(NLMSG_DATA(header), &route, sizeof route);
+  }
+  rtattr* add(uint16_t type, const void* data, size_t length) {
+    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+    const size_t at = NLMSG_ALIGN(header->nlmsg_len);
+    if (at + RTA_SPACE(length) > buffer_.size()) throw std::logic_error("netlink request too long");
+    auto* attribute = reinterpret_cast<rtattr*>(buffer_.data() + at);
+    attribute->rta_type = type;
+    attribute->rta_len = static_cast<unsigned short>(RTA_LENGTH(length));
+    if (length) std::memcpy(RTA_DATA(attribute), data, length);
+    header->nlmsg_len = static_cast<uint32_t>(at + RTA_ALIGN(attribute->rta_len));
+    return attribute;
+  }
+  void add_u32(uint16_t type, uint32_t value) { add(type, &value, sizeof value); }
+  // RTA_METRICS holds the windows as attributes of its own.
+  void add_windows(InitialWindows windows) {
+    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+    rtattr* metrics = add(RTA_METRICS, nullptr, 0);
+    const size_t start = reinterpret_cast<char*>(metrics) - buffer_.data();
+    if (windows.congestion) add_u32(RTAX_INITCWND, windows.congestion);
+    if (windows.receive) add_u32(RTAX_INITRWND, windows.receive);
+    metrics = reinterpret_cast<rtattr*>(buffer_.data() + start);
+    metrics->rta_len = static_cast<unsigned short>(header->nlmsg_len - start);
+  }
+  // Sends it and waits for the kernel's answer; an error names `what`.
+  void execute(const std::string& what) {
+    FileDescriptor sock = netlink_socket();
+    const auto* header = reinterpret_cast<const nlmsghdr*>(buffer_.data());
+    check_syscall("netlink send", ::send(sock.get(), buffer_.data(), header->nlmsg_len, 0));
+    alignas(nlmsghdr) char reply[1024];
+    const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
+    const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
+    if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || answer->nlmsg_type != NLMSG_ERROR)
+      throw std::runtime_error("netlink: unexpected answer " + what);
+    const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
+    if (error != 0) throw SystemError(what, -error);
+  }
+
+ private:
+  alignas(nlmsghdr) std::array<char, 512> buffer_{};
+};
+
+InitialWindows windows_of(const rtattr* metrics) {
+  InitialWindows windows;
+  int length = static_cast<int>(RTA_PAYLOAD(metrics));
+  for (const rtattr* a = static_cast<const rtattr*>(RTA_DATA(metrics)); RTA_OK(a, length); a = RTA_NEXT(a, length)) {
+    if (RTA_PAYLOAD(a) < sizeof(uint32_t)) continue;
+    uint32_t value;
+    std::memcpy(&value, RTA_DATA(a), sizeof value);
+    if (a->rta_type == RTAX_INITCWND) windows.congestion = value;
+    if (a->rta_type == RTAX_INITRWND) windows.receive = value;
+  }
+  return windows;
+}
+}  // namespace
+
+Ipv4 ipv4_attribute(const rtattr* attribute) {
+  in_addr a{};
+  std::memcpy(&a, RTA_DATA(attribute), sizeof a);
+  return Ipv4::from_in_addr(a);
+}
+
+void for_each_ipv4_route(const std::function<void(const rtmsg&, const rtattr*, int)>& fn) {
+  FileDescriptor sock = netlink_socket();
+  struct {
+    nlmsghdr header;
+    rtmsg route;
+  } request{};
+  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
+  request.header.nlmsg_type = RTM_GETROUTE;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  request.header.nlmsg_seq = 1;
+  request.route.rtm_family = AF_INET;
+  request.route.rtm_table = RT_TABLE_UNSPEC;
+  check_syscall("asking for the routes", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
+  std::vector<nlmsghdr> storage(32768 / sizeof(nlmsghdr));  // aligned for the headers
+  char* buffer = reinterpret_cast<char*>(storage.data());
+  for (;;) {
+    const ssize_t n = ::recv(sock.get(), buffer, storage.size() * sizeof(nlmsghdr), 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw SystemError("reading the routes");
+    int length = static_cast<int>(n);
+    // NLMSG_OK compares the header's unsigned length with the int one (clang warns).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
+    for (auto* message = reinterpret_cast<nlmsghdr*>(buffer); NLMSG_OK(message, length);
+         message = NLMSG_NEXT(message, length)) {
+#pragma GCC diagnostic pop
+      if (message->nlmsg_type == NLMSG_DONE) return;
+      if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused to list the routes");
+      if (message->nlmsg_type != RTM_NEWROUTE) continue;
+      const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(message));
+      if (route->rtm_family != AF_INET) continue;
+      fn(*route, RTM_RTA(route), static_cast<int>(RTM_PAYLOAD(message)));
+    }
+  }
+}
+
+InitialWindows covering_route_windows(Ipv4 address) {
+  int best = -1;
+  InitialWindows windows;
+  for_each_ipv4_route([&](const rtmsg& route, const rtattr* first, int length) {
+    if (route.rtm_table != RT_TABLE_MAIN || route.rtm_dst_len <= best) return;
+    Ipv4 destination{0};
+    const rtattr* metrics = nullptr;
+    for (const rtattr* a = first; RTA_OK(a, length); a = RTA_NEXT(a, length)) {
+      if (a->rta_type == RTA_DST && RTA_PAYLOAD(a) >= 4) destination = ipv4_attribute(a);
+      if (a->rta_type == RTA_METRICS) metrics = a;
+    }
+    if (!Ipv4Net::of(destination, route.rtm_dst_len).contains(address)) return;
+    best = route.rtm_dst_len;
+    windows = metrics ? windows_of(metrics) : InitialWindows{};
+  });
+  return windows;
+}
+
+void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, InitialWindows windows) {
+  const unsigned index = ::if_nametoindex(device.c_str());
+  if (index == 0) throw SystemError("no interface " + device);
+  rtmsg route{};
+  route.rtm_family = AF_INET;
+  route.rtm_dst_len = 32;
+  route.rtm_table = RT_TABLE_MAIN;
+  route.rtm_protocol = RTPROT_KERNEL;
+  route.rtm_scope = RT_SCOPE_LINK;
+  route.rtm_type = RTN_UNICAST;
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, route);
+  const in_addr destination = socket_address(peer, 0).sin_addr, source = socket_address(local, 0).sin_addr;
+  request.add(RTA_DST, &destination, sizeof destination);
+  request.add(RTA_PREFSRC, &source, sizeof source);
+  request.add_u32(RTA_OIF, index);
+  request.add_windows(windows);
+  request.execute("setting the initial windows of the route to " + peer.str() + " on " + device);
+}
+
+void add_unreachable_default(InitialWindows windows) {
+  rtmsg route{};
+  route.rtm_family = AF_INET;
+  route.rtm_table = RT_TABLE_MAIN;
+  route.rtm_protocol = RTPROT_STATIC;
+  route.rtm_scope = RT_SCOPE_UNIVERSE;
+  route.rtm_type = RTN_UNREACHABLE;
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, route);
+  request.add_windows(windows);
+  request.execute("adding the unreachable default route with initial windows");
+}

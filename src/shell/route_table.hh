@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// The IPv4 routes of the current network namespace over rtnetlink: a dump of them all, and the
+// initial windows (route metrics) a shell's peer route takes from the route it shadows. Only the
+// privileged set-up calls the writers.
+#include <linux/rtnetlink.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "util/address.hh"
+
+// Calls fn for every IPv4 route of every table (policy routing included): the route's header and
+// its attributes (RTA_OK/RTA_NEXT over `length` bytes from `first`).
+void for_each_ipv4_route(const std::function<void(const rtmsg& route, const rtattr* first, int length)>& fn);
+
+// The IPv4 address an attribute (RTA_DST, RTA_GATEWAY...) holds; its payload is at least 4 bytes.
+Ipv4 ipv4_attribute(const rtattr* attribute);
+
+// A route's initial congestion and receive windows in segments (RTAX_INITCWND, RTAX_INITRWND;
+// 0: unset, the kernel's default).
+struct InitialWindows {
+  uint32_t congestion = 0;
+  uint32_t receive = 0;
+  bool any() const { return congestion != 0 || receive != 0; }
+};
+
+// The windows of the most specific route of the main table that covers `address` (of any type:
+// an unreachable default counts), or none.
+InitialWindows covering_route_windows(Ipv4 address);
+
+// Replaces the kernel's route to a point-to-point device's peer with the same route carrying
+// these windows (the TCP connections of this namespace towards the peer start with them).
+void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, InitialWindows windows);
+
+// Adds "unreachable default" carrying these windows: in a namespace with no way out (mm-replay),
+// a route for what nothing answers anyway, which the shells started inside copy onto their
+// peer routes (covering_route_windows).
+void add_unreachable_default(InitialWindows windows);
