@@ -9,7 +9,7 @@ test_experiments_quick_versions_complete() {
     fail "scripts/experiments/run --quick failed: $(tail -5 "$WORLD_TMP/experiments.txt")" || return 1
   sed 's/^/  /' "$WORLD_TMP/experiments.txt"
   local e
-  for e in live-vs-replay overhead reproducibility multi-server optimal-gap loss; do
+  for e in live-vs-replay overhead reproducibility multi-server optimal-gap loss initial-window; do
     [ -s "$out/$e.txt" ] || fail "no table for $e" || return 1
   done
   # Every corpus page has its three overhead figures, each a PLT in (0, 60 s).
@@ -53,5 +53,8 @@ sys.exit("loads not ok: %s" % [(r["configuration"], r["reason"]) for r in bad[:3
     fail "live-vs-replay: no complete error line: $errors" || return 1
   echo "$errors" | awk '{ gsub(/%|,/, ""); exit !($6 < $2) }' || fail "the timing replay is not closer to live: $errors" || return 1
   [ -s "$out/live-vs-replay.svg" ] || fail "no live-vs-replay.svg" || return 1
+  # The servers' initial window: 3 segments load the page slower than 32 at a 200 ms round trip.
+  awk '$1 == "news" && $2 == 200 { found = 1; if (!($3 > $4)) bad = 1 } END { exit bad || !found }' \
+    "$out/initial-window.txt" || fail "initial-window: 3 segments not slower than 32: $(cat "$out/initial-window.txt")" || return 1
   wait_until 20 eval '! pgrep -x chromium >/dev/null' || fail "chromium left running"
 }
