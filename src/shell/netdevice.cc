@@ -15,6 +15,7 @@
 #include <cstring>
 #include <initializer_list>
 
+#include "shell/route_table.hh"
 #include "util/exception.hh"
 
 namespace {
@@ -136,7 +137,7 @@ void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses
   // One netlink socket, one request per address (ioctl aliases would need a label each).
   const unsigned index = ::if_nametoindex(device.c_str());
   if (index == 0) throw SystemError("no interface " + device);
-  FileDescriptor sock(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
+  FileDescriptor sock = rtnetlink_socket();
   uint32_t sequence = 0;
   for (Ipv4 address : addresses) {
     struct {
@@ -161,13 +162,6 @@ void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses
       std::memcpy(RTA_DATA(attribute), &a, sizeof a);
       request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
     }
-    check_syscall("netlink send", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
-    char reply[512];
-    const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
-    const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
-    if (n < static_cast<ssize_t>(sizeof(nlmsghdr)) || answer->nlmsg_type != NLMSG_ERROR)
-      throw std::runtime_error("netlink: unexpected answer adding " + address.str());
-    const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
-    if (error != 0) throw SystemError("adding address " + address.str() + " to " + device, -error);
+    rtnetlink_request(sock, request.header, "adding address " + address.str() + " to " + device);
   }
 }

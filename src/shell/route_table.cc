@@ -14,10 +14,22 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
-namespace {
-FileDescriptor netlink_socket() {
+FileDescriptor rtnetlink_socket() {
   return FileDescriptor(check_syscall("netlink socket", ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE)));
 }
+
+void rtnetlink_request(const FileDescriptor& sock, const nlmsghdr& request, const std::string& what) {
+  check_syscall("netlink send", ::send(sock.get(), &request, request.nlmsg_len, 0));
+  alignas(nlmsghdr) char reply[1024];
+  const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
+  const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
+  if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || answer->nlmsg_type != NLMSG_ERROR)
+    throw std::runtime_error("netlink: unexpected answer " + what);
+  const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
+  if (error != 0) throw SystemError(what, -error);
+}
+
+namespace {
 
 // A request under construction: header, message, then attributes (nested ones too).
 class NetlinkRequest {
@@ -54,16 +66,7 @@ class NetlinkRequest {
   }
   // Sends it and waits for the kernel's answer; an error names `what`.
   void execute(const std::string& what) {
-    FileDescriptor sock = netlink_socket();
-    const auto* header = reinterpret_cast<const nlmsghdr*>(buffer_.data());
-    check_syscall("netlink send", ::send(sock.get(), buffer_.data(), header->nlmsg_len, 0));
-    alignas(nlmsghdr) char reply[1024];
-    const ssize_t n = check_syscall("netlink receive", ::recv(sock.get(), reply, sizeof reply, 0));
-    const auto* answer = reinterpret_cast<const nlmsghdr*>(reply);
-    if (n < static_cast<ssize_t>(NLMSG_LENGTH(sizeof(nlmsgerr))) || answer->nlmsg_type != NLMSG_ERROR)
-      throw std::runtime_error("netlink: unexpected answer " + what);
-    const int error = reinterpret_cast<const nlmsgerr*>(NLMSG_DATA(answer))->error;
-    if (error != 0) throw SystemError(what, -error);
+    rtnetlink_request(rtnetlink_socket(), *reinterpret_cast<const nlmsghdr*>(buffer_.data()), what);
   }
 
  private:
@@ -91,7 +94,7 @@ Ipv4 ipv4_attribute(const rtattr* attribute) {
 }
 
 void for_each_ipv4_route(const std::function<void(const rtmsg&, const rtattr*, int)>& fn) {
-  FileDescriptor sock = netlink_socket();
+  FileDescriptor sock = rtnetlink_socket();
   struct {
     nlmsghdr header;
     rtmsg route;

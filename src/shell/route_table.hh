@@ -10,6 +10,14 @@
 #include <string>
 
 #include "util/address.hh"
+#include "util/file_descriptor.hh"
+
+// A netlink socket for rtnetlink requests.
+FileDescriptor rtnetlink_socket();
+
+// Sends one rtnetlink request (NLM_F_ACK set) on `sock` and waits for the kernel's answer:
+// SystemError naming `what` if it refused.
+void rtnetlink_request(const FileDescriptor& sock, const nlmsghdr& request, const std::string& what);
 
 // Calls fn for every IPv4 route of every table (policy routing included): the route's header and
 // its attributes (RTA_OK/RTA_NEXT over `length` bytes from `first`).
