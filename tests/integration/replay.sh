@@ -244,7 +244,10 @@ test_replay_chromium_loads_the_recorded_page() {
     $chrome --user-data-dir="$home/p2" --dump-dom http://a.test/index.html > "$home/dom.html" 2>"$home/err"
   origins_resume
   grep -q "<title>a.test (app) (plain)</title>" "$home/dom.html" || fail "scripts from 3 origins did not run: $(grep -v '^\[' "$home/err" | tail -5)" || return 1
-  ! grep -q "no recorded response" "$home/err" || fail "requests missed: $(grep 'no recorded response' "$home/err" | head -3)" || return 1
+  # Every request of the page found; the browser's own /favicon.ico, which it asks for after the
+  # load and so only sometimes before --dump-dom exits, may have gone unrecorded.
+  ! grep "no recorded response" "$home/err" | grep -qv "GET http://a.test/favicon.ico;" ||
+    fail "requests missed: $(grep 'no recorded response' "$home/err" | head -3)" || return 1
   echo "  chromium (CA trusted through NSS) loads the recorded 3-origin page from the replay, every request found"
 }
 
