@@ -42,6 +42,10 @@ const ProgramInfo kInfo{
     "  --upstream-ca=FILE    trust the servers whose certificates FILE's CAs issued (PEM), instead\n"
     "                        of the system's CAs (SSL_CERT_FILE does the same)\n"
     "  --insecure-upstream   do not check servers' certificates\n"
+    "  --deterministic       the program gets every HTML page with a script that makes Date,\n"
+    "                        Math.random and crypto.getRandomValues repeat (the recording keeps\n"
+    "                        the page as sent): a page that builds URLs from the clock or at\n"
+    "                        random then asks for the same ones in mm-replay --deterministic\n"
     "  --verbose             a line per connection on standard error, and one saying whether the\n"
     "                        TUN offloads are used\n"
     "  --help, --version\n"
@@ -81,6 +85,7 @@ int main(int argc, char** argv) {
                        {{"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
                         {"append", false, [&](std::string_view) { append = true; }},
                         {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
+                        {"deterministic", false, [&](std::string_view) { options.deterministic = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
                         {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }}});

@@ -67,6 +67,10 @@ const ProgramInfo kInfo{
     "                        such as _ or t); repeatable\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
+    "  --deterministic       every HTML page gets a script that makes Date, Math.random and\n"
+    "                        crypto.getRandomValues repeat (the clock from the page's recorded\n"
+    "                        time): for pages recorded with mm-record --deterministic that build\n"
+    "                        URLs from the clock or at random\n"
     "  --single-server       one server (one IP) answers everything and every name resolves to\n"
     "                        it: a control for what multi-origin emulation changes\n"
     "  --ca-dir=DIR          the CA that signs the servers' certificates (default: as mm-record)\n"
@@ -134,14 +138,14 @@ struct ReplayPlan {
   ReplayDns dns;
 };
 
-ReplayPlan plan(const std::string& dir, bool http2, bool single_server) {
+ReplayPlan plan(const std::string& dir, bool http2, bool single_server, bool deterministic) {
   ReplayPlan p;
   std::vector<std::string> warnings;
   auto print_warnings = [&] {
     for (const std::string& w : warnings) std::cerr << "mm-replay: warning: " << w << std::endl;
   };
   try {
-    p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings));
+    p.index = std::make_unique<ReplayIndex>(ReplayIndex::load(dir, &warnings, deterministic));
   } catch (const UserError&) {
     print_warnings();  // "no valid pair: see the warnings"
     throw;
@@ -344,7 +348,7 @@ std::string nesting_warning(const std::string& outer_prefix) {
 // The command line: DIR, options, the command; what the ferry does with them.
 ShellSpec parse_command_line(int argc, char** argv) {
   std::optional<std::string> dir, ca_dir;
-  bool http2 = false, single_server = false, verbose = false;
+  bool http2 = false, single_server = false, verbose = false, deterministic = false;
   ReplayOptions options;
   Http3Settings http3;
   TimingSettings timing;
@@ -408,6 +412,7 @@ ShellSpec parse_command_line(int argc, char** argv) {
                  options.ignored_query_parameters.emplace_back(v);
                }},
               {"single-server", false, [&](std::string_view) { single_server = true; }},
+              {"deterministic", false, [&](std::string_view) { deterministic = true; }},
               {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
               {"verbose", false, [&](std::string_view) { verbose = true; }}});
   ShellSpec spec;
@@ -434,12 +439,12 @@ ShellSpec parse_command_line(int argc, char** argv) {
   // parsing can regain them), and only the list of addresses goes back to the supervisor.
   spec.isolated = true;
   spec.isolated_tcp = server_tcp;
-  spec.ferry = [dir = *dir, http2, single_server, ca_dir, options, http3, timing, verbose](
+  spec.ferry = [dir = *dir, http2, single_server, deterministic, ca_dir, options, http3, timing, verbose](
                    const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {
       if (!endpoints.outer_prefix.empty()) std::cerr << nesting_warning(endpoints.outer_prefix) << std::endl;
       (void)::setpriority(PRIO_PROCESS, 0, 0);  // neither the loading nor the servers may outrank the command
-      ReplayPlan p = plan(dir, http2, single_server);
+      ReplayPlan p = plan(dir, http2, single_server, deterministic);
       endpoints.add_addresses(addresses_of(p));
       return serve(ready, p, ca_dir, options, http3, timing, single_server, verbose);
     } catch (const std::exception& e) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Undoing content codings of stored bodies with zlib (gzip, deflate) and brotli (br).
+// Content codings of stored bodies with zlib (gzip, deflate) and brotli (br): undone, and
+// applied again to content replay changes (mm-replay --deterministic).
 #include "http/content_coding.hh"
 
 #include <brotli/decode.h>
+#include <brotli/encode.h>
 #include <zlib.h>
 
 #include <memory>
@@ -112,7 +114,65 @@ std::optional<std::string> undo_brotli(std::string_view in, size_t limit, std::s
     }
   }
 }
+
+// `in` as one zlib stream (window_bits as deflateInit2 takes them: 15 zlib, 31 gzip).
+std::optional<std::string> apply_zlib(std::string_view in, int window_bits) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, window_bits, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    return std::nullopt;
+  std::unique_ptr<z_stream, int (*)(z_stream*)> guard(&z, deflateEnd);
+  std::string out(deflateBound(&z, static_cast<uLong>(in.size())), '\0');
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+  z.avail_in = static_cast<uInt>(in.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  if (deflate(&z, Z_FINISH) != Z_STREAM_END) return std::nullopt;
+  out.resize(out.size() - z.avail_out);
+  return out;
+}
+
+std::optional<std::string> apply_brotli(std::string_view in) {
+  size_t size = BrotliEncoderMaxCompressedSize(in.size());
+  if (size == 0) return std::nullopt;
+  std::string out(size, '\0');
+  // Quality 5: what servers that compress on the fly typically use (11 is for static files).
+  if (!BrotliEncoderCompress(5, BROTLI_DEFAULT_WINDOW, BROTLI_MODE_TEXT, in.size(),
+                             reinterpret_cast<const uint8_t*>(in.data()), &size,
+                             reinterpret_cast<uint8_t*>(out.data())))
+    return std::nullopt;
+  out.resize(size);
+  return out;
+}
 }  // namespace
+
+std::optional<std::string> encode_content(std::string_view content, const std::vector<std::string>& codings,
+                                          std::string* why) {
+  if (content.size() > kMaxDecodedContent) {
+    set_why(why, "the content exceeds " + std::to_string(kMaxDecodedContent) + " bytes");
+    return std::nullopt;
+  }
+  std::string body(content);
+  for (const std::string& coding : codings) {
+    std::optional<std::string> done;
+    if (coding == "gzip" || coding == "x-gzip") {
+      done = apply_zlib(body, 15 + 16);
+    } else if (coding == "deflate") {
+      done = apply_zlib(body, 15);
+    } else if (coding == "br") {
+      done = apply_brotli(body);
+    } else {
+      set_why(why,
+              "the content coding \"" + printable(coding, 40) + "\" is not one mahimahi encodes (gzip, deflate, br)");
+      return std::nullopt;
+    }
+    if (!done) {
+      set_why(why, "the " + coding + " encoder failed");
+      return std::nullopt;
+    }
+    body = std::move(*done);
+  }
+  return body;
+}
 
 std::vector<std::string> content_codings(const HttpMessage& message) {
   std::vector<std::string> codings;

@@ -29,6 +29,12 @@ bool is_known_coding(std::string_view coding);
 std::optional<std::string> decode_content(std::string_view body, const std::vector<std::string>& codings,
                                           std::string* why, size_t limit = kMaxDecodedContent);
 
+// `content` with `codings` applied in their order (the inverse of decode_content, with
+// compression settings of its own: the bytes differ from a server's, the content does not).
+// nullopt and *why for a coding it does not know.
+std::optional<std::string> encode_content(std::string_view content, const std::vector<std::string>& codings,
+                                          std::string* why);
+
 // The message's content: de-chunked (decoded_body in http/chunked.hh), then its content codings
 // undone. nullopt and *why as decode_content.
 std::optional<std::string> message_content(const HttpMessage& message, std::string* why);

@@ -129,11 +129,26 @@ HttpParser::Completed HttpParser::pop_completed() {
   return oldest;
 }
 
-size_t HttpParser::feed(std::string_view data) {
+size_t HttpParser::feed(std::string_view data) { return consume(data, false); }
+
+size_t HttpParser::feed_step(std::string_view data) { return consume(data, true); }
+
+const HttpMessage* HttpParser::head() const {
+  return state_ == State::Http && phase_ != Phase::Head ? &current_ : nullptr;
+}
+
+const HttpParser::Completed& HttpParser::front_completed() const {
+  if (completed_.empty()) throw std::logic_error("HttpParser::front_completed: no completed message");
+  return completed_.front();
+}
+
+size_t HttpParser::consume(std::string_view data, bool one_step) {
   if (state_ != State::Http) return 0;
   size_t pos = 0;
   size_t boundary = 0;  // where the last complete message (or skipped empty line) of this call ends
   while (pos < data.size() && state_ == State::Http) {
+    const Phase phase_before = phase_;
+    const size_t completed_before = completed_.size();
     switch (phase_) {
       case Phase::Head:
         pos = consume_head(data, pos);
@@ -169,6 +184,8 @@ size_t HttpParser::feed(std::string_view data) {
         break;
     }
     if (state_ != State::Error && !in_message()) boundary = pos;
+    if (one_step && (completed_.size() != completed_before || (phase_before == Phase::Head && phase_ != Phase::Head)))
+      break;
   }
   return state_ == State::Error ? boundary : pos;
 }

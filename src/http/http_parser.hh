@@ -37,6 +37,12 @@ class HttpParser {
   // Empty lines between messages are skipped (and count as consumed). Once not Http, returns 0.
   size_t feed(std::string_view data);
 
+  // As feed, but stops as soon as a message's header section has ended or a message is
+  // complete (whichever comes first), so that the caller knows which bytes belong to it
+  // (mm-record --deterministic holds an HTML page back to change it). Returns the bytes consumed.
+  size_t feed_step(std::string_view data);
+  // The message being parsed, once its header section has ended (its body is coming), else null.
+  const HttpMessage* head() const;
   // The peer closed its direction. Completes a close-delimited response body (pushes that
   // message). Returns true if the stream ended cleanly between messages (or a close-delimited
   // body ended), false if a message was cut short (that message is dropped) or after an Error.
@@ -53,7 +59,8 @@ class HttpParser {
     bool interim;  // a 1xx response other than 101 (100 Continue, 103 Early Hints)
   };
   bool has_completed() const { return !completed_.empty(); }
-  Completed pop_completed();  // oldest first; throws std::logic_error if !has_completed()
+  Completed pop_completed();                 // oldest first; throws std::logic_error if !has_completed()
+  const Completed& front_completed() const;  // the one pop_completed would return
 
   // state() == Tunnel because of 101 Switching Protocols or a 2xx response to CONNECT.
   bool upgraded() const { return state_ == State::Tunnel; }
@@ -73,6 +80,7 @@ class HttpParser {
     Trailer,       // trailer fields up to the empty line
   };
 
+  size_t consume(std::string_view data, bool one_step);  // feed, feed_step
   // Each consumes from data[pos...] and returns the new position; each stops at a phase change.
   size_t consume_head(std::string_view data, size_t pos);
   size_t consume_chunk_size(std::string_view data, size_t pos);

@@ -17,6 +17,8 @@
 #include <deque>
 #include <iostream>
 
+#include "http/chunked.hh"
+#include "http/deterministic_page.hh"
 #include "http/http_parser.hh"
 #include "http/start_line.hh"
 #include "record/client_hello.hh"
@@ -98,6 +100,13 @@ struct RecordProxy::Connection {
   HttpParser requests{HttpParser::Direction::Request};
   HttpParser responses{HttpParser::Direction::Response};
   std::deque<PendingRequest> pending;
+  // --deterministic: the server's bytes of the response being parsed, held back from the client
+  // until its header section shows whether it is an HTML page (Head), and then for a page until
+  // it is whole (Page), when it goes to the client with the script in it.
+  enum class Hold { None, Head, Page };
+  Hold hold = Hold::None;
+  std::string held;
+  uint64_t page_start_ms = 0;  // the page's request's time: its clock starts there
   uint64_t request_start_us = 0, response_start_us = 0;
   uint64_t pairs = 0;
   std::vector<std::string> certificate_names;  // the server certificate's DNS names
@@ -490,6 +499,10 @@ bool RecordProxy::relay(Connection& c) {
     } else if (n == 0 || n == TlsStream::kFailed) {
       if (c.parsing_responses) {
         const bool clean = c.responses.finish();  // ends a close-delimited body
+        if (c.hold != Connection::Hold::None && !release_held(c)) {
+          close(c, true);
+          return false;
+        }
         take_responses(c, now_us(), false);
         if (!clean && options_.verbose)
           std::cerr << "mm-record: " << c.where() << ": the server closed in the middle of a response" << std::endl;
@@ -540,6 +553,10 @@ void RecordProxy::on_client_bytes(Connection& c, std::string_view data) {
 }
 
 void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
+  if (options_.deterministic && c.parsing_responses) {
+    if (!relay_deterministic(c, data)) close(c, true);
+    return;
+  }
   const bool sent = c.client.send(data);
   if (c.parsing_responses) {
     const uint64_t now = now_us();
@@ -556,6 +573,88 @@ void RecordProxy::on_server_bytes(Connection& c, std::string_view data) {
     }
   }
   if (!sent) close(c, true);
+}
+
+// One response at a time (HttpParser::feed_step): its bytes go to the client as they come, but
+// for the header section (held until it says what the response is) and an HTML page (held
+// whole, then sent changed). The recording gets what the server sent.
+bool RecordProxy::relay_deterministic(Connection& c, std::string_view data) {
+  using Hold = Connection::Hold;
+  bool sent = true;
+  while (!data.empty()) {
+    if (!c.parsing_responses) {  // not HTTP any more: the rest goes as it is
+      sent = release_held(c) && sent;
+      return c.client.send(data) && sent;
+    }
+    const uint64_t now = now_us();
+    const bool was_idle = !c.responses.in_message();
+    const size_t n = c.responses.feed_step(data);
+    const std::string_view piece = data.substr(0, n);
+    data.remove_prefix(n);
+    if (c.hold == Hold::None && was_idle) c.hold = Hold::Head;
+    if (c.hold == Hold::None) {
+      sent = c.client.send(piece) && sent;
+    } else {
+      c.held.append(piece);
+    }
+    if (c.responses.state() != HttpParser::State::Http) {
+      sent = release_held(c) && sent;  // a tunnel's start, or what was not HTTP: as it came
+      sent = c.client.send(data) && sent;
+      data = {};
+    } else if (c.responses.has_completed()) {
+      sent = release_held(c) && sent;
+    } else if (const HttpMessage* head = c.responses.head(); head && c.hold == Hold::Head) {
+      const auto status = three_digit_status(split_status_line(head->first_line).code);
+      const bool head_request =
+          !c.pending.empty() && split_request_line(c.pending.front().request.first_line).method == "HEAD";
+      if (status && *status >= 200 && *status != 206 && !head_request && is_html_response(head->headers)) {
+        c.hold = Hold::Page;
+        c.page_start_ms = (c.pending.empty() ? now : c.pending.front().start_us) / 1000;
+      } else {
+        sent = release_held(c) && sent;
+      }
+    } else if (c.hold == Hold::Page && c.held.size() > kMaxDeterministicPage) {
+      if (options_.verbose)
+        std::cerr << "mm-record: " << c.where() << ": an HTML page of over " << kMaxDeterministicPage
+                  << " bytes goes to the client without the deterministic script" << std::endl;
+      sent = release_held(c) && sent;
+    } else if (c.hold == Hold::Head && !c.responses.in_message()) {
+      sent = release_held(c) && sent;  // blank lines between responses
+    }
+    take_responses(c, now, was_idle);
+    if (c.responses.state() != HttpParser::State::Http) {
+      c.parsing_requests = c.parsing_responses = false;
+    } else if (!c.parsing_requests && c.pending.empty() && !c.responses.in_message()) {
+      c.parsing_responses = false;
+    }
+  }
+  return sent;
+}
+
+// Sends what is held: an HTML page just completed goes with the script in it (as the server
+// sent it if the script cannot go in); anything else as it came. Nothing is held after it.
+bool RecordProxy::release_held(Connection& c) {
+  using Hold = Connection::Hold;
+  std::string out;
+  if (c.hold == Hold::Page && c.responses.has_completed()) {
+    HttpMessage page = c.responses.front_completed().message;
+    if (is_chunked(page)) {
+      page.body = decoded_body(page);
+      std::erase_if(page.headers, [](const HttpHeader& h) {
+        return equals_ignoring_case(h.key, "Transfer-Encoding") || equals_ignoring_case(h.key, "Trailer");
+      });
+    }
+    std::string why;
+    if (add_deterministic_script(page.headers, page.body, c.page_start_ms, &why)) {
+      out = page.serialize();
+    } else if (!why.empty() && options_.verbose) {
+      std::cerr << "mm-record: " << c.where() << ": a page goes without the deterministic script: " << why << std::endl;
+    }
+  }
+  if (out.empty()) out = std::move(c.held);
+  c.held.clear();
+  c.hold = Hold::None;
+  return out.empty() || c.client.send(out);
 }
 
 void RecordProxy::take_requests(Connection& c, uint64_t now, bool was_idle) {

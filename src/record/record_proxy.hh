@@ -29,6 +29,9 @@ struct RecordProxyOptions {
   bool verify_upstream = true;   // check servers' certificates (system CAs, or SSL_CERT_FILE)
   std::string upstream_ca_file;  // trusted for servers instead of the system's CAs (PEM bundle)
   bool verbose = false;          // a line per connection
+  // HTML pages reach the client with the script of http/deterministic_page.hh (recorded as the
+  // server sent them): mm-record --deterministic.
+  bool deterministic = false;
 };
 
 class RecordProxy {
@@ -61,6 +64,8 @@ class RecordProxy {
   bool relay(Connection& c);
   void on_client_bytes(Connection& c, std::string_view data);
   void on_server_bytes(Connection& c, std::string_view data);
+  bool relay_deterministic(Connection& c, std::string_view data);  // false: the client's side failed
+  bool release_held(Connection& c);
   void take_requests(Connection& c, uint64_t now, bool was_idle);
   void take_responses(Connection& c, uint64_t now, bool was_idle);
 

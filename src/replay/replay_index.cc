@@ -19,6 +19,7 @@
 #include <tuple>
 
 #include "http/chunked.hh"
+#include "http/deterministic_page.hh"
 #include "http/start_line.hh"
 #include "recording/record_file.hh"
 #include "replay/replay_miss.hh"
@@ -607,7 +608,7 @@ ReplayIndex::ReplayIndex(ReplayIndex&&) noexcept = default;
 ReplayIndex& ReplayIndex::operator=(ReplayIndex&&) noexcept = default;
 ReplayIndex::~ReplayIndex() = default;
 
-ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* warnings) {
+ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* warnings, bool deterministic) {
   std::vector<std::string> local_warnings;
   std::vector<std::string>& warn = warnings ? *warnings : local_warnings;
 
@@ -636,6 +637,12 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
         entry->response =
             prepare_response(std::move(pair.response), status->first, std::move(status->second), entry->method);
         entry->response.think_us = std::min(pair.server_think_us.value_or(0), kMaxThinkUs);
+        // A partial page (206) is a piece of one: the script would go into the wrong bytes.
+        if (deterministic && entry->method != "HEAD" && entry->response.status != 206) {
+          const uint64_t start_ms = pair.request_start_us ? pair.request_start_us / 1000 : kUnrecordedPageTimeMs;
+          if (!add_deterministic_script(entry->response.headers, entry->response.body, start_ms, &why) && !why.empty())
+            warn.push_back(path.string() + ": served as recorded, without the deterministic script: " + why);
+        }
         entry->body_size = entry->response.body.size();
         entry->body_offset = index.bodies_->append(entry->response.body);
         std::string().swap(entry->response.body);  // its memory freed (assigning an empty string keeps it)

@@ -72,6 +72,10 @@ struct ReplayOrigin {
 // (and a server thread) for longer than a browser would wait for a slow server.
 constexpr uint64_t kMaxThinkUs = 30'000'000;
 
+// The clock a deterministic page starts from when its pair has no recorded time (recordings of
+// the original mahimahi): 2026-01-01T00:00:00Z, the same at every replay.
+constexpr uint64_t kUnrecordedPageTimeMs = 1'767'225'600'000;
+
 // A response ready for the CGI interface: hop-by-hop fields removed, body de-chunked.
 struct ReplayResponse {
   // The recorded server's think time before its first byte (field 108, at most kMaxThinkUs):
@@ -100,8 +104,11 @@ class ReplayIndex {
  public:
   // Loads every pair of DIR once (corrupt files, pairs without Host, with an invalid ip/port or
   // an unparsable request or status line are skipped with a warning each; warnings may be null).
-  // UserError if DIR is missing/unreadable or holds no valid pair.
-  static ReplayIndex load(const std::filesystem::path& dir, std::vector<std::string>* warnings);
+  // UserError if DIR is missing/unreadable or holds no valid pair. With `deterministic`
+  // (mm-replay --deterministic), every HTML page gets the script of http/deterministic_page.hh
+  // for the time its request was recorded (kUnrecordedPageTimeMs for a pair without times).
+  static ReplayIndex load(const std::filesystem::path& dir, std::vector<std::string>* warnings,
+                          bool deterministic = false);
   const std::vector<ReplayOrigin>& origins() const;
   // host name (lower case, no port) -> recorded IPs, for DNS.
   const std::map<std::string, std::vector<std::string>>& names() const;

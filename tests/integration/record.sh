@@ -210,6 +210,29 @@ print('  chromium: page and 6 subresources over 3 origins, HTTP and HTTPS, all 2
 "
 }
 
+test_record_deterministic_pages_change_for_the_client_only() {
+  local dir=$WORLD_TMP/rec-det out
+  # Over one connection: a page (nginx gzips it, chunked), a script, the page again by HEAD.
+  out=$(recording_shell "$dir" --deterministic -- sh -c 'curl -s --compressed -D - http://a.test/index.html \
+    -o /dev/null -w "%{size_download} %{num_connects}\n" --next -s -D - http://a.test/plain.js \
+    --next -s -I --compressed http://a.test/index.html; curl -s --compressed http://a.test/index.html' 2>&1)
+  echo "$out" | grep -q "Math.random=random" || fail "the page came without the script: $out" || return 1
+  echo "$out" | grep -q "^document.title += ' (plain)';" || fail "the script after it on the same connection: $out" || return 1
+  echo "$out" | grep -qi "^transfer-encoding: chunked" && fail "the changed page kept chunked framing: $out" && return 1
+  [ "$(echo "$out" | grep -ci '^content-encoding: gzip')" -ge 2 ] || fail "the page lost its gzip coding: $out" || return 1
+  /usr/bin/python3 - "$(recording_har "$dir")" <<'EOF' || return 1
+import json, sys
+entries = json.loads(sys.argv[1])["log"]["entries"]
+pages = [e for e in entries if e["request"]["url"] == "http://a.test/index.html" and e["request"]["method"] == "GET"]
+assert len(pages) == 2 and len(entries) == 4, [(e["request"]["method"], e["request"]["url"]) for e in entries]
+for e in pages:
+    text = e["response"]["content"].get("text", "")
+    assert "<title>a.test</title>" in text and "Math.random" not in text, text[:200]
+    assert any(h["name"].lower() == "transfer-encoding" for h in e["response"]["headers"]), "recorded framing changed"
+print("  the client got the page with the script (gzip, with a length, the connection reused); the recording has it as sent")
+EOF
+}
+
 test_record_websocket_passes_through_unrecorded() {
   local dir=$WORLD_TMP/rec-ws
   ip netns exec "mmt-oc$$" /usr/bin/python3 "$top/tests/tools/ws_echo.py" serve 10.78.3.2 8080 &

@@ -251,6 +251,66 @@ test_replay_chromium_loads_the_recorded_page() {
   echo "  chromium (CA trusted through NSS) loads the recorded 3-origin page from the replay, every request found"
 }
 
+# A page whose script asks for images at paths made from Math.random, the clock and crypto's
+# random values, served with a Content-Security-Policy that allows no inline script.
+random_page() {  # DIR
+  cat > "$1/random.html" <<'EOF'
+<!doctype html>
+<html><head><meta charset="utf-8"><title>random</title></head>
+<body><p>random URLs</p><script src="/random.js"></script></body></html>
+EOF
+  cat > "$1/random.js" <<'EOF'
+var urls = ['/r/random-' + Math.random() + '.png', '/r/now-' + Date.now() + '.png',
+  '/r/date-' + encodeURIComponent(new Date().toISOString()) + '.png',
+  '/r/bytes-' + crypto.getRandomValues(new Uint32Array(2)).join('-') + '.png',
+  '/r/uuid-' + crypto.randomUUID() + '.png'];
+var left = urls.length, loaded = 0;
+urls.forEach(function (u) {
+  var image = new Image();
+  image.onload = function () { loaded++; end(); };
+  image.onerror = end;
+  image.src = u;
+});
+function end() { if (--left === 0) document.title = 'random ' + loaded + '/' + urls.length; }
+EOF
+  chmod a+r "$1/random.html" "$1/random.js"
+}
+
+test_replay_deterministic_pages_ask_for_the_recorded_random_urls_in_chromium() {
+  local home=$WORLD_TMP/chome-det; local dir=$home/rec
+  origins_create || return 1
+  random_page "$WORLD_TMP/web/a/www/a.test"
+  mkdir -p "$home"; chown "$TEST_USER" "$home"
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-ca" trust >/dev/null || return 1
+  local chrome="timeout 60 chromium --headless=new --no-sandbox --disable-gpu --no-first-run --disable-http-cache"
+  # https: crypto.randomUUID needs a secure context.
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" SSL_CERT_FILE="$ORIGIN_CA" \
+    "$BIN/mm-record" "$dir" --deterministic -- $chrome --user-data-dir="$home/p1" --dump-dom https://a.test/random.html \
+    > "$home/record.html" 2>"$home/record.err" || fail "recording failed: $(tail -3 "$home/record.err")" || return 1
+  # The browser ran the script (the page's policy amended with its hash, or it would not have).
+  grep -q "<title>random 5/5</title>" "$home/record.html" || fail "recorded load: $(grep -o '<title>.*</title>' "$home/record.html")" || return 1
+  # The recording holds the page as the server sent it.
+  "$BIN/mm-recording" show --decode "$dir" 2>/dev/null | grep -q "Math.random=random" &&
+    fail "the recording holds the changed page" && return 1
+  "$BIN/mm-recording" ls --wide "$dir" | grep -q '/r/uuid-[0-9a-f-]*.png' || fail "no uuid request recorded: $("$BIN/mm-recording" ls --wide "$dir")" || return 1
+  origins_pause
+  local mode flag
+  for mode in deterministic plain; do
+    flag=--deterministic; [ "$mode" = plain ] && flag=--verbose
+    AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" $flag -- \
+      $chrome --user-data-dir="$home/p-$mode" --dump-dom https://a.test/random.html > "$home/$mode.html" 2>"$home/$mode.err"
+  done
+  origins_resume
+  grep -q "<title>random 5/5</title>" "$home/deterministic.html" ||
+    fail "replayed with --deterministic: $(grep -o '<title>.*</title>' "$home/deterministic.html"); $(grep 'no recorded response' "$home/deterministic.err" | head -3)" || return 1
+  ! grep "no recorded response" "$home/deterministic.err" | grep -qv "favicon.ico;" ||
+    fail "requests missed with --deterministic: $(grep 'no recorded response' "$home/deterministic.err" | head -3)" || return 1
+  # Without it the page asks for other paths: every one of the five is missed.
+  local missed; missed=$(grep -c "no recorded response.*GET https://a.test/r/" "$home/plain.err")
+  [ "$missed" = 5 ] || fail "without --deterministic $missed of 5 random URLs missed: $(grep -o '<title>.*</title>' "$home/plain.html")" || return 1
+  echo "  5 URLs from Math.random, Date and crypto: with --deterministic recorded and replayed, all found (CSP amended); without it 5 missed"
+}
+
 # ---- Loading a recording without root (the ferry parses it; the supervisor only adds addresses)
 
 # One pair whose response body is SIZE bytes, written as the protobuf wire format by hand (no

@@ -454,6 +454,8 @@ EOF
     ssl_certificate_key $d/$n.key;
     root $d/www/$n;
     location = /form { return 200 "form received\n"; }
+    location = /random.html { add_header Content-Security-Policy "script-src 'self'; img-src 'self'"; }
+    location /r/ { try_files /pixel.png =404; }
     location /upload/ { dav_methods PUT DELETE; create_full_put_path on; }
   }
 EOF

@@ -679,3 +679,38 @@ TEST(HttpParser, http_parser_start_line_errors_name_the_rule) {
   }
   EXPECT_EQ(run(Direction::Response, {"GET"}, "HTTP/1.1 099 Low\r\n\r\n").error, "invalid status code");
 }
+
+TEST(HttpParser, http_parser_feed_step_stops_at_each_head_and_each_message) {
+  HttpParser parser(Direction::Response);
+  parser.expect_response_to("GET");
+  parser.expect_response_to("GET");
+  parser.expect_response_to("HEAD");
+  const std::string first = "HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string first_body = "3\r\nabc\r\n0\r\n\r\n";
+  const std::string second = "HTTP/1.1 304 Not Modified\r\n\r\n";
+  const std::string third = "HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\n";
+  std::string_view data;
+  const std::string all = first + first_body + second + third;
+  data = all;
+  EXPECT_EQ(parser.head(), nullptr);
+  size_t n = parser.feed_step(data);
+  EXPECT_EQ(n, first.size());  // the head of the first: its body is next
+  ASSERT_NE(parser.head(), nullptr);
+  EXPECT_EQ(parser.head()->header("Content-Type"), "text/html");
+  EXPECT_FALSE(parser.has_completed());
+  data.remove_prefix(n);
+  n = parser.feed_step(data);
+  EXPECT_EQ(n, first_body.size());
+  ASSERT_TRUE(parser.has_completed());
+  EXPECT_EQ(parser.front_completed().message.body, first_body);
+  EXPECT_EQ(parser.head(), nullptr);
+  data.remove_prefix(n);
+  n = parser.feed_step(data);
+  EXPECT_EQ(n, second.size());  // a message with no body ends with its head
+  EXPECT_EQ(parser.pop_completed().message.first_line, "HTTP/1.1 200 OK");
+  EXPECT_EQ(parser.pop_completed().message.first_line, "HTTP/1.1 304 Not Modified");
+  data.remove_prefix(n);
+  EXPECT_EQ(parser.feed_step(data), third.size());  // a response to HEAD: no body whatever its length says
+  EXPECT_EQ(parser.pop_completed().message.first_line, "HTTP/1.1 200 OK");
+  EXPECT_FALSE(parser.in_message());
+}
