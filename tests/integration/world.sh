@@ -523,7 +523,7 @@ corpus_nginx_conf() {  # DIR IP NAME SITES [LIVE-DIR]
   cat <<EOF
   types {
     text/html html; text/css css; application/javascript js; image/png png; image/jpeg jpg;
-    image/svg+xml svg; image/x-icon ico; font/ttf ttf; application/json json;
+    image/svg+xml svg; image/x-icon ico; font/ttf ttf; font/woff2 woff2; application/json json;
   }
   default_type application/octet-stream;
   gzip on;
