@@ -53,6 +53,12 @@ sys.exit("loads not ok: %s" % [(r["configuration"], r["reason"]) for r in bad[:3
     fail "live-vs-replay: no complete error line: $errors" || return 1
   echo "$errors" | awk '{ gsub(/%|,/, ""); exit !($6 < $2) }' || fail "the timing replay is not closer to live: $errors" || return 1
   [ -s "$out/live-vs-replay.svg" ] || fail "no live-vs-replay.svg" || return 1
+  # Table 2 on the web-shaped corpus's median page (recorded as planned by make-corpus --web):
+  # a row per protocol and round trip, each a difference in per cent.
+  grep -q '^web-shaped corpus: 1 pages, median 67 requests' "$out/multi-server.txt" ||
+    fail "multi-server: not the web-shaped corpus's median page: $(head -1 "$out/multi-server.txt")" || return 1
+  [ "$(awk '$1 ~ /^h[12]$/ && $4 == 1 && $5 ~ /^-?[0-9.]+%$/' "$out/multi-server.txt" | wc -l)" = 4 ] ||
+    fail "multi-server: not 4 rows (h1, h2 x 2 round trips): $(cat "$out/multi-server.txt")" || return 1
   # The servers' initial window: 3 segments load the page slower than 32 at a 200 ms round trip.
   awk '$1 == "news" && $2 == 200 { found = 1; if (!($3 > $4)) bad = 1 } END { exit bad || !found }' \
     "$out/initial-window.txt" || fail "initial-window: 3 segments not slower than 32: $(cat "$out/initial-window.txt")" || return 1
