@@ -44,8 +44,9 @@ const ProgramInfo kInfo{
     "A request is answered with the recorded response whose scheme, Host (with its port), method\n"
     "and path match; among those, the one whose query string has the longest common substring\n"
     "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
-    "identical requests get the recorded responses in order. Anything else gets a 404 whose body\n"
-    "names the nearest recorded requests (and a line on standard error says the same).\n"
+    "identical requests get the recorded responses in order (see --repeats). Anything else\n"
+    "gets a 404 whose body names the nearest recorded requests (and a line on standard error\n"
+    "says the same).\n"
     "\n"
     "Options:\n"
     "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
@@ -65,6 +66,9 @@ const ProgramInfo kInfo{
     "  --ignore-query-param=NAME\n"
     "                        compare requests without the query parameter NAME (a cache buster\n"
     "                        such as _ or t); repeatable\n"
+    "  --repeats=in-order    repeated identical requests get the recorded responses in recorded\n"
+    "                        order, then the last again (the default)\n"
+    "  --repeats=first       ... always the first recorded one (the best match, as the original)\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
     "  --deterministic       every HTML page gets a script that makes Date, Math.random and\n"
@@ -410,6 +414,12 @@ ShellSpec parse_command_line(int argc, char** argv) {
                    throw UsageError("more than " + std::to_string(kMaxIgnoredQueryParameters) +
                                     " --ignore-query-param options");
                  options.ignored_query_parameters.emplace_back(v);
+               }},
+              {"repeats", true,
+               [&](std::string_view v) {
+                 if (v != "in-order" && v != "first")
+                   throw UsageError("--repeats takes in-order or first, not \"" + printable(v, 40) + "\"");
+                 options.repeats_in_order = v == "in-order";
                }},
               {"single-server", false, [&](std::string_view) { single_server = true; }},
               {"deterministic", false, [&](std::string_view) { deterministic = true; }},

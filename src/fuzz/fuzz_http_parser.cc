@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the recording proxy's HTTP/1.x parser (http/http_parser.hh), both
 // directions, with the bytes split three ways: whole, one byte at a time, and at split points
-// the input chooses. The parser promises the same messages whatever the split (the proxy feeds
-// it what each read returned), so any difference between the three is a bug, as is a crash.
+// the input chooses, those also fed message part by message part (feed_step, as the recorder
+// with --deterministic feeds it). The parser promises the same messages whatever the split (the
+// proxy feeds it what each read returned), so any difference between them is a bug, as is a
+// crash.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
@@ -25,8 +27,26 @@ struct Outcome {
 // CONNECT turns a 2xx into a tunnel).
 const char* const kMethods[] = {"GET", "HEAD", "CONNECT", "POST"};
 
+// Feeds one piece: all at once (feed), or message part by message part (feed_step, as the
+// recorder with --deterministic does). Returns the bytes consumed.
+size_t feed_piece(HttpParser& parser, std::string_view part, bool stepwise) {
+  if (!stepwise) return parser.feed(part);
+  size_t used = 0;
+  while (used < part.size() && parser.state() == HttpParser::State::Http) {
+    const size_t n = parser.feed_step(part.substr(used));
+    // Each step makes progress, unless the bytes stopped being HTTP.
+    FUZZ_CHECK(n > 0 || parser.state() != HttpParser::State::Http);
+    // A step ends where a message's head or the message itself does, or with the bytes.
+    FUZZ_CHECK(used + n == part.size() || parser.head() != nullptr || parser.has_completed() ||
+               parser.state() != HttpParser::State::Http || !parser.in_message());
+    used += n;
+    if (n == 0) break;
+  }
+  return used;
+}
+
 Outcome parse(HttpParser::Direction direction, const std::vector<uint8_t>& methods, std::string_view bytes,
-              const std::vector<size_t>& pieces) {
+              const std::vector<size_t>& pieces, bool stepwise = false) {
   HttpParser parser(direction);
   for (uint8_t m : methods) parser.expect_response_to(kMethods[m % 4]);
   Outcome out;
@@ -34,7 +54,7 @@ Outcome parse(HttpParser::Direction direction, const std::vector<uint8_t>& metho
   for (size_t piece : pieces) {
     if (pos >= bytes.size()) break;
     const std::string_view part = bytes.substr(pos, piece);
-    const size_t used = parser.feed(part);
+    const size_t used = feed_piece(parser, part, stepwise);
     FUZZ_CHECK(used <= part.size());
     // Fewer bytes than given only when the parser stopped being HTTP in this call.
     FUZZ_CHECK(used == part.size() || parser.state() != HttpParser::State::Http);
@@ -84,7 +104,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     pieces.push_back(chosen[pieces.size() % chosen.size()]);
   if (pieces.empty()) pieces.push_back(bytes.size());
   const Outcome split = parse(direction, methods, bytes, pieces);
+  const Outcome stepwise = parse(direction, methods, bytes, pieces, true);
   FUZZ_CHECK(same(whole, bytewise));
   FUZZ_CHECK(same(whole, split));
+  FUZZ_CHECK(same(whole, stepwise));
   return 0;
 }

@@ -685,7 +685,8 @@ ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions
       for (uint32_t i : it->second) candidates.push_back(&entries_[i]);
     }
   }
-  const Entry* chosen = choose(candidates, in, options, [&] {
+  const Entry* chosen = choose(candidates, in, options, [&]() -> size_t {
+    if (!options.repeats_in_order) return 0;
     std::lock_guard lock(counters_->mutex);
     return counters_->served[counter_key(in, options)]++;
   });

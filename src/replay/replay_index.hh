@@ -45,6 +45,11 @@ struct ReplayOptions {
   // Query parameters left out when requests are compared (cache busters: "_", "t", "cb"):
   // a request then matches a recorded one that differs only in their values, or in having them.
   std::vector<std::string> ignored_query_parameters = {};
+  // Repeated identical requests: the recorded responses in recorded order, then the last again
+  // (true, the default: a page that asks twice expects what the server sent the second time),
+  // or always the first recorded one, the best match (false: mm-replay --repeats=first, as the
+  // original mahimahi answers).
+  bool repeats_in_order = true;
 };
 // The most --ignore-query-param names, and their longest.
 constexpr size_t kMaxIgnoredQueryParameters = 64, kMaxQueryParameterName = 256;
@@ -113,7 +118,8 @@ class ReplayIndex {
   // host name (lower case, no port) -> recorded IPs, for DNS.
   const std::map<std::string, std::vector<std::string>>& names() const;
   size_t pairs() const;
-  // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then the last again.
+  // Thread-safe. Repeated identical requests get the recorded responses in recorded order, then
+  // the last again (unless options.repeats_in_order is false: then always the first).
   // A GET with a Range gets the part it asks for; a request without one never gets a 206
   // (replay_range.hh).
   ReplayMatch match(const ReplayRequest& request, const ReplayOptions& options);

@@ -83,7 +83,11 @@ ua 404"
     fail "no log line for the miss: $(cat "$WORLD_TMP/replay.err")" || return 1
   out=$(replay_shell "$dir" --ignore-user-agent -- curl -s -A Chrome/2 http://ua.test/page)
   [ "$out" = "for firefox" ] || fail "--ignore-user-agent: $out" || return 1
-  echo "  closest query, recorded order then last, non-default port, User-Agent (and --ignore-user-agent), explained 404"
+  out=$(replay_shell "$dir" --repeats=first -- sh -c 'for i in 1 2 3; do curl -s -H User-Agent: http://q.test/again; done')
+  [ "$(echo $out)" = "again 1 again 1 again 1" ] || fail "--repeats=first: $out" || return 1
+  out=$(replay_shell "$dir" --repeats=last -- true 2>&1); local status=$?
+  [ "$status" = 2 ] && echo "$out" | grep -q -- "--repeats takes in-order or first" || fail "--repeats=last: $status $out" || return 1
+  echo "  closest query, recorded order then last (--repeats=first: the first each time), non-default port, User-Agent (and --ignore-user-agent), explained 404"
 }
 
 test_replay_unknown_name_fails_fast_and_nothing_leaks() {

@@ -113,9 +113,9 @@ struct Recording {
   TempDir dir;
   std::vector<std::string> warnings;
   std::optional<ReplayIndex> index;
-  explicit Recording(const std::vector<PairSpec>& specs) {
+  explicit Recording(const std::vector<PairSpec>& specs, bool deterministic = false) {
     for (size_t i = 0; i < specs.size(); i++) write_pair(dir.path, "save." + std::to_string(100 + i), specs[i]);
-    index.emplace(ReplayIndex::load(dir.path, &warnings));
+    index.emplace(ReplayIndex::load(dir.path, &warnings, deterministic));
   }
   ReplayMatch match(const ReplayRequest& r, ReplayOptions options = {}) { return index->match(r, options); }
 };

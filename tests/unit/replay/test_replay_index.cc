@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "expect.hh"
+#include "http/deterministic_page.hh"
 #include "replay/replay_index.hh"
 #include "replay_fixture.hh"
 #include "util/exception.hh"
@@ -139,6 +140,42 @@ TEST(ReplayIndex, replay_repeated_identical_requests_in_recorded_order) {
   ASSERT_EQ(rec.match(get("/counter", "example.com", false, "Other"), {true}).response.body, std::string("first"));
   ASSERT_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
   ASSERT_EQ(rec.match(get("/counter?x=1")).response.body, std::string("query"));
+}
+
+TEST(ReplayIndex, replay_repeats_first_serves_the_first_recorded_response_every_time) {
+  PairSpec a = at("GET /counter HTTP/1.1", "second"), b = at("GET /counter HTTP/1.1", "first");
+  a.start_us = 200;
+  b.start_us = 100;
+  Recording rec({a, b});
+  ReplayOptions first;
+  first.repeats_in_order = false;
+  for (int i = 0; i < 3; i++) ASSERT_EQ(rec.match(get("/counter"), first).response.body, std::string("first"));
+  // The in-order counter was not moved by them.
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("first"));
+  ASSERT_EQ(rec.match(get("/counter")).response.body, std::string("second"));
+  ASSERT_EQ(rec.match(get("/counter"), first).response.body, std::string("first"));
+}
+
+TEST(ReplayIndex, replay_deterministic_pages_get_the_script_for_their_recorded_time) {
+  PairSpec page = at("GET /page HTTP/1.1", "<!doctype html><html><head><title>p</title></head></html>");
+  page.response_headers = {{"Content-Type", "text/html"}, {"Content-Security-Policy", "script-src 'self'"}};
+  page.start_us = 1'790'000'000'123'456;
+  PairSpec script = at("GET /app.js HTTP/1.1", "<head>");
+  script.response_headers = {{"Content-Type", "application/javascript"}};
+  Recording plain({page, script});
+  ASSERT_EQ(plain.match(get("/page")).response.body, page.body);
+  Recording deterministic({page, script}, true);
+  const ReplayMatch m = deterministic.match(get("/page"));
+  ASSERT_TRUE(m.found);
+  ASSERT_EQ(m.response.body, "<!doctype html><html><head><script>" + deterministic_script(1'790'000'000'123) +
+                                 "</script><title>p</title></head></html>");
+  bool length = false, policy = false;
+  for (const HttpHeader& h : m.response.headers) {
+    if (h.key == "Content-Length") length = h.value == std::to_string(m.response.body.size());
+    if (h.key == "Content-Security-Policy") policy = h.value.starts_with("script-src 'self' 'sha256-");
+  }
+  ASSERT_TRUE(length && policy);
+  ASSERT_EQ(deterministic.match(get("/app.js")).response.body, "<head>");  // not a page
 }
 
 TEST(ReplayIndex, replay_chunked_body_served_dechunked) {
