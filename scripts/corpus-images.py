@@ -14,12 +14,17 @@ def png(width, height, pixel):
         raw.append(0)  # filter: none
         for x in range(width):
             raw.extend(pixel(x, y))
+    return png_of_rows(width, height, bytes(raw), 9)
+
+
+def png_of_rows(width, height, raw, level):
+    """An RGB PNG of `raw`: its rows, each a filter byte and 3 bytes a pixel, deflated at `level`."""
 
     def chunk(kind, data):
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)) +
-            chunk(b"IDAT", zlib.compress(bytes(raw), 9)) + chunk(b"IEND", b""))
+            chunk(b"IDAT", zlib.compress(raw, level)) + chunk(b"IEND", b""))
 
 
 # ----- Baseline JPEG (ITU T.81): 4:2:0 YCbCr, the standard quantisation tables scaled to a
