@@ -46,7 +46,7 @@ const ProgramInfo kInfo{
     "with the request's; the User-Agent must match too unless --ignore-user-agent. Repeated\n"
     "identical requests get the recorded responses in order (see --repeats). Anything else\n"
     "gets a 404 whose body names the nearest recorded requests (and a line on standard error\n"
-    "says the same).\n"
+    "says the same), or with --unmatched=close no response at all.\n"
     "\n"
     "Options:\n"
     "  --http2               offer HTTP/2 on every HTTPS server (also done where the recording\n"
@@ -69,6 +69,12 @@ const ProgramInfo kInfo{
     "  --repeats=in-order    repeated identical requests get the recorded responses in recorded\n"
     "                        order, then the last again (the default)\n"
     "  --repeats=first       ... always the first recorded one (the best match, as the original)\n"
+    "  --unmatched=404       a request nothing matches gets a 404 naming the nearest recorded\n"
+    "                        requests (the default)\n"
+    "  --unmatched=close     ... gets no response, as on a network that drops it (the browser\n"
+    "                        sees a failed request, not a 404): the connection it came on is\n"
+    "                        closed (over HTTP/2 with the requests it carries), its stream reset\n"
+    "                        over HTTP/3\n"
     "  --ignore-user-agent   match requests whatever their User-Agent (for a recording made with\n"
     "                        another client: curl's replayed to a browser, or the reverse)\n"
     "  --deterministic       every HTML page gets a script that makes Date, Math.random and\n"
@@ -420,6 +426,12 @@ ShellSpec parse_command_line(int argc, char** argv) {
                  if (v != "in-order" && v != "first")
                    throw UsageError("--repeats takes in-order or first, not \"" + printable(v, 40) + "\"");
                  options.repeats_in_order = v == "in-order";
+               }},
+              {"unmatched", true,
+               [&](std::string_view v) {
+                 if (v != "404" && v != "close")
+                   throw UsageError("--unmatched takes 404 or close, not \"" + printable(v, 40) + "\"");
+                 options.close_unmatched = v == "close";
                }},
               {"single-server", false, [&](std::string_view) { single_server = true; }},
               {"deterministic", false, [&](std::string_view) { deterministic = true; }},

@@ -556,6 +556,10 @@ void Connection::answer(Stream& stream) {
 
 void Connection::submit(Stream& stream) {
   Http3Response& r = stream.response;
+  if (r.reset) {
+    ngtcp2_conn_shutdown_stream(conn_, stream.id, NGHTTP3_H3_REQUEST_CANCELLED);
+    return;
+  }
   const std::string status = std::to_string(r.status);
   std::vector<std::string> names;  // lower-case copies, alive through the call
   names.reserve(r.headers.size());

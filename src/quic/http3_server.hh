@@ -42,6 +42,9 @@ struct Http3Response {
   // Sent this long after the request was complete (a replayed server's think time): the stream
   // waits; the connection's other streams and every other connection go on.
   int64_t delay_ns = 0;
+  // No response at all: the stream is reset (H3_REQUEST_CANCELLED) instead, the connection's
+  // other streams go on (a replay's unmatched request under mm-replay --unmatched=close).
+  bool reset = false;
 };
 
 struct Http3Endpoint {

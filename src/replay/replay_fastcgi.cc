@@ -22,6 +22,7 @@
 #include <climits>
 #include <cstring>
 
+#include "replay/replay_close.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/text.hh"
@@ -299,6 +300,21 @@ void ReplayFastCgi::handle(FCGX_Request& request) {
       if (n < 0 && errno != EINTR) break;
     }
   }
+  if (match.close) close_connection(request);
   if (!put(request.out, head)) return;  // the web server has gone: nothing more to do
   if (r.method != "HEAD") put(request.out, response.body);
+}
+
+// mm-replay --unmatched=close: the client's connection to Apache is shut down (see
+// replay_close.hh) and Apache's write of the 404 that follows fails unseen. Over HTTP/2 that
+// ends the connection's other streams too: Apache resets no stream on a backend's word (one
+// that breaks off a response leaves the stream hanging), so the connection is what can be
+// closed. If it cannot be, the 404 reaches the client and the log says why.
+void ReplayFastCgi::close_connection(FCGX_Request& request) {
+  auto param = [&](const char* name) -> const char* { return FCGX_GetParam(name, request.envp); };
+  const auto connection = client_connection_of(param("REMOTE_ADDR"), param("REMOTE_PORT"), param("SERVER_ADDR"));
+  const pid_t worker = unix_peer_pid(request.ipcFd);
+  std::string why = !connection ? "the web server named no client address" : worker < 0 ? "no web server worker" : "";
+  if (why.empty()) why = shut_down_client_connection(worker, *connection);
+  if (!why.empty()) report("cannot close the connection of the request above (" + why + "): answered with the 404");
 }

@@ -49,6 +49,7 @@ class ReplayFastCgi {
  private:
   void run();
   void handle(FCGX_Request& request);
+  void close_connection(FCGX_Request& request);  // mm-replay --unmatched=close
   void report(const std::string& line);
 
   Matcher match_;

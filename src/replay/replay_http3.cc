@@ -60,6 +60,7 @@ Http3Response http3_response_of(const ReplayMatch& match, const std::string& met
   r.body = match.response.body;
   r.omit_body = method == "HEAD";
   r.delay_ns = static_cast<int64_t>(match.response.think_us) * 1000;
+  r.reset = match.close;
   return r;
 }
 

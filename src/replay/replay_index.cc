@@ -676,6 +676,15 @@ const std::map<std::string, std::vector<std::string>>& ReplayIndex::names() cons
 size_t ReplayIndex::pairs() const { return entries_.size(); }
 
 ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions& options) {
+  ReplayMatch m = match_recorded(request, options);
+  if (!m.found && options.close_unmatched) {
+    m.close = true;
+    m.log_line += " [no response: --unmatched=close]";
+  }
+  return m;
+}
+
+ReplayMatch ReplayIndex::match_recorded(const ReplayRequest& request, const ReplayOptions& options) {
   const IncomingRequest in = normalize_request(request);
   std::vector<const Entry*> candidates;
   if (in.has_host) {

@@ -50,6 +50,10 @@ struct ReplayOptions {
   // or always the first recorded one, the best match (false: mm-replay --repeats=first, as the
   // original mahimahi answers).
   bool repeats_in_order = true;
+  // A request nothing matches: the explained 404 (false, the default), or no response at all
+  // (true: mm-replay --unmatched=close; the match says close, and the servers close the TCP
+  // connection it came on, over HTTP/1.1 or HTTP/2, or reset its HTTP/3 stream).
+  bool close_unmatched = false;
 };
 // The most --ignore-query-param names, and their longest.
 constexpr size_t kMaxIgnoredQueryParameters = 64, kMaxQueryParameterName = 256;
@@ -96,6 +100,7 @@ struct ReplayMatch {
   bool found = false;
   ReplayResponse response;  // when found: the recorded one; else a 404 whose body explains the miss
   std::string log_line;     // when not found: one line naming the request, nearest candidates, the field that differed
+  bool close = false;       // not found, and to be answered with no response (ReplayOptions::close_unmatched)
 };
 
 // Host as compared by the matcher: lower case, trailing dot of the name dropped, the scheme's
@@ -153,6 +158,7 @@ class ReplayIndex {
   };
 
  private:
+  ReplayMatch match_recorded(const ReplayRequest& request, const ReplayOptions& options);
   ReplayIndex();
   void build_lookup_tables();  // by_key_, by_host_, by_path_ from entries_
 

@@ -937,3 +937,92 @@ PY
   [ "$out" = eight ] || fail "without --ignore-query-param: $out" || return 1
   rc_msg 2 '--ignore-query-param needs a parameter name' replay_shell "$dir" --ignore-query-param='a=b' true
 }
+
+# A request nothing matches, with --unmatched=close: no response at all (curl over HTTP/1.1,
+# HTTPS and HTTP/2), the connection's other requests unharmed; the default stays the 404.
+test_replay_unmatched_close_sends_no_response() {
+  local dir=$WORLD_TMP/rp-close ca=$WORLD_TMP/mmca/ca.pem out
+  crafted_recording "$dir" || fail "could not build the crafted recording" || return 1
+  # shellcheck disable=SC2016  # for the inner sh
+  local script='c="curl -s -m 20 -H User-Agent: -o /dev/null --cacert $0"
+    $c -w "h1 %{http_code} " http://q.test/never; echo $?
+    $c --http1.1 -w "tls %{http_code} " https://s.test/never; echo $?
+    $c --http2 -w "h2 %{http_code} %{size_download} " https://s.test/never; echo $?
+    $c --http2 -w "h2-hit %{http_code} " -o /dev/null -o /dev/null https://s.test/secure https://s.test/never https://s.test/secure; echo
+    $c -w "hit %{http_code} " http://q.test/again; echo $?'
+  out=$(replay_shell "$dir" --http2 --unmatched=close -- sh -c "$script" "$ca" 2>"$WORLD_TMP/close.err")
+  # curl: 52 "empty reply from server" (HTTP/1.1, also over TLS); over HTTP/2 the connection
+  # ends under the stream (an error of curl's HTTP/2 layer), a sibling before and after answered.
+  local want='^h1 000 52
+tls 000 52
+h2 000 0 [1-9][0-9]*
+h2-hit 200 h2-hit 000 h2-hit 200 
+hit 200 0$'
+  [[ $out =~ $want ]] || fail "with --unmatched=close: $out" || return 1
+  [ "$(grep -c 'no recorded response for GET https\?://[qs].test/never; .* \[no response: --unmatched=close\]$' "$WORLD_TMP/close.err")" = 4 ] ||
+    fail "the log lines: $(cat "$WORLD_TMP/close.err")" || return 1
+  ! grep -q "cannot close" "$WORLD_TMP/close.err" || fail "$(cat "$WORLD_TMP/close.err")" || return 1
+  out=$(replay_shell "$dir" --http2 --unmatched=404 -- sh -c "$script" "$ca" 2>/dev/null)
+  [ "$(echo "$out" | head -2)" = "$(printf 'h1 404 0\ntls 404 0')" ] || fail "with --unmatched=404: $out" || return 1
+  rc_msg 2 '--unmatched takes 404 or close' replay_shell "$dir" --unmatched=drop true || return 1
+  echo "  curl: HTTP/1.1, HTTPS and HTTP/2 see the connection end before any response (HTTP/2: answered requests before and after); --unmatched=404 the 404"
+}
+
+# Through Chromium as an ordinary user, over HTTP/1.1, HTTP/2 and HTTP/3: with --unmatched=close
+# a page's request for something unrecorded fails as on a network that drops it (a synchronous
+# XMLHttpRequest throws), while its other request is answered; without, it gets the 404.
+test_replay_unmatched_close_fails_the_request_in_chromium_over_h1_h2_and_h3() {
+  local home=$WORLD_TMP/chome-close; local dir=$home/rec
+  mkdir -p "$home"
+  /usr/bin/python3 - "$home/close.har" <<'PY'
+import json, sys
+page = """<!doctype html><html><head><title>pending</title></head><body><script>
+function get(path) {
+  const x = new XMLHttpRequest();
+  try { x.open('GET', path, false); x.send(); return x.status + (x.status == 200 ? ':' + x.responseText.trim() : ''); }
+  catch (e) { return 'failed'; }
+}
+document.title = [get('/never'), get('/ok.txt')].join(' ');
+</script></body></html>"""
+def entry(path, body, kind, n=[0]):
+    n[0] += 1
+    return {"startedDateTime": "2026-01-01T00:00:%02d.000Z" % n[0], "time": 1,
+            "request": {"method": "GET", "url": "https://s.test" + path, "httpVersion": "HTTP/1.1",
+                        "headers": [{"name": "Host", "value": "s.test"}], "queryString": [], "cookies": [],
+                        "headersSize": -1, "bodySize": 0},
+            "response": {"status": 200, "statusText": "OK", "httpVersion": "HTTP/1.1",
+                         "headers": [{"name": "Content-Type", "value": kind}], "cookies": [],
+                         "content": {"size": len(body), "mimeType": kind, "text": body},
+                         "redirectURL": "", "headersSize": -1, "bodySize": len(body)},
+            "cache": {}, "timings": {"send": 0, "wait": 1, "receive": 0}, "serverIPAddress": "10.99.0.2"}
+json.dump({"log": {"version": "1.2", "creator": {"name": "test", "version": "1"},
+                   "entries": [entry("/page.html", page, "text/html"), entry("/ok.txt", "ok\n", "text/plain")]}},
+          open(sys.argv[1], "w"))
+PY
+  "$BIN/mm-recording" from-har "$home/close.har" "$dir" >/dev/null 2>&1 || fail "from-har failed" || return 1
+  chown -R "$TEST_USER" "$home"
+  AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-ca" trust >/dev/null || return 1
+  local chrome="timeout 60 chromium --headless=new --no-sandbox --disable-gpu --no-first-run --disable-http-cache"
+  local proto unmatched replay_flags chrome_flags title
+  for proto in h1 h2 h3; do
+    for unmatched in close 404; do
+      case $proto in
+        h1) replay_flags="" chrome_flags="--disable-http2 --disable-quic" ;;
+        h2) replay_flags="--http2" chrome_flags="--disable-quic" ;;
+        h3) replay_flags="--http3" chrome_flags="--origin-to-force-quic-on=s.test:443" ;;
+      esac
+      AS_USER=$TEST_USER in_world env HOME="$home" MAHIMAHI_CA_DIR="$home/ca" "$BIN/mm-replay" "$dir" --ignore-user-agent \
+        --verbose --unmatched=$unmatched $replay_flags -- $chrome $chrome_flags --user-data-dir="$home/p-$proto-$unmatched" \
+        --dump-dom https://s.test/page.html > "$home/$proto-$unmatched.html" 2>"$home/$proto-$unmatched.err"
+      title=$(sed -n 's|.*<title>\(.*\)</title>.*|\1|p' "$home/$proto-$unmatched.html")
+      local want="failed 200:ok"; [ "$unmatched" = 404 ] && want="404 200:ok"
+      [ "$title" = "$want" ] ||
+        fail "$proto, --unmatched=$unmatched: page says \"$title\"; $(grep -v '^\[' "$home/$proto-$unmatched.err" | tail -4)" || return 1
+      grep -q "no recorded response for GET https://s.test/never" "$home/$proto-$unmatched.err" ||
+        fail "$proto: the miss was not logged: $(tail -3 "$home/$proto-$unmatched.err")" || return 1
+    done
+  done
+  # Over HTTP/3 the page and its answered request went over QUIC (the reset stream is no response).
+  grep -q "HTTP/3: .* 2 requests" "$home/h3-close.err" || fail "h3: $(grep 'HTTP/3' "$home/h3-close.err")" || return 1
+  echo "  Chromium over h1, h2 and h3: the unrecorded request fails with --unmatched=close, gets the 404 without; the other is answered"
+}

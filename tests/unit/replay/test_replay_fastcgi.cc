@@ -2,6 +2,8 @@
 // The replay's FastCGI server, driven end to end by a minimal FastCGI client (the web server's
 // side of the protocol) over its unix socket: answers, misses, HEAD, a web server that goes away,
 // concurrent requests, and a matcher that fails.
+#include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -16,10 +18,12 @@
 #include <thread>
 
 #include "expect.hh"
+#include "replay/replay_close.hh"
 #include "replay/replay_fastcgi.hh"
 #include "replay/replay_index.hh"
 #include "replay_fixture.hh"
 #include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 using namespace replay_test;
 
@@ -367,4 +371,85 @@ TEST(ReplayFastCgi, summary_counts_requests_in_agreement) {
   EXPECT_EQ(replay_summary(1, 0), "1 request answered from the recording, 0 not found");
   EXPECT_EQ(replay_summary(0, 1), "0 requests answered from the recording, 1 not found");
   EXPECT_EQ(replay_summary(12, 3), "12 requests answered from the recording, 3 not found");
+}
+
+// mm-replay --unmatched=close: the FastCGI server shuts down, in the web server's process (here
+// this test's, holding the server's side of a TCP connection on loopback as an Apache worker
+// does), the connection the unmatched request came on; the client reads end-of-file. A request
+// that was found, on another connection, leaves that one open.
+TEST(ReplayFastCgi, unmatched_close_ends_the_clients_connection_in_the_web_server) {
+  Recording rec({at("GET /here HTTP/1.1", "here")});
+  const fs::path socket = rec.dir.path / "fcgi.sock";
+  ReplayOptions close;
+  close.close_unmatched = true;
+  std::vector<std::string> logged;
+  std::mutex log_mutex;
+  ReplayFastCgi server(matcher_of(rec, close), socket, 2, [&](const std::string& line) {
+    std::lock_guard lock(log_mutex);
+    logged.push_back(line);
+  });
+  server.start();
+  FileDescriptor listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof address;
+  ASSERT_EQ(::bind(listener.get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(listener.get(), 4), 0);
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&address), &length), 0);
+  // A client connection and the web server's side of it; the client's port, as REMOTE_PORT.
+  auto connect_client = [&](FileDescriptor* client, FileDescriptor* accepted) {
+    *client = FileDescriptor(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    ASSERT_EQ(::connect(client->get(), reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    *accepted = FileDescriptor(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_GE(accepted->get(), 0);
+  };
+  auto port_of = [](const FileDescriptor& fd) {
+    sockaddr_in local{};
+    socklen_t size = sizeof local;
+    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &size);
+    return std::to_string(ntohs(local.sin_port));
+  };
+  auto params = [&](const std::string& uri, const std::string& remote_port) {
+    Params p = params_for("GET", uri, "example.com");
+    for (auto& [name, value] : p)
+      if (name == "SERVER_ADDR") value = "127.0.0.1";
+    p.emplace_back("REMOTE_ADDR", "127.0.0.1");
+    p.emplace_back("REMOTE_PORT", remote_port);
+    return p;
+  };
+  FileDescriptor hit_client, hit_server, miss_client, miss_server;
+  connect_client(&hit_client, &hit_server);
+  connect_client(&miss_client, &miss_server);
+
+  EXPECT_EQ(parse_cgi(fcgi_request(socket, params("/here", port_of(hit_client)))).body, "here");
+  // The 404 still goes to the web server, whose write to the client then fails unseen.
+  EXPECT_EQ(parse_cgi(fcgi_request(socket, params("/gone", port_of(miss_client)))).status.substr(0, 3), "404");
+  pollfd ready{miss_client.get(), POLLIN, 0};
+  ASSERT_EQ(::poll(&ready, 1, 10'000), 1) << "the client's connection did not end";
+  char byte;
+  EXPECT_EQ(::recv(miss_client.get(), &byte, 1, 0), 0);             // end-of-file, not data
+  EXPECT_EQ(::recv(hit_client.get(), &byte, 1, MSG_DONTWAIT), -1);  // still open, nothing to read
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(::send(hit_server.get(), "x", 1, MSG_NOSIGNAL), 1);
+
+  // No such connection (a port nothing uses): said in the log, and the 404 answers.
+  EXPECT_EQ(parse_cgi(fcgi_request(socket, params("/gone", "1"))).status.substr(0, 3), "404");
+  std::lock_guard lock(log_mutex);
+  ASSERT_EQ(logged.size(), 3u);
+  EXPECT_NE(logged[2].find("cannot close the connection of the request above (no socket of the web server's worker"),
+            std::string::npos)
+      << logged[2];
+}
+
+TEST(ReplayFastCgi, client_connection_of_takes_literals_and_a_port) {
+  const auto v4 = client_connection_of("10.0.0.2", "54321", "10.0.0.1");
+  ASSERT_TRUE(v4.has_value());
+  EXPECT_EQ(v4->client_port, 54321);
+  EXPECT_TRUE(client_connection_of("::1", "1", "::1").has_value());
+  EXPECT_FALSE(client_connection_of("10.0.0.2", "0", "10.0.0.1").has_value());
+  EXPECT_FALSE(client_connection_of("10.0.0.2", "65536", "10.0.0.1").has_value());
+  EXPECT_FALSE(client_connection_of("10.0.0.2", "80x", "10.0.0.1").has_value());
+  EXPECT_FALSE(client_connection_of("client.test", "80", "10.0.0.1").has_value());
+  EXPECT_FALSE(client_connection_of("10.0.0.2", "80", nullptr).has_value());
 }

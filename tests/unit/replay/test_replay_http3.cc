@@ -91,6 +91,14 @@ TEST(ReplayHttp3, HeadResponseKeepsHeadersAndOmitsTheBody) {
   EXPECT_TRUE(http3_response_of(m, "HEAD").omit_body);
 }
 
+TEST(ReplayHttp3, AMissToCloseResetsTheStreamAnyOtherIsAnswered) {
+  ReplayMatch m;
+  m.response.status = 404;
+  EXPECT_FALSE(http3_response_of(m, "GET").reset);  // the explained 404
+  m.close = true;                                   // mm-replay --unmatched=close
+  EXPECT_TRUE(http3_response_of(m, "GET").reset);
+}
+
 TEST(ReplayHttp3, EndpointsAreTheHttpsServersWithTheirApacheCertificates) {
   std::vector<ReplayServerSpec> servers = {{"10.0.0.1", 80, false, {"a.test"}, false},
                                            {"10.0.0.1", 443, true, {"a.test"}, true}};

@@ -541,3 +541,19 @@ TEST(ReplayIndex, request_bodies_choose_among_identical_requests) {
   EXPECT_EQ(rec.match(with_body("{\"q\":\"other\"}")).response.body, "user");
   EXPECT_NE(request_body_hash("a"), request_body_hash("b"));
 }
+
+TEST(ReplayIndex, replay_unmatched_close_marks_misses_only) {
+  Recording rec({at("GET /here HTTP/1.1", "here")});
+  ReplayOptions close;
+  close.close_unmatched = true;
+  const ReplayMatch hit = rec.match(get("/here"), close);
+  ASSERT_TRUE(hit.found);
+  ASSERT_FALSE(hit.close);
+  const ReplayMatch miss = rec.match(get("/gone"), close);
+  ASSERT_FALSE(miss.found);
+  ASSERT_TRUE(miss.close);
+  ASSERT_TRUE(miss.log_line.ends_with(" [no response: --unmatched=close]"));
+  const ReplayMatch plain = rec.match(get("/gone"));
+  ASSERT_FALSE(plain.close);
+  ASSERT_EQ(plain.response.status, 404);
+}
