@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "packet/link_log.hh"
+#include "packet/loss_model.hh"
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
 #include "util/random.hh"
@@ -73,17 +74,6 @@ class GateQueue {
  private:
   Gate gate_;
   DelayLine line_{0, 64 * 1024 * 2};
-};
-
-// Independent (Bernoulli) loss.
-class LossGate {
- public:
-  LossGate(double rate, uint64_t seed) : rate_(rate), random_(seed) {}
-  bool admit(Nanos) { return rate_ == 0 || !random_.bernoulli(rate_); }
-
- private:
-  double rate_;
-  Random random_;
 };
 
 // The link alternates between on (forward) and off (drop every arriving packet). Periods are

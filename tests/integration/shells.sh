@@ -72,6 +72,40 @@ test_loss_both_directions_in_one_shell() {
   loss_check "uplink 0.1 downlink 0.3" 1000 0.63 "$1"
 }
 
+# Bursty loss as an ordinary user: ping's missing sequence numbers through mm-loss uplink
+# gemodel (simple Gilbert: p 2 %, r 25 %) come in runs of 1/r = 4 on average at a loss rate of
+# p / (p + r) = 7.4 %; Bernoulli loss at that rate makes runs of 1.08. Bounds: five standard
+# errors of each estimate over about 70 bursts (and 300 Bernoulli losses).
+loss_runs() {  # COUNT: ping's output on standard input -> "loss-rate mean-run runs"
+  grep -o 'icmp_seq=[0-9]*' | cut -d= -f2 | awk -v n="$1" '{ got[$1] = 1 }
+    END { lost = 0; runs = 0; prev = 1
+          for (i = 1; i <= n; i++) { if (!(i in got)) { lost++; if (prev) runs++; prev = 0 } else prev = 1 }
+          printf "%.4f %.2f %d\n", lost / n, runs ? lost / runs : 0, runs }'
+}
+
+test_loss_gilbert_elliott_bursts_as_a_user() {
+  local n=4000 out
+  # shellcheck disable=SC2046  # three numbers
+  set -- $(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink gemodel 2% 25% --seed 9 -- \
+    ping -n -c $n -i 0.002 -W 1 "$SERVER_IP" | loss_runs $n)
+  echo "  gemodel 2% 25%: loss rate $1, mean run $2 ($3 runs); theory 0.074, 4"
+  check_range "loss rate" "$1" 0.03 0.13 || return 1
+  check_range "mean run of losses" "$2" 2.5 6.5 || return 1
+  set -- $(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink 0.074 --seed 9 -- \
+    ping -n -c $n -i 0.002 -W 1 "$SERVER_IP" | loss_runs $n)
+  echo "  Bernoulli 0.074: loss rate $1, mean run $2 ($3 runs); theory 0.074, 1.08"
+  check_range "loss rate" "$1" 0.06 0.09 || return 1
+  check_range "mean run of losses" "$2" 1 1.3 || return 1
+  # The four-state model's isolated losses (p14 only): never two in a row.
+  set -- $(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink state 0 100% 0 100% 10% --seed 9 -- \
+    ping -n -c 2000 -i 0.002 -W 1 "$SERVER_IP" | loss_runs 2000)
+  echo "  state 0 1 0 1 0.1: loss rate $1, mean run $2; theory 0.091, exactly 1"
+  check_range "loss rate" "$1" 0.06 0.12 || return 1
+  [ "$2" = 1.00 ] || fail "isolated losses came in runs of $2" || return 1
+  out=$(in_world "$BIN/mm-loss" uplink gemodel 0.1 0.2 0.3 0.4 0.5 true 2>&1)
+  echo "$out" | grep -q "gemodel takes at most 4 probabilities, not 5" || fail "five gemodel parameters: $out"
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
