@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-delay DELAY-MS [--destination=...]... [--destinations=FILE] [--] [COMMAND...]: a fixed
-// one-way delay in each direction, or one per destination.
+// one-way delay in each direction, or one per destination; or a delay that varies over time
+// (--delay-trace) with jitter (--jitter).
 #include <optional>
 
+#include "packet/delay_trace.hh"
 #include "packet/destination_delay.hh"
 #include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
@@ -23,7 +25,20 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
                         "  --destinations=FILE\n"
                         "              the same from a file, one \"ADDRESS[/LEN][:PORT] MS [DOWN-MS]\" per line\n"
                         "              (# comments); mm-recording timings --destinations DIR writes one that puts\n"
-                        "              every origin of a recording at its recorded distance\n" +
+                        "              every origin of a recording at its recorded distance\n"
+                        "  --delay-trace=FILE, --uplink-delay-trace=FILE, --downlink-delay-trace=FILE\n"
+                        "              a delay that varies over time, in both directions or one (DELAY-MS\n"
+                        "              then serves the other): \"TIME-MS DELAY-MS\" per line, or one DELAY-MS\n"
+                        "              per line with --delay-interval (PR #135's and LeoReplayer's files)\n"
+                        "  --delay-interval=MS   the time each line of a one-value trace covers\n"
+                        "  --interpolate=step|linear   between a trace's points (default step)\n"
+                        "  --once      hold a trace's last delay after its end (default: it repeats)\n"
+                        "  --jitter=MS[,normal|uniform|paretonormal]\n"
+                        "              add to each packet's delay a random offset of standard deviation MS\n"
+                        "              (normal by default); never below 0\n"
+                        "  --order=fifo|overtake   fifo (default): no packet leaves before one that\n"
+                        "              arrived earlier; overtake: each leaves at its own time (reorders)\n"
+                        "  --seed N    seed the jitter, so that a run can be repeated\n" +
                             std::string(kHelpAndVersionLines) +
                             "\n"
                             "With destinations, the most specific rule applies: an address with the port, the\n"
@@ -36,6 +51,25 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
 
 // A map file is a list of destinations, never large.
 constexpr uint64_t kMaxDestinationFileBytes = 16 << 20;
+// A delay trace: 10 million points at most (a day at 10 ms) take well under this.
+constexpr uint64_t kMaxDelayTraceFileBytes = 256 << 20;
+
+// What --delay-trace and its companions ask for.
+struct VaryingDelaySettings {
+  std::optional<std::string> trace[2];  // uplink, downlink
+  double interval_ms = 0;
+  bool linear = false, once = false, overtake = false;
+  Jitter::Distribution jitter_distribution = Jitter::Distribution::kNone;
+  double jitter_ms = 0;
+  bool any() const { return trace[0] || trace[1] || jitter_distribution != Jitter::Distribution::kNone; }
+};
+
+Jitter::Distribution jitter_distribution_of(std::string_view name) {
+  if (name == "normal") return Jitter::Distribution::kNormal;
+  if (name == "uniform") return Jitter::Distribution::kUniform;
+  if (name == "paretonormal") return Jitter::Distribution::kParetoNormal;
+  throw UsageError("--jitter's distribution is normal, uniform or paretonormal, not \"" + std::string(name) + "\"");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -44,32 +78,114 @@ int main(int argc, char** argv) {
     std::string typed;
     std::vector<DestinationRule> typed_rules;
     std::optional<std::string> file;
+    VaryingDelaySettings varying;
+    std::optional<uint64_t> seed;
     ShellSpec spec;
-    ArgScanner scanner(kInfo, {{"destination", true,
-                                [&](std::string_view v) {
-                                  try {
-                                    typed_rules.push_back(parse_destination_option(v, "--destination"));
-                                  } catch (const UserError& e) {
-                                    throw UsageError(e.what());
-                                  }
-                                  if (typed_rules.size() > kMaxDestinationRules)
-                                    throw UsageError("too many --destination options: use --destinations=FILE");
-                                }},
-                               {"destinations", true,
-                                [&](std::string_view v) {
-                                  if (file) throw UsageError("--destinations is given twice: join the files");
-                                  if (v.empty()) throw UsageError("--destinations needs a file");
-                                  file = std::string(v);
-                                }},
-                               ArgScanner::verbose_option(spec.verbose)});
+    auto trace_option = [&](int direction, const char* name) {
+      return ArgScanner::Option{
+          name, true, [&, direction, name](std::string_view v) {
+            if (v.empty()) throw UsageError(std::string("--") + name + " needs a file");
+            for (int d : {0, 1}) {
+              if (direction != 2 && d != direction) continue;
+              if (varying.trace[d])
+                throw UsageError(std::string("a second delay trace for the ") + (d == 0 ? "uplink" : "downlink"));
+              varying.trace[d] = std::string(v);
+            }
+          }};
+    };
+    ArgScanner scanner(kInfo,
+                       {trace_option(2, "delay-trace"),
+                        trace_option(0, "uplink-delay-trace"),
+                        trace_option(1, "downlink-delay-trace"),
+                        {"delay-interval", true,
+                         [&](std::string_view v) {
+                           varying.interval_ms = parse_nonnegative(v, "--delay-interval");
+                           if (varying.interval_ms <= 0 || varying.interval_ms > kMaxDelayTraceMs)
+                             throw UsageError("--delay-interval must be above 0 and at most an hour");
+                         }},
+                        {"interpolate", true,
+                         [&](std::string_view v) {
+                           if (v != "step" && v != "linear")
+                             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
+                           varying.linear = v == "linear";
+                         }},
+                        {"once", false, [&](std::string_view) { varying.once = true; }},
+                        {"order", true,
+                         [&](std::string_view v) {
+                           if (v != "fifo" && v != "overtake")
+                             throw UsageError("--order takes fifo or overtake, not \"" + std::string(v) + "\"");
+                           varying.overtake = v == "overtake";
+                         }},
+                        {"jitter", true,
+                         [&](std::string_view v) {
+                           const size_t comma = v.find(',');
+                           varying.jitter_ms = parse_nonnegative(v.substr(0, comma), "--jitter");
+                           if (varying.jitter_ms > kMaxDelayTraceMs) throw UsageError("--jitter is at most an hour");
+                           varying.jitter_distribution = comma == std::string_view::npos
+                                                             ? Jitter::Distribution::kNormal
+                                                             : jitter_distribution_of(v.substr(comma + 1));
+                         }},
+                        ArgScanner::seed_option(seed),
+                        {"destination", true,
+                         [&](std::string_view v) {
+                           try {
+                             typed_rules.push_back(parse_destination_option(v, "--destination"));
+                           } catch (const UserError& e) {
+                             throw UsageError(e.what());
+                           }
+                           if (typed_rules.size() > kMaxDestinationRules)
+                             throw UsageError("too many --destination options: use --destinations=FILE");
+                         }},
+                        {"destinations", true,
+                         [&](std::string_view v) {
+                           if (file) throw UsageError("--destinations is given twice: join the files");
+                           if (v.empty()) throw UsageError("--destinations needs a file");
+                           file = std::string(v);
+                         }},
+                        ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (delay_ms) return false;
       delay_ms = parse_nonnegative(word, "DELAY-MS");
       typed = word;
       return true;
     });
-    if (!delay_ms) throw UsageError("missing DELAY-MS");
+    if (!delay_ms && !(varying.trace[0] && varying.trace[1])) throw UsageError("missing DELAY-MS");
     spec.device_kind = "delay";
+    if (varying.any() || varying.once || varying.overtake || varying.linear || varying.interval_ms > 0) {
+      if (!varying.any())
+        throw UsageError("--once, --order, --interpolate and --delay-interval go with a delay trace or --jitter");
+      if (file || !typed_rules.empty())
+        throw UsageError("per-destination delays do not combine with a delay trace or --jitter");
+      spec.tag = "[delay " + (delay_ms ? typed + " ms" : std::string("trace")) +
+                 (varying.trace[0] || varying.trace[1] ? " + trace" : "") +
+                 (varying.jitter_distribution != Jitter::Distribution::kNone ? " + jitter" : "") + "] ";
+      uint64_t base_seed = seed ? *seed : Random::fresh_seed();
+      const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
+      const Nanos constant = ms_to_nanos(delay_ms.value_or(0));
+      // The traces are the user's files: read after the ferry dropped root's rights for good.
+      spec.ferry = [varying, constant, up_seed, down_seed](const FerryEndpoints& tuns,
+                                                           const std::function<void()>& ready) {
+        auto load = [&](int d) {
+          if (!varying.trace[d]) return DelayTrace{};
+          DelayTrace t = parse_delay_trace(
+              read_user_file(*varying.trace[d], "delay trace", kMaxDelayTraceFileBytes, "give a delay trace"),
+              user_file_name(*varying.trace[d]), varying.interval_ms);
+          t.linear = varying.linear;
+          t.once = varying.once;
+          return t;
+        };
+        DelayTrace up_trace = load(0), down_trace = load(1);
+        const Nanos sigma = ms_to_nanos(varying.jitter_ms);
+        const Nanos start = monotonic_now();
+        VaryingDelayQueue uplink(constant, std::move(up_trace), Jitter(varying.jitter_distribution, sigma, up_seed),
+                                 varying.overtake, start);
+        VaryingDelayQueue downlink(constant, std::move(down_trace),
+                                   Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake, start);
+        return run_ferry_pair(tuns, uplink, downlink, ready);
+      };
+      return spec;
+    }
+    if (!delay_ms) throw UsageError("missing DELAY-MS");
     const bool per_destination = file || !typed_rules.empty();
     spec.tag = "[delay " + typed + " ms" + (per_destination ? " + destinations" : "") + "] ";
     const Nanos delay = ms_to_nanos(*delay_ms);

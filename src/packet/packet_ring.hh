@@ -41,6 +41,20 @@ class PacketRing {
   }
   void pop();
 
+  // Calls f(Record&, std::span<const uint8_t> data) for every packet, oldest first. f may change
+  // a record's arrival (a mark of its owner's), nothing else.
+  template <class F>
+  void for_each(F&& f) {
+    size_t offset = head_;
+    for (size_t i = 0; i < packets_; i++) {
+      if (offset == capacity_ || (capacity_ - offset >= sizeof(Record) && record_at(offset)->length == kWrapMarker))
+        offset = 0;
+      Record* r = record_at(offset);
+      f(*r, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(r + 1), r->length));
+      offset += record_size(r->length);
+    }
+  }
+
  private:
   static constexpr uint32_t kWrapMarker = UINT32_MAX;
   static size_t record_size(uint32_t length) { return sizeof(Record) + ((length + 15) & ~size_t{15}); }
