@@ -106,6 +106,39 @@ test_loss_gilbert_elliott_bursts_as_a_user() {
   echo "$out" | grep -q "gemodel takes at most 4 probabilities, not 5" || fail "five gemodel parameters: $out"
 }
 
+# A delay trace as an ordinary user: ping's round trips are twice the trace's delay at the time
+# (5 ms, then 40 ms for half a second, then 5 again) in one run of 80 ms, and where a change
+# falls between a request and its reply, the sum of the two (45 ms) or, as the delay drops, a
+# packet's wait behind the one before it (order is kept): nothing below 10 ms or above 80.
+# (The bounds allow 3 ms of a loaded machine's scheduling.)
+test_delay_trace_and_jitter_as_a_user() {
+  local trace=$WORLD_TMP/delay.trace rtts
+  printf '# time delay\n0 5\n500 40\n1000 5\n1500 5\n' > "$trace"
+  chmod a+r "$trace"
+  rtts=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" -- \
+    ping -n -c 60 -i 0.025 "$SERVER_IP" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p')
+  echo "$rtts" | awk '{ n++; c = "other"; if ($1 >= 9.8 && $1 < 13) c = "low"; else if ($1 > 79.8 && $1 < 83) c = "high"
+      if ($1 < 9.8 || $1 > 83) { print "FAIL: a round trip of " $1 " ms"; bad++ }
+      count[c]++; if (c == "high" && last != "high") runs++; last = c }
+    END { printf "  %d round trips: %d near 10 ms, %d near 80 ms in %d run, %d between\n", n, count["low"], count["high"], runs, count["other"]
+          exit !(n == 60 && !bad && count["low"] >= 20 && count["high"] >= 15 && runs == 1) }' || return 1
+  # Jitter of 5 ms each way (normal, seeded), order left to each packet's time: the round trip
+  # is 40 ms plus the sum of two draws, standard deviation 7.1 ms (bounds: five standard errors
+  # over 300 pings, and a loaded machine's 0.5 ms).
+  set -- $(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 20 --jitter=5 --seed 4 --order=overtake -- \
+    ping -n -c 300 -i 0.01 "$SERVER_IP" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p' |
+    awk '{ n++; s += $1; q += $1 * $1 } END { m = s / n; printf "%d %.2f %.2f\n", n, m, sqrt(q / n - m * m) }')
+  echo "  --jitter=5: $1 round trips, mean $2 ms, standard deviation $3 ms (theory 40.1, 7.1)"
+  check_range "mean round trip (ms)" "$2" 38.0 42.5 || return 1
+  check_range "its standard deviation (ms)" "$3" 5.6 8.6 || return 1
+  printf '0 10\n50 20\n20 5\n' > "$trace"
+  local msg; msg=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" -- sh -c "echo ran > $WORLD_TMP/ran" 2>&1)
+  local rc=$?
+  echo "  a trace out of order -> $rc: $msg"
+  [ "$rc" = 1 ] && [ "$msg" = "mm-delay: $trace line 3: times must increase" ] || fail "the bad trace: $rc $msg" || return 1
+  [ ! -e "$WORLD_TMP/ran" ] || fail "the command ran despite the bad trace"
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
