@@ -105,7 +105,8 @@ TEST(DelayTrace, bad_traces_are_errors_naming_the_file_and_line) {
   EXPECT_THROW_WITH(UserError, parse("0 10\n5 4000000\n"), "line 2: \"4000000\" is not a number");
   EXPECT_THROW_WITH(UserError, parse("0 10\n5 nan\n"), "\"nan\" is not a number");
   EXPECT_THROW_WITH(UserError, parse("0 10\n20\n"), "line 2: every line must have the same number of fields");
-  EXPECT_THROW_WITH(UserError, parse("0 10 3\n"), "line 1: expected \"TIME-MS DELAY-MS\" or \"DELAY-MS\", got 3 fields");
+  EXPECT_THROW_WITH(UserError, parse("0 10 3\n"),
+                    "line 1: expected \"TIME-MS DELAY-MS\" or \"DELAY-MS\", got 3 fields");
   EXPECT_THROW_WITH(UserError, parse("# nothing\n\n"), "trace.txt: no delays in it");
   EXPECT_THROW_WITH(UserError, parse("0 10\n"), "needs two lines at least");
   EXPECT_THROW_WITH(UserError, parse("10\n20\n"), "give its interval with --delay-interval=MS");
@@ -165,14 +166,16 @@ TEST(Jitter, draws_follow_the_distribution) {
     return v;
   };
   const double critical = 1.95 / std::sqrt(static_cast<double>(n));
-  EXPECT_LT(ks_statistic(draws(Jitter::Distribution::kNormal, 1), [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }),
+  EXPECT_LT(ks_statistic(draws(Jitter::Distribution::kNormal, 1),
+                         [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }),
             critical);
   const double half = std::sqrt(3.0);
   EXPECT_LT(ks_statistic(draws(Jitter::Distribution::kUniform, 2),
                          [&](double x) { return std::clamp((x + half) / (2 * half), 0.0, 1.0); }),
             critical);
   // A wrong distribution is seen: uniform draws against the normal function.
-  EXPECT_GT(ks_statistic(draws(Jitter::Distribution::kUniform, 2), [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }),
+  EXPECT_GT(ks_statistic(draws(Jitter::Distribution::kUniform, 2),
+                         [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }),
             critical);
   for (auto d : {Jitter::Distribution::kNormal, Jitter::Distribution::kUniform, Jitter::Distribution::kParetoNormal}) {
     const std::vector<double> v = draws(d, 3);
