@@ -159,6 +159,7 @@ int main(int argc, char** argv) {
       spec.tag = "[delay " + (delay_ms ? typed + " ms" : std::string("trace")) +
                  (varying.trace[0] || varying.trace[1] ? " + trace" : "") +
                  (varying.jitter_distribution != Jitter::Distribution::kNone ? " + jitter" : "") + "] ";
+      spec.follows_trace = varying.trace[0] || varying.trace[1];
       uint64_t base_seed = seed ? *seed : Random::fresh_seed();
       const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
       const Nanos constant = ms_to_nanos(delay_ms.value_or(0));
@@ -176,7 +177,7 @@ int main(int argc, char** argv) {
         };
         DelayTrace up_trace = load(0), down_trace = load(1);
         const Nanos sigma = ms_to_nanos(varying.jitter_ms);
-        const Nanos start = monotonic_now();
+        const Nanos start = trace_start(tuns);  // the outermost trace-following shell's start
         VaryingDelayQueue uplink(constant, std::move(up_trace), Jitter(varying.jitter_distribution, sigma, up_seed),
                                  varying.overtake, start);
         VaryingDelayQueue downlink(constant, std::move(down_trace),

@@ -182,10 +182,15 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
   FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
   FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
 
+  // The traces, the logs' times and the meters all count from the outermost trace-following
+  // shell's start (MAHIMAHI_CLOCK_BASE; this shell's own if it is that one), so that stacked
+  // shells' traces and logs line up; the logs' init timestamp is that instant's wall time.
   timespec wall;
   clock_gettime(CLOCK_REALTIME, &wall);
-  const Nanos origin = monotonic_now();
-  const int64_t epoch_ms = static_cast<int64_t>(wall.tv_sec) * 1000 + wall.tv_nsec / 1'000'000;
+  const Nanos now = monotonic_now();
+  const Nanos origin = trace_start(endpoints);
+  const int64_t epoch_ms =
+      (static_cast<int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec - (now - origin)) / 1'000'000;
   uint64_t seeds = settings.base_seed;
   LinkEventSinks sinks;
   const LinkMeter* meters[2] = {nullptr, nullptr};
@@ -223,6 +228,7 @@ int main(int argc, char** argv) {
     spec.command = scan_link_arguments(ac, av, settings);
     spec.verbose = settings.verbose;
     spec.device_kind = "link";
+    spec.follows_trace = true;
     spec.tag = link_tag(settings);
     settings.meters.finish(spec, false);
     spec.ferry = [settings](const FerryEndpoints& endpoints, const std::function<void()>& ready) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstring>
 #include <fstream>
@@ -607,6 +608,12 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   const std::string outer_prefix = prefix ? prefix : "";
+  // The clock of stacked shells' traces: passed on as the user gave it (the ferry parses it,
+  // without root), or set here by the outermost shell that follows a trace.
+  const char* outer_clock = env.get("MAHIMAHI_CLOCK_BASE");
+  std::string clock_base = outer_clock ? outer_clock : "";
+  const bool sets_clock = spec.follows_trace && clock_base.empty();
+  if (sets_clock) clock_base = std::to_string(monotonic_now());
   // The set-up's freed heap back to the system before the ferry is forked: the supervisor then
   // waits, and both stay small for the shell's whole life.
   ::malloc_trim(0);
@@ -626,7 +633,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int channel_fd = ferry_channel.get();
     FerryEndpoints endpoints{
-        net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, net.intercepted.get(), {}, net.offload};
+        net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, net.intercepted.get(), {},
+        net.offload,         clock_base};
     if (isolated) {
       endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
         request_addresses(channel_fd, addresses);
@@ -665,6 +673,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     return *status;
 
   prepare_environment(env, spec, net);
+  if (sets_clock) env.set("MAHIMAHI_CLOCK_BASE", clock_base);
   // Only the supervisor holds the pipe's write end, and never writes: the guard sees end-of-file
   // when the supervisor is gone (the command gets the read end only until its exec).
   int alive[2];
@@ -697,4 +706,17 @@ int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
   ::signal(SIGCHLD, SIG_DFL);
   UserEnvironment env = UserEnvironment::capture_and_clear();
   return run_tool(info.name, usage_line(info) + "\n", [&] { return run_shell(argc, argv, info, parse, env); });
+}
+
+Nanos trace_start(const FerryEndpoints& endpoints) {
+  const Nanos now = monotonic_now();
+  if (endpoints.clock_base.empty()) return now;
+  const std::string& text = endpoints.clock_base;
+  Nanos base = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), base);
+  if (error != std::errc() || end != text.data() + text.size() || base <= 0 || base > now)
+    throw UserError("MAHIMAHI_CLOCK_BASE=\"" + printable(text, 40) +
+                    "\" is not an instant of this machine's monotonic clock (an outer shell sets it: unset it to "
+                    "start this shell's traces at its own start)");
+  return base;
 }

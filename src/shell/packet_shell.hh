@@ -12,6 +12,7 @@
 
 #include "shell/privileged.hh"
 #include "util/args.hh"
+#include "util/clock.hh"
 
 struct FerryEndpoints {
   int outer;                 // TUN, the caller's side: uplink packets are written here, downlink ones read
@@ -25,7 +26,15 @@ struct FerryEndpoints {
   // refused. Call it at most once, before ready(). Other shells: throws std::logic_error.
   std::function<void(const std::vector<Ipv4>&)> add_addresses;
   bool offload = false;  // both TUN devices carry a virtio-net header (packet/offload.hh)
+  // MAHIMAHI_CLOCK_BASE as the shells around this one set it (unparsed: the ferry reads it, see
+  // trace_start()), or the instant this shell set it to (ShellSpec::follows_trace); empty if none.
+  std::string clock_base = {};
 };
+
+// The instant from which this shell's traces are indexed (CLOCK_MONOTONIC): the outermost
+// trace-following shell's start (MAHIMAHI_CLOCK_BASE), so that nested shells' traces stay
+// aligned, or now. Throws UserError if the variable holds no instant of this machine's clock.
+Nanos trace_start(const FerryEndpoints& endpoints);
 
 // Exit status of a ferry whose queues are finished (mm-link --once): the shell ends the command
 // (and everything it started) and exits with kOnceEndedStatus, unless the command had ended first.
@@ -54,6 +63,9 @@ struct ShellSpec {
   // before any set-up, with this message (which says what to do instead).
   std::string display_needed;
   bool verbose = false;  // --verbose: say whether the TUN offloads are used, and if not why
+  // Its emulation follows a trace in time (mm-link, mm-delay --delay-trace): the outermost such
+  // shell sets MAHIMAHI_CLOCK_BASE for the shells inside it (see trace_start()).
+  bool follows_trace = false;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

@@ -139,6 +139,26 @@ test_delay_trace_and_jitter_as_a_user() {
   [ ! -e "$WORLD_TMP/ran" ] || fail "the command ran despite the bad trace"
 }
 
+# One clock for stacked shells: an inner mm-delay started 300 ms after the outer one follows its
+# trace from the outer shell's start (MAHIMAHI_CLOCK_BASE), so both delays step together and
+# ping never sees one shell's 40 ms with the other's 5 (a round trip of 90 ms) for more than the
+# moment of a step; with the inner shell on its own clock, it does for 300 ms.
+test_delay_traces_of_nested_shells_share_one_clock() {
+  local trace=$WORLD_TMP/step.trace aligned own
+  printf '0 5\n600 40\n1200 5\n1800 5\n' > "$trace"
+  chmod a+r "$trace"
+  # shellcheck disable=SC2016  # for the inner sh
+  local inner='sleep 0.3; exec $0 "$@"'
+  count_90() { sed -n 's/.*time=\([0-9.]*\) ms/\1/p' | awk '$1 > 86 && $1 < 95 { n++ } END { print n + 0 }'; }
+  aligned=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" -- sh -c "$inner" \
+    "$BIN/mm-delay" --delay-trace="$trace" -- ping -n -c 60 -i 0.025 "$SERVER_IP" | count_90)
+  own=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" -- sh -c "$inner" \
+    env -u MAHIMAHI_CLOCK_BASE "$BIN/mm-delay" --delay-trace="$trace" -- ping -n -c 60 -i 0.025 "$SERVER_IP" | count_90)
+  echo "  round trips of 90 ms (one shell stepped, the other not): $aligned on one clock, $own on the inner shell's own"
+  [ "$aligned" -le 3 ] || fail "the nested traces are not aligned" || return 1
+  [ "$own" -ge 8 ] || fail "the control did not show the offset"
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
