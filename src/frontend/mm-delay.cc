@@ -38,7 +38,10 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
                         "              (normal by default); never below 0\n"
                         "  --order=fifo|overtake   fifo (default): no packet leaves before one that\n"
                         "              arrived earlier; overtake: each leaves at its own time (reorders)\n"
-                        "  --seed N    seed the jitter, so that a run can be repeated\n" +
+                        "  --reorder=P[,GAP]   with probability P a packet jumps ahead of the GAP packets\n"
+                        "              before it (default 1: an adjacent swap), if they are still queued\n"
+                        "  --duplicate=P       with probability P a packet leaves twice\n"
+                        "  --seed N    seed the jitter, reordering and duplication, so that a run repeats\n" +
                             std::string(kHelpAndVersionLines) +
                             "\n"
                             "With destinations, the most specific rule applies: an address with the port, the\n"
@@ -61,7 +64,10 @@ struct VaryingDelaySettings {
   bool linear = false, once = false, overtake = false;
   Jitter::Distribution jitter_distribution = Jitter::Distribution::kNone;
   double jitter_ms = 0;
-  bool any() const { return trace[0] || trace[1] || jitter_distribution != Jitter::Distribution::kNone; }
+  Reordering reordering;
+  bool any() const {
+    return trace[0] || trace[1] || jitter_distribution != Jitter::Distribution::kNone || reordering.any();
+  }
 };
 
 Jitter::Distribution jitter_distribution_of(std::string_view name) {
@@ -93,56 +99,70 @@ int main(int argc, char** argv) {
             }
           }};
     };
-    ArgScanner scanner(kInfo,
-                       {trace_option(2, "delay-trace"),
-                        trace_option(0, "uplink-delay-trace"),
-                        trace_option(1, "downlink-delay-trace"),
-                        {"delay-interval", true,
-                         [&](std::string_view v) {
-                           varying.interval_ms = parse_nonnegative(v, "--delay-interval");
-                           if (varying.interval_ms <= 0 || varying.interval_ms > kMaxDelayTraceMs)
-                             throw UsageError("--delay-interval must be above 0 and at most an hour");
-                         }},
-                        {"interpolate", true,
-                         [&](std::string_view v) {
-                           if (v != "step" && v != "linear")
-                             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
-                           varying.linear = v == "linear";
-                         }},
-                        {"once", false, [&](std::string_view) { varying.once = true; }},
-                        {"order", true,
-                         [&](std::string_view v) {
-                           if (v != "fifo" && v != "overtake")
-                             throw UsageError("--order takes fifo or overtake, not \"" + std::string(v) + "\"");
-                           varying.overtake = v == "overtake";
-                         }},
-                        {"jitter", true,
-                         [&](std::string_view v) {
-                           const size_t comma = v.find(',');
-                           varying.jitter_ms = parse_nonnegative(v.substr(0, comma), "--jitter");
-                           if (varying.jitter_ms > kMaxDelayTraceMs) throw UsageError("--jitter is at most an hour");
-                           varying.jitter_distribution = comma == std::string_view::npos
-                                                             ? Jitter::Distribution::kNormal
-                                                             : jitter_distribution_of(v.substr(comma + 1));
-                         }},
-                        ArgScanner::seed_option(seed),
-                        {"destination", true,
-                         [&](std::string_view v) {
-                           try {
-                             typed_rules.push_back(parse_destination_option(v, "--destination"));
-                           } catch (const UserError& e) {
-                             throw UsageError(e.what());
-                           }
-                           if (typed_rules.size() > kMaxDestinationRules)
-                             throw UsageError("too many --destination options: use --destinations=FILE");
-                         }},
-                        {"destinations", true,
-                         [&](std::string_view v) {
-                           if (file) throw UsageError("--destinations is given twice: join the files");
-                           if (v.empty()) throw UsageError("--destinations needs a file");
-                           file = std::string(v);
-                         }},
-                        ArgScanner::verbose_option(spec.verbose)});
+    ArgScanner scanner(
+        kInfo, {trace_option(2, "delay-trace"),
+                trace_option(0, "uplink-delay-trace"),
+                trace_option(1, "downlink-delay-trace"),
+                {"delay-interval", true,
+                 [&](std::string_view v) {
+                   varying.interval_ms = parse_nonnegative(v, "--delay-interval");
+                   if (varying.interval_ms <= 0 || varying.interval_ms > kMaxDelayTraceMs)
+                     throw UsageError("--delay-interval must be above 0 and at most an hour");
+                 }},
+                {"interpolate", true,
+                 [&](std::string_view v) {
+                   if (v != "step" && v != "linear")
+                     throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
+                   varying.linear = v == "linear";
+                 }},
+                {"once", false, [&](std::string_view) { varying.once = true; }},
+                {"order", true,
+                 [&](std::string_view v) {
+                   if (v != "fifo" && v != "overtake")
+                     throw UsageError("--order takes fifo or overtake, not \"" + std::string(v) + "\"");
+                   varying.overtake = v == "overtake";
+                 }},
+                {"jitter", true,
+                 [&](std::string_view v) {
+                   const size_t comma = v.find(',');
+                   varying.jitter_ms = parse_nonnegative(v.substr(0, comma), "--jitter");
+                   if (varying.jitter_ms > kMaxDelayTraceMs) throw UsageError("--jitter is at most an hour");
+                   varying.jitter_distribution = comma == std::string_view::npos
+                                                     ? Jitter::Distribution::kNormal
+                                                     : jitter_distribution_of(v.substr(comma + 1));
+                 }},
+                {"reorder", true,
+                 [&](std::string_view v) {
+                   const size_t comma = v.find(',');
+                   varying.reordering.probability = parse_probability(v.substr(0, comma), "--reorder");
+                   if (comma != std::string_view::npos) {
+                     const uint64_t gap = parse_unsigned(v.substr(comma + 1), "--reorder's GAP");
+                     if (gap < 1 || gap > kMaxReorderGap)
+                       throw UsageError("--reorder's GAP (how many packets one jumps ahead of) is 1 to " +
+                                        std::to_string(kMaxReorderGap));
+                     varying.reordering.gap = static_cast<uint32_t>(gap);
+                   }
+                 }},
+                {"duplicate", true,
+                 [&](std::string_view v) { varying.reordering.duplicate = parse_probability(v, "--duplicate"); }},
+                ArgScanner::seed_option(seed),
+                {"destination", true,
+                 [&](std::string_view v) {
+                   try {
+                     typed_rules.push_back(parse_destination_option(v, "--destination"));
+                   } catch (const UserError& e) {
+                     throw UsageError(e.what());
+                   }
+                   if (typed_rules.size() > kMaxDestinationRules)
+                     throw UsageError("too many --destination options: use --destinations=FILE");
+                 }},
+                {"destinations", true,
+                 [&](std::string_view v) {
+                   if (file) throw UsageError("--destinations is given twice: join the files");
+                   if (v.empty()) throw UsageError("--destinations needs a file");
+                   file = std::string(v);
+                 }},
+                ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (delay_ms) return false;
       delay_ms = parse_nonnegative(word, "DELAY-MS");
@@ -153,19 +173,26 @@ int main(int argc, char** argv) {
     spec.device_kind = "delay";
     if (varying.any() || varying.once || varying.overtake || varying.linear || varying.interval_ms > 0) {
       if (!varying.any())
-        throw UsageError("--once, --order, --interpolate and --delay-interval go with a delay trace or --jitter");
+        throw UsageError(
+            "--once, --order, --interpolate and --delay-interval go with a delay trace, --jitter or --reorder");
       if (file || !typed_rules.empty())
-        throw UsageError("per-destination delays do not combine with a delay trace or --jitter");
+        throw UsageError(
+            "per-destination delays do not combine with a delay trace, --jitter, --reorder or --duplicate");
       spec.tag = "[delay " + (delay_ms ? typed + " ms" : std::string("trace")) +
                  (varying.trace[0] || varying.trace[1] ? " + trace" : "") +
-                 (varying.jitter_distribution != Jitter::Distribution::kNone ? " + jitter" : "") + "] ";
+                 (varying.jitter_distribution != Jitter::Distribution::kNone ? " + jitter" : "") +
+                 (varying.reordering.probability > 0 ? " + reorder" : "") +
+                 (varying.reordering.duplicate > 0 ? " + duplicate" : "") + "] ";
       spec.follows_trace = varying.trace[0] || varying.trace[1];
       uint64_t base_seed = seed ? *seed : Random::fresh_seed();
       const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
+      Reordering up_reordering = varying.reordering, down_reordering = varying.reordering;
+      up_reordering.seed = Random::splitmix(base_seed);
+      down_reordering.seed = Random::splitmix(base_seed);
       const Nanos constant = ms_to_nanos(delay_ms.value_or(0));
       // The traces are the user's files: read after the ferry dropped root's rights for good.
-      spec.ferry = [varying, constant, up_seed, down_seed](const FerryEndpoints& tuns,
-                                                           const std::function<void()>& ready) {
+      spec.ferry = [varying, constant, up_seed, down_seed, up_reordering, down_reordering](
+                       const FerryEndpoints& tuns, const std::function<void()>& ready) {
         auto load = [&](int d) {
           if (!varying.trace[d]) return DelayTrace{};
           DelayTrace t = parse_delay_trace(
@@ -179,9 +206,10 @@ int main(int argc, char** argv) {
         const Nanos sigma = ms_to_nanos(varying.jitter_ms);
         const Nanos start = trace_start(tuns);  // the outermost trace-following shell's start
         VaryingDelayQueue uplink(constant, std::move(up_trace), Jitter(varying.jitter_distribution, sigma, up_seed),
-                                 varying.overtake, start);
+                                 varying.overtake, start, up_reordering);
         VaryingDelayQueue downlink(constant, std::move(down_trace),
-                                   Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake, start);
+                                   Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake, start,
+                                   down_reordering);
         return run_ferry_pair(tuns, uplink, downlink, ready);
       };
       return spec;

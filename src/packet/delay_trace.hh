@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <utility>
@@ -77,66 +78,116 @@ class Jitter {
   std::vector<double> table_;  // standardised quantiles at i / (kTable - 1)
 };
 
+// Reordering and duplication (mm-delay --reorder, --duplicate): with probability `probability` a
+// packet jumps ahead of the `gap` packets before it (leaving just before the gap-th one
+// before it, so that it is `gap` places early: 1 is an adjacent swap), if that packet is still
+// queued (like netem's reorder, it needs packets to jump over); with probability `duplicate`
+// a packet leaves twice, the copy right after it. Seeded.
+struct Reordering {
+  double probability = 0;
+  uint32_t gap = 1;
+  double duplicate = 0;
+  uint64_t seed = 1;
+  bool any() const { return probability > 0 || duplicate > 0; }
+};
+constexpr uint32_t kMaxReorderGap = 64;
+
 // mm-delay's queue with a varying delay and jitter (one direction). Every wire packet gets its
 // own delay, drawn as it arrives.
 class VaryingDelayQueue {
  public:
   static constexpr bool kWholeSuperPackets = false;
   // `constant` is the delay where `trace` has no points.
-  VaryingDelayQueue(Nanos constant, DelayTrace trace, Jitter jitter, bool overtake, Nanos start)
-      : constant_(constant), trace_(std::move(trace)), jitter_(std::move(jitter)), overtake_(overtake), start_(start) {}
+  VaryingDelayQueue(Nanos constant, DelayTrace trace, Jitter jitter, bool overtake, Nanos start,
+                    Reordering reordering = {})
+      : constant_(constant),
+        trace_(std::move(trace)),
+        jitter_(std::move(jitter)),
+        overtake_(overtake),
+        reordering_(reordering),
+        any_order_(overtake || reordering.probability > 0),
+        random_(reordering.seed),
+        start_(start),
+        copy_(reordering.duplicate > 0 ? new uint8_t[kMaxPacket] : nullptr) {}
 
-  std::span<uint8_t> reserve() { return ring_.reserve(); }
+  std::span<uint8_t> reserve() {
+    reserved_ = ring_.reserve();
+    return reserved_;
+  }
   void commit(Nanos now, uint32_t length, uint32_t meta) {
     const Nanos base = trace_.points.empty() ? constant_ : trace_.at(now - start_);
     Nanos leave = now + std::max<Nanos>(0, base + jitter_.draw());
-    if (!overtake_) {
-      leave = std::max(leave, last_);
-      last_ = leave;
-    } else {
-      next_ = std::min(next_, leave);
+    if (!overtake_) leave = std::max(leave, last_);
+    last_ = std::max(last_, leave);
+    if (reordering_.probability > 0) {
+      // Ahead of the gap-th packet before it, if that one has not left yet.
+      const Nanos ahead = departures_[(count_ + kMaxReorderGap - reordering_.gap) % kMaxReorderGap];
+      if (count_ >= reordering_.gap && ahead > now && random_.bernoulli(reordering_.probability))
+        leave = std::min(leave, ahead - 1);
+      departures_[count_ % kMaxReorderGap] = leave;
+      count_++;
     }
+    const bool twice = reordering_.duplicate > 0 && length <= kMaxPacket && random_.bernoulli(reordering_.duplicate);
+    if (twice) std::copy_n(reserved_.data(), length, copy_.get());
     ring_.commit(leave, length, meta);  // the ring's time: when the packet leaves
+    if (twice) {
+      std::copy_n(copy_.get(), length, ring_.reserve().data());
+      ring_.commit(leave, length, meta);
+    }
+    next_ = std::min(next_, leave);
   }
   Nanos next_departure() const {
     if (ring_.empty()) return kNever;
-    return overtake_ ? next_ : ring_.front().arrival;
+    return any_order_ ? next_ : ring_.front().arrival;
   }
   template <class Send>
   void release(Nanos now, Send&& send) {
-    if (!overtake_) {
+    if (!any_order_) {
       while (!ring_.empty() && ring_.front().arrival <= now) {
         send(ring_.front_data(), ring_.front().meta);
         ring_.pop();
       }
+      next_ = ring_.empty() ? kNever : ring_.front().arrival;
       return;
     }
-    // Overtaking: whatever is due leaves, wherever it is in the ring; a packet that left is
-    // marked, and the ring's front is freed once it has left. A pass over the queue per release.
-    if (ring_.empty() || next_ > now) return;
-    Nanos next = kNever;
-    ring_.for_each([&](PacketRing::Record& r, std::span<const uint8_t> data) {
-      if (r.arrival == kLeft) return;
-      if (r.arrival <= now) {
-        send(data, r.meta);
-        r.arrival = kLeft;
-      } else {
-        next = std::min(next, r.arrival);
-      }
-    });
-    while (!ring_.empty() && ring_.front().arrival == kLeft) ring_.pop();
-    next_ = next;
+    // In any order: whatever is due leaves in the order of departure (ties in arrival order),
+    // wherever it is in the ring; a packet that left is marked, and the ring's front is freed
+    // once it has left. A pass over the queue per departure time.
+    while (!ring_.empty() && next_ <= now) {
+      const Nanos due = next_;
+      Nanos following = kNever;
+      ring_.for_each([&](PacketRing::Record& r, std::span<const uint8_t> data) {
+        if (r.arrival == kLeft) return;
+        if (r.arrival == due) {
+          send(data, r.meta);
+          r.arrival = kLeft;
+        } else {
+          following = std::min(following, r.arrival);
+        }
+      });
+      while (!ring_.empty() && ring_.front().arrival == kLeft) ring_.pop();
+      next_ = following;
+    }
+    if (ring_.empty()) next_ = kNever;
   }
   bool finished() const { return false; }
 
  private:
   static constexpr Nanos kLeft = -1;
+  static constexpr uint32_t kMaxPacket = 65536;
   Nanos constant_;
   DelayTrace trace_;
   Jitter jitter_;
   bool overtake_;
+  Reordering reordering_;
+  bool any_order_;  // packets may leave out of order: overtaking or reordering
+  Random random_;
   Nanos start_;
-  Nanos last_ = 0;       // in order: the last packet's departure
-  Nanos next_ = kNever;  // overtaking: the earliest departure queued
+  Nanos last_ = 0;                         // the latest departure so far
+  Nanos next_ = kNever;                    // the earliest departure queued
+  Nanos departures_[kMaxReorderGap] = {};  // reordering: the last packets' departures
+  uint64_t count_ = 0;
+  std::span<uint8_t> reserved_;
+  std::unique_ptr<uint8_t[]> copy_;  // duplication: the packet, while the ring makes room for its copy
   PacketRing ring_{64 * 1024 * 4};
 };

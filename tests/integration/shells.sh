@@ -159,6 +159,24 @@ test_delay_traces_of_nested_shells_share_one_clock() {
   [ "$own" -ge 8 ] || fail "the control did not show the offset"
 }
 
+# Reordering and duplication as an ordinary user, through ping (every 2 ms asked; a loaded
+# machine's ping manages one in 10) behind 50 ms each way, so that packets are queued to jump over: with
+# --reorder=0.2 a fifth of the packets of each direction jump ahead of the one before them, so
+# that about 500 (0.2 x 0.8 x 2) = 160 replies come back after a later one; with
+# --duplicate=0.1 a tenth of each direction's packets leave twice (ping's DUP! replies: about
+# 1 - 0.9^2 = 19 % of the requests). Bounds: five standard errors over 500 pings.
+test_delay_reorder_and_duplicate_as_a_user() {
+  local out late dups
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 50 --reorder=0.2 --duplicate=0.1 --seed 3 -- \
+    ping -n -c 500 -i 0.002 -W 1 "$SERVER_IP")
+  late=$(echo "$out" | grep -v DUP | sed -n 's/.*icmp_seq=\([0-9]*\) .*/\1/p' |
+    awk '$1 < top { late++ } $1 > top { top = $1 } END { print late + 0 }')
+  dups=$(echo "$out" | grep -c 'DUP!')
+  echo "  --reorder=0.2 --duplicate=0.1: $late of 500 replies after a later one, $dups duplicates"
+  check_range "replies out of order" "$late" 100 230 || return 1
+  check_range "duplicate replies" "$dups" 55 140
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')

@@ -208,3 +208,59 @@ TEST(VaryingDelayQueue, jitter_is_seeded_and_keeps_order_by_default) {
   EXPECT_GT(out_of_order, 50u);  // jitter of 5 ms over packets 1 ms apart reorders most
   for (size_t i = 1; i < z.size(); i++) EXPECT_GE(z[i].second, z[i - 1].second);  // leaving in time order
 }
+
+// Reordering: a jumper leaves just before the GAP-th packet before it, so it is exactly GAP places
+// early where no packet near it jumped too; about P of the packets jump (here with plenty
+// queued: 1 ms apart through 20 ms). Duplication: about P of them leave twice, the copy next.
+TEST(VaryingDelayQueue, reordering_jumps_a_packet_gap_places_ahead_and_duplication_repeats_it) {
+  std::vector<Nanos> arrivals;
+  for (int i = 0; i < 4000; i++) arrivals.push_back(i * kMs);
+  Reordering r;
+  r.probability = 0.1;
+  r.gap = 3;
+  r.seed = 5;
+  VaryingDelayQueue q(20 * kMs, {}, Jitter(), false, 0, r);
+  const auto out = run(q, arrivals);
+  ASSERT_EQ(out.size(), arrivals.size());
+  std::vector<int> position(arrivals.size());
+  for (size_t i = 0; i < out.size(); i++) position[static_cast<size_t>(out[i].first)] = static_cast<int>(i);
+  std::vector<bool> jumped(arrivals.size());
+  size_t jumps = 0;
+  for (size_t i = 0; i < out.size(); i++) {
+    jumped[i] = position[i] < static_cast<int>(i);
+    jumps += jumped[i];
+  }
+  const double n = static_cast<double>(arrivals.size());
+  EXPECT_NEAR(static_cast<double>(jumps) / n, 0.1, 5 * std::sqrt(0.1 * 0.9 / n));
+  size_t exact = 0;
+  for (size_t i = 3; i < out.size(); i++) {
+    // Alone: none of the 3 it passes jumped, nor any of the 3 after it (which would pass it too).
+    bool alone = jumped[i];
+    for (size_t k = 1; k <= 3; k++) alone = alone && !jumped[i - k] && !(i + k < out.size() && jumped[i + k]);
+    if (alone) {
+      EXPECT_EQ(position[i], static_cast<int>(i) - 3) << i;
+      exact++;
+    }
+  }
+  EXPECT_GT(exact, 200u);
+  for (size_t i = 1; i < out.size(); i++) EXPECT_GE(out[i].second, out[i - 1].second);  // in time order
+
+  Reordering d;
+  d.duplicate = 0.05;
+  d.seed = 6;
+  VaryingDelayQueue dup(20 * kMs, {}, Jitter(), false, 0, d);
+  const auto twice = run(dup, arrivals);
+  const size_t copies = twice.size() - arrivals.size();
+  EXPECT_NEAR(static_cast<double>(copies) / n, 0.05, 5 * std::sqrt(0.05 * 0.95 / n));
+  for (size_t i = 1; i < twice.size(); i++) {
+    EXPECT_GE(twice[i].first, twice[i - 1].first);  // in order, each copy next to its packet
+  }
+  // Nothing queued to jump over (packets 50 ms apart through 20 ms): no reordering.
+  std::vector<Nanos> sparse;
+  for (int i = 0; i < 100; i++) sparse.push_back(i * 50 * kMs);
+  Reordering always;
+  always.probability = 1;
+  VaryingDelayQueue lone(20 * kMs, {}, Jitter(), false, 0, always);
+  const auto in_order = run(lone, sparse);
+  for (size_t i = 0; i < in_order.size(); i++) EXPECT_EQ(in_order[i].first, static_cast<int>(i));
+}
