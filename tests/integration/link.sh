@@ -476,3 +476,39 @@ test_bounds_mm_trace_and_graph_tools() {
   rc_msg 1 "cannot read log /dev/zero: it is a character device" \
     bounds_limited "$BIN/mm-throughput-graph" 10 /dev/zero -o "$WORLD_TMP/bounds.svg" || return 1
 }
+
+# mm-preset as an ordinary user: WebPageTest's Cable (5/1 Mbit/s, 28 ms) gives ping its round
+# trip (28 ms, plus the wait for the link's next delivery opportunity each way: a 1500-byte one
+# every 12 ms at 1 Mbit/s up, every 2.4 ms at 5 down) and iperf3 its
+# downlink rate (ideal 4.83 Mbit/s of goodput); Chromium loads a replayed corpus page behind
+# DevTools' Fast 4G (8.1 Mbit/s down, 60 ms) at least 3 round trips slower than without.
+test_preset_applies_the_profiles_rates_and_round_trip_as_a_user() {
+  local rtt port goodput home=$WORLD_TMP/preset-home
+  rtt=$(AS_USER=$TEST_USER in_world "$BIN/mm-preset" wpt:Cable -- ping -n -c 5 -i 0.2 "$SERVER_IP" | ping_stats | cut -d' ' -f2)
+  check_range "wpt:cable minimum round trip (ms)" "$rtt" 28 43 || return 1
+  port=$(free_port) || return 1
+  iperf_server "$port" || return 1
+  in_world ip tcp_metrics flush all 2>/dev/null || true
+  goodput=$(AS_USER=$TEST_USER in_world "$BIN/mm-preset" wpt:cable -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -R -O 2 -t 6 -f k" |
+    iperf_receiver_mbits)
+  check_range "wpt:cable downlink goodput (Mbit/s; ideal 4.83)" "$goodput" 4.5 4.9 || return 1
+  rc_msg 2 'no profile named "wpt:5g" (mm-preset --list shows them)' "$BIN/mm-preset" wpt:5g true || return 1
+  mkdir -p "$home"
+  cp -r "$world_top/corpus/news" "$home/news"
+  chown -R "$TEST_USER" "$home"
+  local url; url=$(awk '$1 == "news" { print $2 }' "$world_top/corpus/pages")
+  for setting in plain preset; do
+    local shell=(); [ "$setting" = preset ] && shell=("$BIN/mm-preset" devtools:fast4g --)
+    AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-replay" "$home/news" --ignore-user-agent -- "${shell[@]}" \
+      "$BIN/mm-pageload" --no-http2 --runs 2 --csv "$home/$setting.csv" "$url" >/dev/null 2>"$home/err" ||
+      fail "$setting load: $(tail -3 "$home/err")" || return 1
+  done
+  /usr/bin/python3 - "$home" <<'PY'
+import csv, statistics, sys
+home = sys.argv[1]
+plt = {s: statistics.median(float(r["plt_ms"]) for r in csv.DictReader(open(f"{home}/{s}.csv")) if r["status"] == "ok")
+       for s in ("plain", "preset")}
+print(f"  news: median PLT {plt['plain']:.0f} ms replayed, {plt['preset']:.0f} ms behind devtools:fast4g")
+sys.exit(0 if plt["preset"] > plt["plain"] + 3 * 60 else 1)
+PY
+}
