@@ -7,6 +7,7 @@
 #include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 const ProgramInfo kInfo{"mm-loss", "uplink|downlink MODEL [uplink|downlink MODEL] [--seed N] [--] [COMMAND...]",
@@ -23,12 +24,19 @@ const ProgramInfo kInfo{"mm-loss", "uplink|downlink MODEL [uplink|downlink MODEL
                         "  state p13 [p31 [p32 [p23 [p14]]]]\n"
                         "                           netem's 4-state model (1 gap, 2 burst, 3 lost in a burst, 4 an\n"
                         "                           isolated loss); defaults p31 = 1-p13, p32 = 0, p23 = 1, p14 = 0\n"
+                        "  trace FILE               a loss probability that varies over time: \"TIME-MS PROBABILITY\"\n"
+                        "                           per line, or one probability per line with --loss-interval\n"
                         "\n"
                         "Options:\n"
+                        "  --loss-interval=MS   the time each line of a one-value loss trace covers\n"
+                        "  --interpolate=step|linear   between a loss trace's points (default step)\n"
+                        "  --once      hold a loss trace's last value after its end (default: it repeats)\n"
                         "  --seed N    seed the random drops, so that a run can be repeated exactly\n" +
                             std::string(kHelpAndVersionLines)};
 
 enum Direction { kUplink, kDownlink };
+// A loss trace: 10 million points at most take well under this.
+constexpr uint64_t kMaxLossTraceFileBytes = 256 << 20;
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -43,12 +51,34 @@ int main(int argc, char** argv) {
       words.clear();
       pending.reset();
     };
-    ArgScanner scanner(kInfo, {ArgScanner::seed_option(seed), ArgScanner::verbose_option(spec.verbose)});
+    double interval_ms = 0;
+    bool linear = false, once = false;
+    ArgScanner scanner(kInfo,
+                       {{"loss-interval", true,
+                         [&](std::string_view v) {
+                           interval_ms = parse_nonnegative(v, "--loss-interval");
+                           if (interval_ms <= 0 || interval_ms > kMaxDelayTraceMs)
+                             throw UsageError("--loss-interval must be above 0 and at most an hour");
+                         }},
+                        {"interpolate", true,
+                         [&](std::string_view v) {
+                           if (v != "step" && v != "linear")
+                             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
+                           linear = v == "linear";
+                         }},
+                        {"once", false, [&](std::string_view) { once = true; }},
+                        ArgScanner::seed_option(seed),
+                        ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (pending) {
         if (words.empty()) {
           words.emplace_back(word);
           if (LossModel::parameters_of(word) == 0) finish();  // a RATE
+          return true;
+        }
+        if (words[0] == "trace") {  // its FILE, whatever it is called
+          words.emplace_back(word);
+          finish();
           return true;
         }
         // A model's probabilities, as many as parse (a command after them needs no "--"; one
@@ -74,6 +104,10 @@ int main(int argc, char** argv) {
       throw UsageError("missing loss rate or model after " + std::string(*pending == kUplink ? "uplink" : "downlink"));
     if (pending) finish();
     if (!model[kUplink] && !model[kDownlink]) throw UsageError("missing direction and loss model");
+    auto is_trace = [&](int d) { return model[d] && model[d]->kind == LossModel::Kind::kTrace; };
+    if (!is_trace(kUplink) && !is_trace(kDownlink) && (interval_ms > 0 || linear || once))
+      throw UsageError("--loss-interval, --interpolate and --once go with a loss trace (trace FILE)");
+    spec.follows_trace = is_trace(kUplink) || is_trace(kDownlink);
     spec.device_kind = "loss";
     if (model[kUplink]) spec.tag += "[loss up=" + model[kUplink]->describe() + "] ";
     if (model[kDownlink]) spec.tag += "[loss down=" + model[kDownlink]->describe() + "] ";
@@ -81,8 +115,18 @@ int main(int argc, char** argv) {
     const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
     const LossModel up = model[kUplink].value_or(LossModel::bernoulli(0));
     const LossModel down = model[kDownlink].value_or(LossModel::bernoulli(0));
+    // The traces are the user's files: read after the ferry dropped root's rights for good.
     spec.ferry = [=](const FerryEndpoints& tuns, const std::function<void()>& ready) {
-      GateQueue uplink(LossGate(up, up_seed)), downlink(LossGate(down, down_seed));
+      auto gate = [&](const LossModel& m, uint64_t gate_seed) {
+        if (m.kind != LossModel::Kind::kTrace) return LossGate(m, gate_seed);
+        TimeSeries trace =
+            parse_time_series(read_user_file(m.trace_file, "loss trace", kMaxLossTraceFileBytes, "give a loss trace"),
+                              user_file_name(m.trace_file), interval_ms, loss_trace_kind());
+        trace.linear = linear;
+        trace.once = once;
+        return LossGate(m, gate_seed, std::move(trace), trace_start(tuns));
+      };
+      GateQueue uplink(gate(up, up_seed)), downlink(gate(down, down_seed));
       return run_ferry_pair(tuns, uplink, downlink, ready);
     };
     return spec;

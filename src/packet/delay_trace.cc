@@ -8,6 +8,9 @@
 #include "util/exception.hh"
 
 namespace {
+// A trace's times: up to about 24 days (as a trace of mm-link).
+constexpr double kMaxTraceTimeMs = 2'147'483'647;
+
 // One number of a trace line; nullopt if the text is not one.
 bool number_of(std::string_view text, double* value) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), *value);
@@ -38,26 +41,38 @@ double normal_quantile(double p) {
 }
 }  // namespace
 
-Nanos DelayTrace::at(Nanos elapsed) const {
-  if (points.size() == 1) return points[0].delay;
+int64_t TimeSeries::at(Nanos elapsed) const {
+  if (points.size() == 1) return points[0].value;
   Nanos t = std::max<Nanos>(0, elapsed);
-  if (once && t >= period) return points.back().delay;
+  if (once && t >= period) return points.back().value;
   if (!once) t %= period;
   const auto after =
       std::upper_bound(points.begin(), points.end(), t, [](Nanos value, const Point& p) { return value < p.time; });
   const size_t i = static_cast<size_t>(after - points.begin()) - 1;
-  if (!linear) return points[i].delay;
+  if (!linear) return points[i].value;
   // Toward the next point; after the last (an interval trace), toward the first at the period
   // (or, once, nowhere: the last value holds).
   Point next = i + 1 < points.size() ? points[i + 1]
-               : once                ? Point{period, points[i].delay}
-                                     : Point{period, points[0].delay};
+               : once                ? Point{period, points[i].value}
+                                     : Point{period, points[0].value};
   const double f = static_cast<double>(t - points[i].time) / static_cast<double>(next.time - points[i].time);
-  return points[i].delay + static_cast<Nanos>(std::llround(f * static_cast<double>(next.delay - points[i].delay)));
+  return points[i].value + static_cast<int64_t>(std::llround(f * static_cast<double>(next.value - points[i].value)));
 }
 
-DelayTrace parse_delay_trace(const std::string& text, const std::string& name, double interval_ms) {
-  DelayTrace trace;
+const TimeSeriesKind& delay_trace_kind() {
+  static const TimeSeriesKind kind{kMaxDelayTraceMs, 1e6, "a number of milliseconds from 0 to 3600000",
+                                   "--delay-interval"};
+  return kind;
+}
+
+const TimeSeriesKind& loss_trace_kind() {
+  static const TimeSeriesKind kind{1, 1e9, "a probability from 0 to 1", "--loss-interval"};
+  return kind;
+}
+
+TimeSeries parse_time_series(const std::string& text, const std::string& name, double interval_ms,
+                             const TimeSeriesKind& kind) {
+  TimeSeries trace;
   trace.name = name;
   size_t line_number = 0, fields_seen = 0;
   size_t start = 0;
@@ -81,7 +96,7 @@ DelayTrace parse_delay_trace(const std::string& text, const std::string& name, d
     }
     if (fields.empty()) continue;
     if (fields.size() > 2)
-      throw fail("expected \"TIME-MS DELAY-MS\" or \"DELAY-MS\", got " + std::to_string(fields.size()) + " fields");
+      throw fail("expected \"TIME-MS VALUE\" or \"VALUE\", got " + std::to_string(fields.size()) + " fields");
     if (fields_seen && fields.size() != fields_seen)
       throw fail("every line must have the same number of fields as the first");
     fields_seen = fields.size();
@@ -89,26 +104,27 @@ DelayTrace parse_delay_trace(const std::string& text, const std::string& name, d
       throw fail("more than " + std::to_string(kMaxDelayTracePoints) + " points");
     double values[2] = {0, 0};
     for (size_t f = 0; f < fields.size(); f++) {
-      if (!number_of(fields[f], &values[f]) || values[f] < 0 || values[f] > kMaxDelayTraceMs)
-        throw fail("\"" + std::string(fields[f]) + "\" is not a number of milliseconds from 0 to " +
-                   std::to_string(static_cast<int>(kMaxDelayTraceMs)));
+      const bool time = fields.size() == 2 && f == 0;
+      if (!number_of(fields[f], &values[f]) || values[f] < 0 || values[f] > (time ? kMaxTraceTimeMs : kind.max))
+        throw fail("\"" + std::string(fields[f]) + "\" is not " +
+                   (time ? "a time in milliseconds from 0 to 2147483647" : kind.what));
     }
+    const auto value = static_cast<int64_t>(std::llround(values[fields.size() - 1] * kind.scale));
     if (fields.size() == 1) {
       if (interval_ms <= 0)
-        throw fail(
-            "one delay per line: give its interval with --delay-interval=MS (PR #135's RES_MS, LeoReplayer's "
-            "INTERVAL)");
-      trace.points.push_back(
-          {ms_to_nanos(interval_ms * static_cast<double>(trace.points.size())), ms_to_nanos(values[0])});
+        throw fail("one value per line: give its interval with " + kind.interval_option +
+                   "=MS (for delays: PR #135's RES_MS, LeoReplayer's INTERVAL)");
+      trace.points.push_back({ms_to_nanos(interval_ms * static_cast<double>(trace.points.size())), value});
     } else {
-      if (interval_ms > 0) throw fail("this trace has times: --delay-interval is for files of one delay per line");
+      if (interval_ms > 0)
+        throw fail("this trace has times: " + kind.interval_option + " is for files of one value per line");
       const Nanos time = ms_to_nanos(values[0]);
       if (trace.points.empty() && time != 0) throw fail("the first time must be 0");
       if (!trace.points.empty() && time <= trace.points.back().time) throw fail("times must increase");
-      trace.points.push_back({time, ms_to_nanos(values[1])});
+      trace.points.push_back({time, value});
     }
   }
-  if (trace.points.empty()) throw UserError(name + ": no delays in it (an empty trace)");
+  if (trace.points.empty()) throw UserError(name + ": no values in it (an empty trace)");
   if (fields_seen == 1) {
     trace.period = ms_to_nanos(interval_ms * static_cast<double>(trace.points.size()));
   } else {

@@ -28,10 +28,12 @@
 #include "util/clock.hh"
 #include "util/random.hh"
 
-struct DelayTrace {
+// A value that varies over time: a delay (in nanoseconds) or a loss probability (in parts per
+// 10^9), read from a trace file of milliseconds or probabilities.
+struct TimeSeries {
   struct Point {
     Nanos time;
-    Nanos delay;
+    int64_t value;
   };
   std::vector<Point> points;  // times increasing from 0
   Nanos period = 0;           // > 0: the trace's length; times are taken modulo it unless `once`
@@ -39,17 +41,34 @@ struct DelayTrace {
   bool once = false;
   std::string name;  // the file, for messages
 
-  // The delay at `elapsed` since the start (binary search: no allocation).
-  Nanos at(Nanos elapsed) const;
+  // The value at `elapsed` since the start (binary search: no allocation).
+  int64_t at(Nanos elapsed) const;
 };
+using DelayTrace = TimeSeries;
 
 constexpr size_t kMaxDelayTracePoints = 10'000'000;
 constexpr double kMaxDelayTraceMs = 3'600'000;  // an hour, as a destination's delay
 
-// Parses a trace file's text. interval_ms > 0: one delay per line at that interval; 0: the
+// What a trace's values are: their bound, their unit's size in the series (1e6: milliseconds
+// as nanoseconds), what an error calls them, and the option that gives a one-value file's
+// interval.
+struct TimeSeriesKind {
+  double max;
+  double scale;
+  std::string what;  // "a number of milliseconds from 0 to 3600000"
+  std::string interval_option;
+};
+const TimeSeriesKind& delay_trace_kind();
+const TimeSeriesKind& loss_trace_kind();
+
+// Parses a trace file's text. interval_ms > 0: one value per line at that interval; 0: the
 // timestamped format (a file of single values then needs an interval: the error says so).
 // Errors (a UserError) name the file and the line.
-DelayTrace parse_delay_trace(const std::string& text, const std::string& name, double interval_ms);
+TimeSeries parse_time_series(const std::string& text, const std::string& name, double interval_ms,
+                             const TimeSeriesKind& kind);
+inline DelayTrace parse_delay_trace(const std::string& text, const std::string& name, double interval_ms) {
+  return parse_time_series(text, name, interval_ms, delay_trace_kind());
+}
 
 // Jitter: a random offset added to each packet's delay, drawn from a distribution with mean 0
 // and standard deviation `sigma` (normal; uniform; paretonormal, netem's mix of three quarters
@@ -115,7 +134,7 @@ class VaryingDelayQueue {
     return reserved_;
   }
   void commit(Nanos now, uint32_t length, uint32_t meta) {
-    const Nanos base = trace_.points.empty() ? constant_ : trace_.at(now - start_);
+    const Nanos base = trace_.points.empty() ? constant_ : trace_.at(now - start_);  // nanoseconds
     Nanos leave = now + std::max<Nanos>(0, base + jitter_.draw());
     if (!overtake_) leave = std::max(leave, last_);
     last_ = std::max(last_, leave);

@@ -23,11 +23,19 @@ std::optional<double> parse_loss_probability(std::string_view word) {
 size_t LossModel::parameters_of(std::string_view word) {
   if (word == "gemodel") return 4;
   if (word == "state") return 5;
+  if (word == "trace") return 1;
   return 0;
 }
 
 LossModel LossModel::parse(const std::vector<std::string>& words) {
   if (words.empty()) throw UsageError("missing loss rate");
+  if (words[0] == "trace") {
+    if (words.size() != 2 || words[1].empty()) throw UsageError("trace takes one FILE (a loss trace)");
+    LossModel m;
+    m.kind = Kind::kTrace;
+    m.trace_file = words[1];
+    return m;
+  }
   const size_t most = parameters_of(words[0]);
   const bool bernoulli = most == 0;
   const size_t given = bernoulli ? 1 : words.size() - 1;
@@ -74,6 +82,8 @@ double LossModel::loss_rate() const {
   switch (kind) {
     case Kind::kBernoulli:
       return p[0];
+    case Kind::kTrace:
+      return 0;  // the trace's own
     case Kind::kGilbertElliott: {
       // Stationary: Bad with probability p / (p + r); a chain that never moves stays Good.
       const double moves = p[0] + p[1];
@@ -109,6 +119,8 @@ std::string LossModel::describe() const {
       return number(p[0]);
     case Kind::kGilbertElliott:
       return "gemodel " + number(p[0]) + " " + number(p[1]) + " " + number(p[2]) + " " + number(p[3]);
+    case Kind::kTrace:
+      return "trace " + trace_file;
     case Kind::kFourState:
       return "state " + number(p[0]) + " " + number(p[1]) + " " + number(p[2]) + " " + number(p[3]) + " " +
              number(p[4]);

@@ -14,7 +14,11 @@
 //                    packet received in a gap, 2: received within a burst, 3: lost within a
 //                    burst, 4: an isolated loss; each packet moves the chain (1 -> 3 with p13,
 //                    1 -> 4 with p14, 2 -> 3 with p23, 3 -> 1 with p31, 3 -> 2 with p32, 4 -> 1
-//                    always, else it stays) and is lost if it lands in 3 or 4.
+//                    always, else it stays) and is lost if it lands in 3 or 4;
+//   trace            (mm-loss's "trace FILE") a loss probability that varies over time, as
+//                    mm-delay's delay traces (packet/delay_trace.hh): "TIME-MS PROBABILITY"
+//                    per line, or one probability per line at an interval; each packet is lost
+//                    independently with the probability of the moment it arrives.
 // Omitted trailing parameters take netem's defaults: gemodel r = 1-p, 1-h = 1, 1-k = 0 (one
 // parameter: Bernoulli; two: simple Gilbert); state p31 = 1-p13, p32 = 0, p23 = 1, p14 = 0.
 // Every decision takes one or two draws of the shell's seeded generator: a seed repeats a run.
@@ -25,23 +29,26 @@
 #include <string_view>
 #include <vector>
 
+#include "packet/delay_trace.hh"
 #include "util/random.hh"
 
 struct LossModel {
-  enum class Kind { kBernoulli, kGilbertElliott, kFourState };
+  enum class Kind { kBernoulli, kGilbertElliott, kFourState, kTrace };
   Kind kind = Kind::kBernoulli;
   // Bernoulli: {P}; Gilbert-Elliott: {p, r, 1-h, 1-k}; four states: {p13, p31, p32, p23, p14}.
   std::array<double, 5> p{};
+  std::string trace_file;  // a trace: its file (read by the ferry, with the user's rights)
 
-  static LossModel bernoulli(double rate) { return {Kind::kBernoulli, {rate, 0, 0, 0, 0}}; }
+  static LossModel bernoulli(double rate) { return {Kind::kBernoulli, {rate, 0, 0, 0, 0}, {}}; }
   // From the words after a direction: a probability ("0.01" or "1%"), or "gemodel" or "state"
-  // and its 1 to 4 or 1 to 5 probabilities, netem's defaults for the rest. Throws UsageError
+  // and its 1 to 4 or 1 to 5 probabilities (netem's defaults for the rest), or "trace" and a
+  // file. Throws UsageError
   // naming the problem (a probability beyond [0, 1], p13 + p14 > 1, p31 + p32 > 1).
   static LossModel parse(const std::vector<std::string>& words);
   // How many probabilities a model word takes at most (0: not a model word).
   static size_t parameters_of(std::string_view word);
 
-  double loss_rate() const;      // in the long run (the chain's stationary distribution)
+  double loss_rate() const;      // in the long run (the chain's stationary distribution); 0 for traces
   std::string describe() const;  // "0.01", "gemodel 0.01 0.25 1 0", ...
 };
 
@@ -53,9 +60,13 @@ class LossGate {
  public:
   LossGate(double rate, uint64_t seed) : LossGate(LossModel::bernoulli(rate), seed) {}
   LossGate(const LossModel& model, uint64_t seed) : model_(model), random_(seed) {}
+  // A trace model's gate: its probabilities (in parts per 10^9) over time from `start`.
+  LossGate(const LossModel& model, uint64_t seed, TimeSeries trace, Nanos start)
+      : model_(model), random_(seed), trace_(std::move(trace)), start_(start) {}
 
-  template <class Time>
-  bool admit(Time) {
+  bool admit(Nanos now) {
+    if (model_.kind == LossModel::Kind::kTrace)
+      return !(random_.uniform() * 1e9 < static_cast<double>(trace_.at(now - start_)));
     return !lose();
   }
   bool lose() {
@@ -71,6 +82,8 @@ class LossGate {
       }
       case LossModel::Kind::kFourState:
         return four_state_step();
+      case LossModel::Kind::kTrace:
+        break;  // admit() with the time
     }
     return false;
   }
@@ -101,4 +114,6 @@ class LossGate {
   LossModel model_;
   Random random_;
   int state_ = 1;
+  TimeSeries trace_;
+  Nanos start_ = 0;
 };

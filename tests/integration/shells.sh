@@ -177,6 +177,23 @@ test_delay_reorder_and_duplicate_as_a_user() {
   check_range "duplicate replies" "$dups" 55 140
 }
 
+# A loss trace as an ordinary user: no loss for the first 600 ms, then every packet: ping every
+# 10 ms gets its first replies, none lost, then no more.
+test_loss_trace_as_a_user() {
+  local trace=$WORLD_TMP/loss.trace got
+  printf '# time probability\n0 0\n600 1\n5000 1\n' > "$trace"
+  chmod a+r "$trace"
+  got=$(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink trace "$trace" -- ping -n -c 100 -i 0.01 -W 1 "$SERVER_IP" |
+    sed -n 's/.*icmp_seq=\([0-9]*\) .*/\1/p' | awk '{ n++; if ($1 != n) gap = 1 } END { print n + 0, gap + 0 }')
+  set -- $got
+  echo "  loss trace 0 then 1 at 600 ms: $1 replies, the first $1 in a row (gap $2)"
+  check_range "replies before the trace's loss (at most 60 in 600 ms; fewer as the shell starts and ping paces)" "$1" 10 61 || return 1
+  [ "$2" = 0 ] || fail "a reply was lost before 600 ms or one came after" || return 1
+  printf '0 0\n600 1.5\n' > "$trace"
+  local msg; msg=$(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink trace "$trace" -- true 2>&1)
+  [ "$msg" = "mm-loss: $trace line 2: \"1.5\" is not a probability from 0 to 1" ] || fail "bad trace: $msg"
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')

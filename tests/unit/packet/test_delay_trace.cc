@@ -105,12 +105,11 @@ TEST(DelayTrace, bad_traces_are_errors_naming_the_file_and_line) {
   EXPECT_THROW_WITH(UserError, parse("0 10\n5 4000000\n"), "line 2: \"4000000\" is not a number");
   EXPECT_THROW_WITH(UserError, parse("0 10\n5 nan\n"), "\"nan\" is not a number");
   EXPECT_THROW_WITH(UserError, parse("0 10\n20\n"), "line 2: every line must have the same number of fields");
-  EXPECT_THROW_WITH(UserError, parse("0 10 3\n"),
-                    "line 1: expected \"TIME-MS DELAY-MS\" or \"DELAY-MS\", got 3 fields");
-  EXPECT_THROW_WITH(UserError, parse("# nothing\n\n"), "trace.txt: no delays in it");
+  EXPECT_THROW_WITH(UserError, parse("0 10 3\n"), "line 1: expected \"TIME-MS VALUE\" or \"VALUE\", got 3 fields");
+  EXPECT_THROW_WITH(UserError, parse("# nothing\n\n"), "trace.txt: no values in it");
   EXPECT_THROW_WITH(UserError, parse("0 10\n"), "needs two lines at least");
   EXPECT_THROW_WITH(UserError, parse("10\n20\n"), "give its interval with --delay-interval=MS");
-  EXPECT_THROW_WITH(UserError, parse("0 10\n5 20\n", 10), "--delay-interval is for files of one delay per line");
+  EXPECT_THROW_WITH(UserError, parse("0 10\n5 20\n", 10), "--delay-interval is for files of one value per line");
 }
 
 // The delays packets get follow the trace exactly while they are spaced beyond its changes.

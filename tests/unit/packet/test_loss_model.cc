@@ -166,3 +166,26 @@ TEST(LossModel, a_seed_repeats_the_decisions_and_another_does_not) {
   EXPECT_EQ(same, 10000u);
   EXPECT_GT(differ, 0u);
 }
+
+// A loss trace: each packet is lost with the probability of the moment it arrives.
+TEST(LossModel, a_loss_trace_gives_each_moment_its_probability) {
+  const LossModel m = parse({"trace", "loss.txt"});
+  EXPECT_EQ(m.describe(), "trace loss.txt");
+  constexpr Nanos kMs = 1'000'000;
+  TimeSeries trace = parse_time_series("0 0\n100 1\n200 0.25\n300 0.25\n", "loss.txt", 0, loss_trace_kind());
+  LossGate gate(m, 3, trace, 1000 * kMs);
+  size_t kept_first = 0, lost_second = 0, lost_third = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; i++) kept_first += gate.admit(1000 * kMs + (i % 100) * kMs);  // the first 100 ms
+  for (int i = 0; i < n; i++) lost_second += !gate.admit(1100 * kMs + (i % 100) * kMs);
+  for (int i = 0; i < n; i++) lost_third += !gate.admit(1200 * kMs + (i % 100) * kMs);
+  EXPECT_EQ(kept_first, static_cast<size_t>(n));
+  EXPECT_EQ(lost_second, static_cast<size_t>(n));
+  EXPECT_NEAR(static_cast<double>(lost_third) / n, 0.25, 5 * std::sqrt(0.25 * 0.75 / n));
+  EXPECT_TRUE(gate.admit(1300 * kMs));  // the next round: 0 again
+  EXPECT_THROW_WITH(UserError, parse_time_series("0 0\n5 1.5\n", "loss.txt", 0, loss_trace_kind()),
+                    "loss.txt line 2: \"1.5\" is not a probability from 0 to 1");
+  EXPECT_THROW_WITH(UserError, parse_time_series("0.1\n0.2\n", "loss.txt", 0, loss_trace_kind()),
+                    "give its interval with --loss-interval=MS");
+  EXPECT_THROW_WITH(UsageError, parse({"trace"}), "trace takes one FILE");
+}
