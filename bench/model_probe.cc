@@ -90,7 +90,8 @@ int receive_packets(int port, int idle_ms) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "send" && argc == 6) return send_packets(argv[2], std::atoi(argv[3]), std::atol(argv[4]), std::atol(argv[5]));
+  if (mode == "send" && argc == 6)
+    return send_packets(argv[2], std::atoi(argv[3]), std::atol(argv[4]), std::atol(argv[5]));
   if (mode == "receive" && argc == 4) return receive_packets(std::atoi(argv[2]), std::atoi(argv[3]));
   std::fprintf(stderr, "usage: model-probe send HOST PORT COUNT INTERVAL-US | receive PORT IDLE-MS\n");
   return 2;

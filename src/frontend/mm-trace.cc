@@ -24,7 +24,8 @@ const char* kUsage =
     "Usage: mm-trace constant RATE [-o FILE]\n"
     "       mm-trace convert [--format=kbps-per-ms|ms-kbps|csv] INPUT [-o FILE]\n"
     "       mm-trace info TRACE...\n"
-    "       mm-trace check TRACE...\n";
+    "       mm-trace check TRACE...\n"
+    "       mm-trace split SERIES -o PREFIX\n";
 const char* kHelp =
     "Makes and inspects mm-link traces: one integer per line, a time in ms; each line is one\n"
     "opportunity to deliver 1500 bytes, and the trace repeats with the last time as period.\n"
@@ -46,6 +47,11 @@ const char* kHelp =
     "                  the busiest millisecond (most lines of one time) and the longest gap\n"
     "                  (outage) between the lines' times, from the trace as written\n"
     "  check TRACE     validate; errors name the file and line\n"
+    "  split SERIES -o PREFIX\n"
+    "                  one time series of a path, \"SECONDS,MBIT/S[,DELAY-MS[,LOSS]]\" per line\n"
+    "                  (a header line is skipped; each value holds until the next line's time),\n"
+    "                  as the three shells' files: PREFIX.trace (mm-link), PREFIX.delay (mm-delay\n"
+    "                  --delay-trace) and PREFIX.loss (mm-loss trace), times from the first line\n"
     "\n"
     "  TRACE is a file, rate:RATE or - (standard input). A name without a '/' is looked for\n"
     "  as mm-link does: in the current directory, the directories of MAHIMAHI_TRACE_PATH\n"
@@ -155,7 +161,7 @@ int run(int argc, char** argv) {
   std::vector<std::string>& words = args->operands;
   const std::optional<std::string>& output = args->output;
   const std::string format = args->values.contains("format") ? args->values["format"] : "kbps-per-ms";
-  if (words.empty()) usage_error("missing command (constant, convert, info or check)");
+  if (words.empty()) usage_error("missing command (constant, convert, info, check or split)");
   const std::string command = words[0];
   words.erase(words.begin());
   if (command == "constant") {
@@ -166,6 +172,28 @@ int run(int argc, char** argv) {
   if (command == "convert") {
     if (words.size() != 1) usage_error("convert takes one INPUT file (or - for standard input)");
     write_output(output, convert(format, words[0]));
+    return 0;
+  }
+  if (command == "split") {
+    if (words.size() != 1) usage_error("split takes one SERIES file (or - for standard input)");
+    if (!output) usage_error("split needs -o PREFIX (it writes PREFIX.trace, PREFIX.delay and PREFIX.loss)");
+    const std::string text = read_user_file(words[0], "time series", kMaxRateSeriesBytes,
+                                            "split a shorter stretch (at most 10000000 lines)");
+    const SplitSeries split = split_time_series(text, user_file_name(words[0]));
+    write_output(*output + ".trace", split.link_trace);
+    std::string run = "mm-link " + *output + ".trace " + *output + ".trace";
+    if (!split.delay_trace.empty()) {
+      write_output(*output + ".delay", split.delay_trace);
+      run = "mm-delay --delay-trace=" + *output + ".delay " + run;
+    }
+    if (!split.loss_trace.empty()) {
+      write_output(*output + ".loss", split.loss_trace);
+      run = "mm-loss downlink trace " + *output + ".loss " + run;
+    }
+    std::cerr << "mm-trace: wrote " << *output << ".trace"
+              << (split.delay_trace.empty() ? "" : ", " + *output + ".delay")
+              << (split.loss_trace.empty() ? "" : ", " + *output + ".loss")
+              << "; for example (the same rate both ways):\n  " << run << " -- COMMAND\n";
     return 0;
   }
   if (command == "info" || command == "check") {
@@ -187,7 +215,7 @@ int run(int argc, char** argv) {
     }
     return failures ? 1 : 0;
   }
-  usage_error("unknown command \"" + command + "\" (constant, convert, info or check)");
+  usage_error("unknown command \"" + command + "\" (constant, convert, info, check or split)");
 }
 }  // namespace
 

@@ -229,3 +229,58 @@ std::string convert_rate_series(std::string_view text, std::string_view format, 
   add_steps(builder, read_steps(lines, format == "csv"), source);
   return builder.finish();
 }
+
+SplitSeries split_time_series(std::string_view text, const std::string& source) {
+  SeriesLines lines(text, source);
+  struct Row {
+    double ms, bps, delay_ms, loss;
+  };
+  std::vector<Row> rows;
+  size_t columns = 0;
+  while (lines.next()) {
+    auto f = fields_of(lines.line());
+    if (f.empty()) continue;
+    const std::string where = lines.where();
+    if (rows.empty() && !std::isdigit(static_cast<unsigned char>(f[0][0]))) continue;  // a header
+    if (f.size() < 2 || f.size() > 4)
+      throw UserError(where + "expected SECONDS,MBIT/S[,DELAY-MS[,LOSS]] (2 to 4 fields), got " +
+                      std::to_string(f.size()));
+    if (columns && f.size() != columns) throw UserError(where + "every line must have as many fields as the first");
+    columns = f.size();
+    Row r{number(f[0], where) * 1000, checked_rate(number(f[1], where), 1e6, "Mbit/s", where), 0, 0};
+    if (columns > 2) {
+      r.delay_ms = number(f[2], where);
+      if (r.delay_ms > 3'600'000) throw UserError(where + "delay " + f[2] + " ms is more than an hour");
+    }
+    if (columns > 3) {
+      r.loss = number(f[3], where);
+      if (r.loss > 1) throw UserError(where + "loss " + f[3] + " is not a probability from 0 to 1");
+    }
+    if (!rows.empty() && r.ms <= rows.back().ms) throw UserError(where + "times must increase");
+    if (r.ms - (rows.empty() ? r.ms : rows.front().ms) > static_cast<double>(Trace::kMaxMs))
+      throw UserError(where + "more than " + std::to_string(Trace::kMaxMs) + " ms after the first line");
+    rows.push_back(r);
+  }
+  if (rows.empty()) throw UserError(source + ": no rows");
+  const double start = rows.front().ms;
+  std::vector<std::pair<double, double>> steps;
+  for (const Row& r : rows) steps.emplace_back(r.ms - start, r.bps);
+  TraceBuilder builder(source, Trace::kMaxOpportunities);
+  add_steps(builder, steps, source);
+  SplitSeries out;
+  out.link_trace = builder.finish();
+  const double last_interval = rows.size() > 1 ? rows.back().ms - rows[rows.size() - 2].ms : 1000;
+  auto series = [&](double Row::*value, const char* header) {
+    std::string file = std::string("# ") + header + " (mm-trace split " + source + ")\n";
+    char line[64];
+    for (const Row& r : rows) {
+      std::snprintf(line, sizeof line, "%.6g %.9g\n", r.ms - start, r.*value);
+      file += line;
+    }
+    std::snprintf(line, sizeof line, "%.6g %.9g\n", rows.back().ms - start + last_interval, rows.back().*value);
+    return file + line;
+  };
+  if (columns > 2) out.delay_trace = series(&Row::delay_ms, "time-ms delay-ms");
+  if (columns > 3) out.loss_trace = series(&Row::loss, "time-ms loss-probability");
+  return out;
+}

@@ -29,3 +29,14 @@ bool is_rate_series_format(std::string_view format);
 // the formats rather than on building 10 million lines); UsageError for an unknown format.
 std::string convert_rate_series(std::string_view text, std::string_view format, const std::string& source,
                                 uint64_t max_opportunities = Trace::kMaxOpportunities);
+
+// mm-trace split: one time series of a path, "SECONDS,MBIT/S[,DELAY-MS[,LOSS]]" per line (a
+// header line is skipped; times from the first line's, each value holding until the next line's
+// time and the last as long as the interval before it), as the files of the three shells: the
+// rate as an mm-link trace, the delay as an mm-delay --delay-trace and the loss probability as an
+// mm-loss trace (empty where the series has no such column). The delay and loss traces' last
+// line closes their period with the last value. Throws UserError naming the source and line.
+struct SplitSeries {
+  std::string link_trace, delay_trace, loss_trace;
+};
+SplitSeries split_time_series(std::string_view text, const std::string& source);

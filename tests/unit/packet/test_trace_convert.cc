@@ -5,6 +5,7 @@
 #include <string>
 
 #include "expect.hh"
+#include "packet/delay_trace.hh"
 #include "packet/trace.hh"
 #include "packet/trace_convert.hh"
 #include "packet/trace_stats.hh"
@@ -73,4 +74,25 @@ TEST(TraceConvert, silence_on_both_sides_moves_the_nearer_opportunity) {
   ASSERT_EQ(trace.written_ms(832), 3000u);
   // A single opportunity simply moves to the end.
   ASSERT_EQ(convert_rate_series("0 12\n1000 0\n", "ms-kbps", "r"), "2000\n");
+}
+
+// mm-trace split: one series of a path as the three shells' files, on one time line.
+TEST(TraceConvert, split_makes_a_link_trace_a_delay_trace_and_a_loss_trace_of_one_period) {
+  const SplitSeries s =
+      split_time_series("seconds,mbps,delay_ms,loss\n10,12,20,0\n10.5,6,40,0.01\n11,24,10,0\n", "p.csv");
+  const Trace link = Trace::parse(s.link_trace, "p.trace");
+  EXPECT_EQ(link.period(), 1500 * kNanosPerMs);  // the last value lasts as long as the interval before it
+  EXPECT_EQ(link.offsets().size(), 1750u);       // 12, 6 and 24 Mbit/s for 500 ms each
+  const TimeSeries delay = parse_time_series(s.delay_trace, "p.delay", 0, delay_trace_kind());
+  EXPECT_EQ(delay.period, 1500 * kNanosPerMs);
+  EXPECT_EQ(delay.at(0), 20 * kNanosPerMs);  // times from the first line's
+  EXPECT_EQ(delay.at(600 * kNanosPerMs), 40 * kNanosPerMs);
+  EXPECT_EQ(delay.at(1400 * kNanosPerMs), 10 * kNanosPerMs);
+  const TimeSeries loss = parse_time_series(s.loss_trace, "p.loss", 0, loss_trace_kind());
+  EXPECT_EQ(loss.at(700 * kNanosPerMs), 10'000'000);  // 0.01 in parts per 10^9
+  EXPECT_TRUE(split_time_series("0,12\n1,6\n", "r.csv").delay_trace.empty());
+  EXPECT_THROW_WITH(UserError, split_time_series("0,12,5\n1,6\n", "p.csv"),
+                    "p.csv:2: every line must have as many fields");
+  EXPECT_THROW_WITH(UserError, split_time_series("0,12,5,2\n", "p.csv"), "p.csv:1: loss 2 is not a probability");
+  EXPECT_THROW_WITH(UserError, split_time_series("1,12\n0,6\n", "p.csv"), "p.csv:2: times must increase");
 }
