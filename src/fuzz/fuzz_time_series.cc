@@ -35,7 +35,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (bool once : {false, true}) {
       series.linear = linear;
       series.once = once;
-      for (Nanos t : {Nanos{-1}, Nanos{0}, series.period / 3, series.period - 1, series.period, 5 * series.period + 7}) {
+      for (Nanos t :
+           {Nanos{-1}, Nanos{0}, series.period / 3, series.period - 1, series.period, 5 * series.period + 7}) {
         const int64_t v = series.at(t);
         FUZZ_CHECK(v >= low && v <= high);
       }

@@ -17,7 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view series(reinterpret_cast<const char*>(data + 1), size - 1);
     SplitSeries split;
     try {
-      split = split_time_series(series.substr(0, 4096), "fuzz.csv");
+      split = split_time_series(series.substr(0, 4096), "fuzz.csv", 20'000);
     } catch (const UserError&) {
       return 0;
     }

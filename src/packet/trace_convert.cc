@@ -230,7 +230,7 @@ std::string convert_rate_series(std::string_view text, std::string_view format, 
   return builder.finish();
 }
 
-SplitSeries split_time_series(std::string_view text, const std::string& source) {
+SplitSeries split_time_series(std::string_view text, const std::string& source, uint64_t max_opportunities) {
   SeriesLines lines(text, source);
   struct Row {
     double ms, bps, delay_ms, loss;
@@ -265,7 +265,7 @@ SplitSeries split_time_series(std::string_view text, const std::string& source) 
   const double start = rows.front().ms;
   std::vector<std::pair<double, double>> steps;
   for (const Row& r : rows) steps.emplace_back(r.ms - start, r.bps);
-  TraceBuilder builder(source, Trace::kMaxOpportunities);
+  TraceBuilder builder(source, std::min(max_opportunities, Trace::kMaxOpportunities));
   add_steps(builder, steps, source);
   SplitSeries out;
   out.link_trace = builder.finish();

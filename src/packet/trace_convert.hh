@@ -39,4 +39,5 @@ std::string convert_rate_series(std::string_view text, std::string_view format, 
 struct SplitSeries {
   std::string link_trace, delay_trace, loss_trace;
 };
-SplitSeries split_time_series(std::string_view text, const std::string& source);
+SplitSeries split_time_series(std::string_view text, const std::string& source,
+                              uint64_t max_opportunities = Trace::kMaxOpportunities);
