@@ -165,6 +165,10 @@ int main(int argc, char** argv) {
                 ArgScanner::verbose_option(spec.verbose)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (delay_ms) return false;
+      // With a delay trace each way DELAY-MS may be left out: a word that is no number is then
+      // the command (mm-delay --delay-trace=F mm-link ...).
+      if (varying.trace[0] && varying.trace[1] && !word.empty() && (word[0] < '0' || word[0] > '9') && word[0] != '.')
+        return false;
       delay_ms = parse_nonnegative(word, "DELAY-MS");
       typed = word;
       return true;
