@@ -195,6 +195,21 @@ test_loss_trace_as_a_user() {
   [ "$msg" = "mm-loss: $trace line 2: \"1.5\" is not a probability from 0 to 1" ] || fail "bad trace: $msg"
 }
 
+# iperf3 UDP as an ordinary user through Gilbert-Elliott loss (p 1 %, r 20 %: 4.76 % lost in
+# bursts of 5): the receiver's count of lost datagrams. Bounds: five standard errors over the
+# about 95 bursts among 10,000 datagrams (the loss count varies with the bursts' number and
+# lengths: a relative standard error of about 14 %).
+test_loss_gilbert_elliott_through_iperf3_udp_as_a_user() {
+  local port lost
+  port=$(free_port) || return 1
+  iperf_server "$port" || return 1
+  lost=$(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink gemodel 1% 20% --seed 5 -- \
+    sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -u -b 8M -l 1000 -t 10 -f k" |
+    awk '/receiver/ { for (i = 1; i <= NF; i++) if ($i ~ /^\([0-9.]+%\)$/) { gsub(/[()%]/, "", $i); print $i } }')
+  echo "  iperf3 UDP through gemodel 1% 20%: $lost % of 10000 datagrams lost (theory 4.76 %)"
+  check_range "datagrams lost (%)" "$lost" 1.5 8.0
+}
+
 test_loss_seed_reproduces_drops() {
   a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
   b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
