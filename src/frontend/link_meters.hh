@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// The live meters of mm-link and mm-meter: their options, and their place in the ferry process
-// (the drains of the link's event rings into the logs and the meters, the windows, the files).
+// The logs and live meters of mm-link, mm-delay, mm-loss and mm-meter: their options, and their
+// place in the ferry process (the drains of the queues' event rings into the logs and the
+// meters, the windows, the files).
+#include <fcntl.h>
 #include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 
 #include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -19,6 +22,7 @@
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
 #include "util/args.hh"
+#include "util/text.hh"
 
 struct MeterOptions {
   bool uplink = false, downlink = false, uplink_delay = false, downlink_delay = false;
@@ -65,6 +69,29 @@ struct MeterOptions {
           "the live graphs (--meter-*) open X windows, and DISPLAY is not set; to draw them without a display, give "
           "--meter-output=FILE.png (or FILE.svg, or a directory for one PNG per graph), written when the shell ends "
           "(and every S seconds with --meter-snapshot-interval=S)";
+  }
+};
+
+// The logs of a shell's two directions (-u/--uplink-log, -d/--downlink-log), in mm-link's format.
+struct LogOptions {
+  std::string uplink, downlink;  // paths ("": no log)
+  std::string command_line;      // the shell's, for the headers
+
+  void add_options(std::vector<ArgScanner::Option>& options) {
+    for (const char* name : {"uplink-log", "u"})
+      options.push_back({name, true, [this](std::string_view v) { uplink = checked(v, "--uplink-log"); }});
+    for (const char* name : {"downlink-log", "d"})
+      options.push_back({name, true, [this](std::string_view v) { downlink = checked(v, "--downlink-log"); }});
+  }
+  void set_command_line(int ac, char** av) {
+    for (int i = 0; i < ac; i++) command_line += (i ? " " : "") + shell_quote(av[i]);
+  }
+  const std::string& path(int direction) const { return direction == 0 ? uplink : downlink; }
+
+ private:
+  static std::string checked(std::string_view v, const char* option) {
+    if (v.empty()) throw UsageError(std::string(option) + " needs a file name");
+    return std::string(v);
   }
 };
 
@@ -125,6 +152,67 @@ class LinkEventSinks final : public FerryLogs {
   std::vector<Direction> directions_;
 };
 
+// The logs and meters of a shell's two directions, set up in its ferry process (as the user: the
+// logs are opened with the user's rights). Their times count from the outermost
+// trace-following shell's start (MAHIMAHI_CLOCK_BASE; this shell's own if it is that one), so
+// that stacked shells' traces, logs and graphs line up; the logs' init timestamp is that
+// instant's wall time.
+class ShellWatch {
+ public:
+  ShellWatch(const char* program, const LogOptions& logs, const MeterOptions& meters, const FerryEndpoints& endpoints)
+      : program_(program), logs_(logs), meters_(meters), endpoints_(endpoints), origin_(trace_start(endpoints)) {
+    timespec wall;
+    clock_gettime(CLOCK_REALTIME, &wall);
+    const Nanos now = monotonic_now();
+    epoch_ms_ = (static_cast<int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec - (now - origin_)) / 1'000'000;
+  }
+  Nanos origin() const { return origin_; }
+
+  // One direction (0 uplink, 1 downlink): the ring its queue pushes to, or nullptr if neither a
+  // log nor a meter watches it. `what` goes in the log header's brackets (the trace's name, the
+  // shell's settings), `detail` is a header line of its own ("queue: ...", or none); `trace`
+  // is the link's (the log's opportunity lines, the graph's capacity), nullptr for a shell
+  // without a link.
+  LinkEventRing* direction(int d, const std::string& what, const std::string& detail, const std::string& meter_title,
+                           const Trace* trace = nullptr, bool once = false) {
+    const char* name = d == 0 ? "Uplink" : "Downlink";
+    const std::string& path = logs_.path(d);
+    std::unique_ptr<LinkLogWriter> writer;
+    if (!path.empty()) {
+      FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+      if (!file.valid()) throw UserError("cannot write log " + path + ": " + std::strerror(errno));
+      std::string header = "# mahimahi " + std::string(program_) + " (" + name + ") [" + what + "] > " + path +
+                           "\n# command line: " + logs_.command_line + "\n";
+      if (!detail.empty()) header += "# " + detail + "\n";
+      header += "# init timestamp: " + std::to_string(epoch_ms_) + "\n# base timestamp: 0\n";
+      if (!endpoints_.outer_prefix.empty()) header += "# mahimahi config: " + endpoints_.outer_prefix + "\n";
+      writer = std::make_unique<LinkLogWriter>(std::move(file), trace, origin_, origin_, once, header,
+                                               "the " + ascii_lowercase(name) + " log " + path);
+    }
+    std::unique_ptr<LinkMeter> meter;
+    const bool metered = d == 0 ? meters_.uplink || meters_.uplink_delay : meters_.downlink || meters_.downlink_delay;
+    if (metered) {
+      meter = std::make_unique<LinkMeter>(trace, once, origin_, endpoints_.outer_prefix + meter_title);
+      graphs_[d] = meter.get();
+    }
+    return sinks_.add(std::move(writer), std::move(meter));
+  }
+
+  // Runs the ferry pair with the logs written and the graphs on show.
+  template <class Uplink, class Downlink>
+  int run(Uplink& uplink, Downlink& downlink, const std::function<void()>& ready);
+
+ private:
+  const char* program_;
+  const LogOptions& logs_;
+  const MeterOptions& meters_;
+  const FerryEndpoints& endpoints_;
+  Nanos origin_;
+  int64_t epoch_ms_;
+  LinkEventSinks sinks_;
+  const LinkMeter* graphs_[2] = {nullptr, nullptr};
+};
+
 // The graphs chosen, in the order of --meter-all: uplink, downlink, uplink delay, downlink delay.
 inline std::vector<MeterGraph> chosen_graphs(const MeterOptions& options, const LinkMeter* up, const LinkMeter* down) {
   std::vector<MeterGraph> graphs;
@@ -174,4 +262,9 @@ int run_metered_ferry_pair(const char* program, const MeterOptions& options, con
   display.reset();
   if (files) files->write_final();
   return status;
+}
+
+template <class Uplink, class Downlink>
+int ShellWatch::run(Uplink& uplink, Downlink& downlink, const std::function<void()>& ready) {
+  return run_metered_ferry_pair(program_, meters_, endpoints_, uplink, downlink, ready, sinks_, graphs_[0], graphs_[1]);
 }

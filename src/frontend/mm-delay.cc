@@ -4,6 +4,7 @@
 // (--delay-trace) with jitter (--jitter).
 #include <optional>
 
+#include "frontend/link_meters.hh"
 #include "packet/delay_trace.hh"
 #include "packet/destination_delay.hh"
 #include "packet/queues.hh"
@@ -41,7 +42,15 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
                         "  --reorder=P[,GAP]   with probability P a packet jumps ahead of the GAP packets\n"
                         "              before it (default 1: an adjacent swap), if they are still queued\n"
                         "  --duplicate=P       with probability P a packet leaves twice\n"
-                        "  --seed N    seed the jitter, reordering and duplication, so that a run repeats\n" +
+                        "  --seed N    seed the jitter, reordering and duplication, so that a run repeats\n"
+                        "  -u FILE, --uplink-log=FILE, -d FILE, --downlink-log=FILE\n"
+                        "              log every arrival and departure (with its delay) of that direction to\n"
+                        "              FILE, in mm-link's format (mm-delay-graph and mm-throughput-graph read it)\n"
+                        "  --meter-uplink, --meter-downlink, --meter-uplink-delay, --meter-downlink-delay,\n"
+                        "  --meter-all, --meter-output=FILE.png|FILE.svg|DIR, --meter-snapshot-interval=S,\n"
+                        "  --meter-stats\n"
+                        "              live graphs of the traffic in and out and of each packet's delay, as\n"
+                        "              mm-link's (see mm-link --help)\n" +
                             std::string(kHelpAndVersionLines) +
                             "\n"
                             "With destinations, the most specific rule applies: an address with the port, the\n"
@@ -87,6 +96,8 @@ int main(int argc, char** argv) {
     VaryingDelaySettings varying;
     std::optional<uint64_t> seed;
     ShellSpec spec;
+    LogOptions logs;
+    MeterOptions meters;
     auto trace_option = [&](int direction, const char* name) {
       return ArgScanner::Option{
           name, true, [&, direction, name](std::string_view v) {
@@ -99,70 +110,72 @@ int main(int argc, char** argv) {
             }
           }};
     };
-    ArgScanner scanner(
-        kInfo, {trace_option(2, "delay-trace"),
-                trace_option(0, "uplink-delay-trace"),
-                trace_option(1, "downlink-delay-trace"),
-                {"delay-interval", true,
-                 [&](std::string_view v) {
-                   varying.interval_ms = parse_nonnegative(v, "--delay-interval");
-                   if (varying.interval_ms <= 0 || varying.interval_ms > kMaxDelayTraceMs)
-                     throw UsageError("--delay-interval must be above 0 and at most an hour");
-                 }},
-                {"interpolate", true,
-                 [&](std::string_view v) {
-                   if (v != "step" && v != "linear")
-                     throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
-                   varying.linear = v == "linear";
-                 }},
-                {"once", false, [&](std::string_view) { varying.once = true; }},
-                {"order", true,
-                 [&](std::string_view v) {
-                   if (v != "fifo" && v != "overtake")
-                     throw UsageError("--order takes fifo or overtake, not \"" + std::string(v) + "\"");
-                   varying.overtake = v == "overtake";
-                 }},
-                {"jitter", true,
-                 [&](std::string_view v) {
-                   const size_t comma = v.find(',');
-                   varying.jitter_ms = parse_nonnegative(v.substr(0, comma), "--jitter");
-                   if (varying.jitter_ms > kMaxDelayTraceMs) throw UsageError("--jitter is at most an hour");
-                   varying.jitter_distribution = comma == std::string_view::npos
-                                                     ? Jitter::Distribution::kNormal
-                                                     : jitter_distribution_of(v.substr(comma + 1));
-                 }},
-                {"reorder", true,
-                 [&](std::string_view v) {
-                   const size_t comma = v.find(',');
-                   varying.reordering.probability = parse_probability(v.substr(0, comma), "--reorder");
-                   if (comma != std::string_view::npos) {
-                     const uint64_t gap = parse_unsigned(v.substr(comma + 1), "--reorder's GAP");
-                     if (gap < 1 || gap > kMaxReorderGap)
-                       throw UsageError("--reorder's GAP (how many packets one jumps ahead of) is 1 to " +
-                                        std::to_string(kMaxReorderGap));
-                     varying.reordering.gap = static_cast<uint32_t>(gap);
-                   }
-                 }},
-                {"duplicate", true,
-                 [&](std::string_view v) { varying.reordering.duplicate = parse_probability(v, "--duplicate"); }},
-                ArgScanner::seed_option(seed),
-                {"destination", true,
-                 [&](std::string_view v) {
-                   try {
-                     typed_rules.push_back(parse_destination_option(v, "--destination"));
-                   } catch (const UserError& e) {
-                     throw UsageError(e.what());
-                   }
-                   if (typed_rules.size() > kMaxDestinationRules)
-                     throw UsageError("too many --destination options: use --destinations=FILE");
-                 }},
-                {"destinations", true,
-                 [&](std::string_view v) {
-                   if (file) throw UsageError("--destinations is given twice: join the files");
-                   if (v.empty()) throw UsageError("--destinations needs a file");
-                   file = std::string(v);
-                 }},
-                ArgScanner::verbose_option(spec.verbose)});
+    std::vector<ArgScanner::Option> options{
+        trace_option(2, "delay-trace"),
+        trace_option(0, "uplink-delay-trace"),
+        trace_option(1, "downlink-delay-trace"),
+        {"delay-interval", true,
+         [&](std::string_view v) {
+           varying.interval_ms = parse_nonnegative(v, "--delay-interval");
+           if (varying.interval_ms <= 0 || varying.interval_ms > kMaxDelayTraceMs)
+             throw UsageError("--delay-interval must be above 0 and at most an hour");
+         }},
+        {"interpolate", true,
+         [&](std::string_view v) {
+           if (v != "step" && v != "linear")
+             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
+           varying.linear = v == "linear";
+         }},
+        {"once", false, [&](std::string_view) { varying.once = true; }},
+        {"order", true,
+         [&](std::string_view v) {
+           if (v != "fifo" && v != "overtake")
+             throw UsageError("--order takes fifo or overtake, not \"" + std::string(v) + "\"");
+           varying.overtake = v == "overtake";
+         }},
+        {"jitter", true,
+         [&](std::string_view v) {
+           const size_t comma = v.find(',');
+           varying.jitter_ms = parse_nonnegative(v.substr(0, comma), "--jitter");
+           if (varying.jitter_ms > kMaxDelayTraceMs) throw UsageError("--jitter is at most an hour");
+           varying.jitter_distribution = comma == std::string_view::npos ? Jitter::Distribution::kNormal
+                                                                         : jitter_distribution_of(v.substr(comma + 1));
+         }},
+        {"reorder", true,
+         [&](std::string_view v) {
+           const size_t comma = v.find(',');
+           varying.reordering.probability = parse_probability(v.substr(0, comma), "--reorder");
+           if (comma != std::string_view::npos) {
+             const uint64_t gap = parse_unsigned(v.substr(comma + 1), "--reorder's GAP");
+             if (gap < 1 || gap > kMaxReorderGap)
+               throw UsageError("--reorder's GAP (how many packets one jumps ahead of) is 1 to " +
+                                std::to_string(kMaxReorderGap));
+             varying.reordering.gap = static_cast<uint32_t>(gap);
+           }
+         }},
+        {"duplicate", true,
+         [&](std::string_view v) { varying.reordering.duplicate = parse_probability(v, "--duplicate"); }},
+        ArgScanner::seed_option(seed),
+        {"destination", true,
+         [&](std::string_view v) {
+           try {
+             typed_rules.push_back(parse_destination_option(v, "--destination"));
+           } catch (const UserError& e) {
+             throw UsageError(e.what());
+           }
+           if (typed_rules.size() > kMaxDestinationRules)
+             throw UsageError("too many --destination options: use --destinations=FILE");
+         }},
+        {"destinations", true,
+         [&](std::string_view v) {
+           if (file) throw UsageError("--destinations is given twice: join the files");
+           if (v.empty()) throw UsageError("--destinations needs a file");
+           file = std::string(v);
+         }},
+        ArgScanner::verbose_option(spec.verbose)};
+    logs.add_options(options);
+    meters.add_options(options, true);
+    ArgScanner scanner(kInfo, std::move(options));
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (delay_ms) return false;
       // With a delay trace each way DELAY-MS may be left out: a word that is no number is then
@@ -175,6 +188,10 @@ int main(int argc, char** argv) {
     });
     if (!delay_ms && !(varying.trace[0] && varying.trace[1])) throw UsageError("missing DELAY-MS");
     spec.device_kind = "delay";
+    logs.set_command_line(ac, av);
+    meters.finish(spec, false);
+    // What a log's header and a graph's title say of the shell: its tag, e.g. "delay 50 ms".
+    const auto watched = [](const std::string& tag) { return tag.substr(1, tag.size() - 3); };
     if (varying.any() || varying.once || varying.overtake || varying.linear || varying.interval_ms > 0) {
       if (!varying.any())
         throw UsageError(
@@ -195,8 +212,8 @@ int main(int argc, char** argv) {
       down_reordering.seed = Random::splitmix(base_seed);
       const Nanos constant = ms_to_nanos(delay_ms.value_or(0));
       // The traces are the user's files: read after the ferry dropped root's rights for good.
-      spec.ferry = [varying, constant, up_seed, down_seed, up_reordering, down_reordering](
-                       const FerryEndpoints& tuns, const std::function<void()>& ready) {
+      spec.ferry = [varying, constant, up_seed, down_seed, up_reordering, down_reordering, logs, meters, tag = spec.tag,
+                    watched](const FerryEndpoints& tuns, const std::function<void()>& ready) {
         auto load = [&](int d) {
           if (!varying.trace[d]) return DelayTrace{};
           DelayTrace t = parse_delay_trace(
@@ -208,13 +225,15 @@ int main(int argc, char** argv) {
         };
         DelayTrace up_trace = load(0), down_trace = load(1);
         const Nanos sigma = ms_to_nanos(varying.jitter_ms);
-        const Nanos start = trace_start(tuns);  // the outermost trace-following shell's start
+        ShellWatch watch("mm-delay", logs, meters, tuns);
+        const Nanos start = watch.origin();  // the outermost trace-following shell's start
         VaryingDelayQueue uplink(constant, std::move(up_trace), Jitter(varying.jitter_distribution, sigma, up_seed),
-                                 varying.overtake, start, up_reordering);
+                                 varying.overtake, start, up_reordering,
+                                 watch.direction(0, watched(tag), "", tag + "uplink"));
         VaryingDelayQueue downlink(constant, std::move(down_trace),
                                    Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake, start,
-                                   down_reordering);
-        return run_ferry_pair(tuns, uplink, downlink, ready);
+                                   down_reordering, watch.direction(1, watched(tag), "", tag + "downlink"));
+        return watch.run(uplink, downlink, ready);
       };
       return spec;
     }
@@ -222,15 +241,28 @@ int main(int argc, char** argv) {
     const bool per_destination = file || !typed_rules.empty();
     spec.tag = "[delay " + typed + " ms" + (per_destination ? " + destinations" : "") + "] ";
     const Nanos delay = ms_to_nanos(*delay_ms);
-    if (!per_destination) {
+    const bool watching = !logs.uplink.empty() || !logs.downlink.empty() || meters.any();
+    if (!per_destination && !watching) {
       spec.ferry = [delay](const FerryEndpoints& tuns, const std::function<void()>& ready) {
         DelayQueue uplink(delay), downlink(delay);
         return run_ferry_pair(tuns, uplink, downlink, ready);
       };
       return spec;
     }
+    if (!per_destination) {
+      // Logged or metered: a line per wire packet, so super-packets are taken apart.
+      spec.ferry = [delay, logs, meters, tag = spec.tag, watched](const FerryEndpoints& tuns,
+                                                                  const std::function<void()>& ready) {
+        ShellWatch watch("mm-delay", logs, meters, tuns);
+        PerWirePacket<DelayQueue> uplink(delay, watch.direction(0, watched(tag), "", tag + "uplink"));
+        PerWirePacket<DelayQueue> downlink(delay, watch.direction(1, watched(tag), "", tag + "downlink"));
+        return watch.run(uplink, downlink, ready);
+      };
+      return spec;
+    }
     // The file is the user's: read after the ferry dropped root's rights for good.
-    spec.ferry = [delay, typed_rules, file](const FerryEndpoints& tuns, const std::function<void()>& ready) {
+    spec.ferry = [delay, typed_rules, file, logs, meters, watching, tag = spec.tag, watched](
+                     const FerryEndpoints& tuns, const std::function<void()>& ready) {
       DestinationDelays map{delay, delay, {}};
       if (file) {
         map.rules = parse_destination_file(
@@ -239,9 +271,17 @@ int main(int argc, char** argv) {
       }
       map.rules.insert(map.rules.end(), typed_rules.begin(), typed_rules.end());  // typed ones win
       check_destination_delays(map);
-      DestinationDelayQueue uplink(map, DestinationDelayQueue::Direction::Uplink);
-      DestinationDelayQueue downlink(map, DestinationDelayQueue::Direction::Downlink);
-      return run_ferry_pair(tuns, uplink, downlink, ready);
+      if (!watching) {
+        DestinationDelayQueue uplink(map, DestinationDelayQueue::Direction::Uplink);
+        DestinationDelayQueue downlink(map, DestinationDelayQueue::Direction::Downlink);
+        return run_ferry_pair(tuns, uplink, downlink, ready);
+      }
+      ShellWatch watch("mm-delay", logs, meters, tuns);
+      PerWirePacket<DestinationDelayQueue> uplink(map, DestinationDelayQueue::Direction::Uplink,
+                                                  watch.direction(0, watched(tag), "", tag + "uplink"));
+      PerWirePacket<DestinationDelayQueue> downlink(map, DestinationDelayQueue::Direction::Downlink,
+                                                    watch.direction(1, watched(tag), "", tag + "downlink"));
+      return watch.run(uplink, downlink, ready);
     };
     return spec;
   });

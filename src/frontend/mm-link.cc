@@ -69,48 +69,9 @@ struct Direction {
   const char* name;    // Uplink / Downlink
   const char* option;  // --uplink-queue / --downlink-queue
   std::string trace;
-  std::string log;
   std::string queue = "infinite";
   QueueArgs args;
 };
-
-// A word as bash would read it back, on one line (the logs' header is one line per field):
-// 'word', or $'...' with escapes for a word with control characters (a script with newlines).
-std::string shell_quote(const std::string& word) {
-  if (!word.empty() &&
-      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
-          std::string::npos)
-    return word;
-  const bool control = std::any_of(word.begin(), word.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; });
-  if (control) {
-    std::string quoted = "$'";
-    for (char c : word) {
-      if (c == '\n') {
-        quoted += "\\n";
-      } else if (c == '\t') {
-        quoted += "\\t";
-      } else if ((c >= 0 && c < 0x20) || c == 0x7f) {
-        char hex[8];
-        std::snprintf(hex, sizeof hex, "\\x%02x", c);
-        quoted += hex;
-      } else if (c == '\'' || c == '\\') {
-        quoted += std::string("\\") + c;
-      } else {
-        quoted += c;
-      }
-    }
-    return quoted + "'";
-  }
-  std::string quoted = "'";
-  for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
-}
-
-FileDescriptor open_log(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
-  if (!fd.valid()) throw UserError("cannot write log " + path + ": " + std::strerror(errno));
-  return fd;
-}
 
 // What the command line chose, handed to the ferry process.
 struct LinkSettings {
@@ -119,7 +80,7 @@ struct LinkSettings {
   bool once = false;
   uint64_t base_seed = 0;
   MeterOptions meters;
-  std::string command_line;  // for the logs' headers
+  LogOptions logs;
   bool verbose = false;
 };
 
@@ -130,11 +91,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
   Direction& down = settings.down;
   std::optional<std::string> up_args, down_args;
   std::optional<uint64_t> seed;
-  std::vector<ArgScanner::Option> options{{"uplink-log", true, [&](std::string_view v) { up.log = v; }},
-                                          {"u", true, [&](std::string_view v) { up.log = v; }},
-                                          {"downlink-log", true, [&](std::string_view v) { down.log = v; }},
-                                          {"d", true, [&](std::string_view v) { down.log = v; }},
-                                          {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+  std::vector<ArgScanner::Option> options{{"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
                                           {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
                                           {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
                                           {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
@@ -142,6 +99,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
                                           ArgScanner::seed_option(seed),
                                           ArgScanner::verbose_option(settings.verbose)};
   settings.meters.add_options(options, true);
+  settings.logs.add_options(options);
   ArgScanner scanner(kInfo, std::move(options));
   int traces = 0;
   std::vector<std::string> command = scanner.scan(ac, av, [&](std::string_view word) {
@@ -158,7 +116,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
     d->args = QueueArgs::parse(text.value_or(""), d->option);
     make_queue_discipline(d->queue, d->args, d->option, 0);  // reject bad queues before any set-up
   }
-  for (int i = 0; i < ac; i++) settings.command_line += (i ? " " : "") + shell_quote(av[i]);
+  settings.logs.set_command_line(ac, av);
   return command;
 }
 
@@ -179,45 +137,17 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
     if (const std::string warning = short_once_warning(up_trace, down_trace); !warning.empty())
       std::cerr << "mm-link: warning: " << warning << "\n";
   }
-  FileDescriptor up_log = up.log.empty() ? FileDescriptor() : open_log(up.log);
-  FileDescriptor down_log = down.log.empty() ? FileDescriptor() : open_log(down.log);
-
-  // The traces, the logs' times and the meters all count from the outermost trace-following
-  // shell's start (MAHIMAHI_CLOCK_BASE; this shell's own if it is that one), so that stacked
-  // shells' traces and logs line up; the logs' init timestamp is that instant's wall time.
-  timespec wall;
-  clock_gettime(CLOCK_REALTIME, &wall);
-  const Nanos now = monotonic_now();
-  const Nanos origin = trace_start(endpoints);
-  const int64_t epoch_ms =
-      (static_cast<int64_t>(wall.tv_sec) * 1'000'000'000 + wall.tv_nsec - (now - origin)) / 1'000'000;
+  ShellWatch watch("mm-link", settings.logs, settings.meters, endpoints);
   uint64_t seeds = settings.base_seed;
-  LinkEventSinks sinks;
-  const LinkMeter* meters[2] = {nullptr, nullptr};
-  const MeterOptions& options = settings.meters;
-  auto make = [&](const Direction& d, const Trace& trace, FileDescriptor& log_file, bool metered, int index) {
+  auto make = [&](const Direction& d, const Trace& trace, int index) {
     auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
-    std::unique_ptr<LinkLogWriter> writer;
-    if (log_file.valid()) {
-      std::string header = "# mahimahi mm-link (" + std::string(d.name) + ") [" + trace.name() + "] > " + d.log +
-                           "\n# command line: " + settings.command_line + "\n# queue: " + queue->description() +
-                           "\n# init timestamp: " + std::to_string(epoch_ms) + "\n# base timestamp: 0\n";
-      if (!endpoints.outer_prefix.empty()) header += "# mahimahi config: " + endpoints.outer_prefix + "\n";
-      writer = std::make_unique<LinkLogWriter>(std::move(log_file), trace, origin, origin, settings.once, header,
-                                               "the " + ascii_lowercase(d.name) + " log " + d.log);
-    }
-    std::unique_ptr<LinkMeter> meter;
-    if (metered) {
-      meter = std::make_unique<LinkMeter>(&trace, settings.once, origin,
-                                          endpoints.outer_prefix + link_tag(settings) + ascii_lowercase(d.name));
-      meters[index] = meter.get();
-    }
-    LinkEventRing* ring = sinks.add(std::move(writer), std::move(meter));
-    return LinkQueue(trace, origin, settings.once, std::move(queue), ring);
+    LinkEventRing* ring = watch.direction(index, trace.name(), "queue: " + queue->description(),
+                                          link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
+    return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring);
   };
-  LinkQueue uplink = make(up, up_trace, up_log, options.uplink || options.uplink_delay, 0);
-  LinkQueue downlink = make(down, down_trace, down_log, options.downlink || options.downlink_delay, 1);
-  return run_metered_ferry_pair("mm-link", options, endpoints, uplink, downlink, ready, sinks, meters[0], meters[1]);
+  LinkQueue uplink = make(up, up_trace, 0);
+  LinkQueue downlink = make(down, down_trace, 1);
+  return watch.run(uplink, downlink, ready);
 }
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "frontend/link_meters.hh"
 #include "packet/loss_model.hh"
 #include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
@@ -31,7 +32,13 @@ const ProgramInfo kInfo{"mm-loss", "uplink|downlink MODEL [uplink|downlink MODEL
                         "  --loss-interval=MS   the time each line of a one-value loss trace covers\n"
                         "  --interpolate=step|linear   between a loss trace's points (default step)\n"
                         "  --once      hold a loss trace's last value after its end (default: it repeats)\n"
-                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n" +
+                        "  --seed N    seed the random drops, so that a run can be repeated exactly\n"
+                        "  -u FILE, --uplink-log=FILE, -d FILE, --downlink-log=FILE\n"
+                        "              log every arrival, drop and departure of that direction to FILE, in\n"
+                        "              mm-link's format (mm-throughput-graph reads it)\n"
+                        "  --meter-uplink, --meter-downlink, --meter-all,\n"
+                        "  --meter-output=FILE.png|FILE.svg|DIR, --meter-snapshot-interval=S, --meter-stats\n"
+                        "              live graphs of the traffic in and out, as mm-link's (see mm-link --help)\n" +
                             std::string(kHelpAndVersionLines)};
 
 enum Direction { kUplink, kDownlink };
@@ -46,6 +53,8 @@ int main(int argc, char** argv) {
     std::optional<Direction> pending;
     std::optional<uint64_t> seed;
     ShellSpec spec;
+    LogOptions logs;
+    MeterOptions meters;
     auto finish = [&] {  // the model after `pending`, complete
       model[*pending] = LossModel::parse(words);
       words.clear();
@@ -53,22 +62,25 @@ int main(int argc, char** argv) {
     };
     double interval_ms = 0;
     bool linear = false, once = false;
-    ArgScanner scanner(kInfo,
-                       {{"loss-interval", true,
-                         [&](std::string_view v) {
-                           interval_ms = parse_nonnegative(v, "--loss-interval");
-                           if (interval_ms <= 0 || interval_ms > kMaxDelayTraceMs)
-                             throw UsageError("--loss-interval must be above 0 and at most an hour");
-                         }},
-                        {"interpolate", true,
-                         [&](std::string_view v) {
-                           if (v != "step" && v != "linear")
-                             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
-                           linear = v == "linear";
-                         }},
-                        {"once", false, [&](std::string_view) { once = true; }},
-                        ArgScanner::seed_option(seed),
-                        ArgScanner::verbose_option(spec.verbose)});
+    std::vector<ArgScanner::Option> options{
+        {"loss-interval", true,
+         [&](std::string_view v) {
+           interval_ms = parse_nonnegative(v, "--loss-interval");
+           if (interval_ms <= 0 || interval_ms > kMaxDelayTraceMs)
+             throw UsageError("--loss-interval must be above 0 and at most an hour");
+         }},
+        {"interpolate", true,
+         [&](std::string_view v) {
+           if (v != "step" && v != "linear")
+             throw UsageError("--interpolate takes step or linear, not \"" + std::string(v) + "\"");
+           linear = v == "linear";
+         }},
+        {"once", false, [&](std::string_view) { once = true; }},
+        ArgScanner::seed_option(seed),
+        ArgScanner::verbose_option(spec.verbose)};
+    logs.add_options(options);
+    meters.add_options(options, false);
+    ArgScanner scanner(kInfo, std::move(options));
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (pending) {
         if (words.empty()) {
@@ -109,6 +121,8 @@ int main(int argc, char** argv) {
       throw UsageError("--loss-interval, --interpolate and --once go with a loss trace (trace FILE)");
     spec.follows_trace = is_trace(kUplink) || is_trace(kDownlink);
     spec.device_kind = "loss";
+    logs.set_command_line(ac, av);
+    meters.finish(spec, false);
     if (model[kUplink]) spec.tag += "[loss up=" + model[kUplink]->describe() + "] ";
     if (model[kDownlink]) spec.tag += "[loss down=" + model[kDownlink]->describe() + "] ";
     uint64_t base_seed = seed ? *seed : Random::fresh_seed();
@@ -116,7 +130,8 @@ int main(int argc, char** argv) {
     const LossModel up = model[kUplink].value_or(LossModel::bernoulli(0));
     const LossModel down = model[kDownlink].value_or(LossModel::bernoulli(0));
     // The traces are the user's files: read after the ferry dropped root's rights for good.
-    spec.ferry = [=](const FerryEndpoints& tuns, const std::function<void()>& ready) {
+    const bool has[2] = {model[kUplink].has_value(), model[kDownlink].has_value()};
+    spec.ferry = [=, tag = spec.tag](const FerryEndpoints& tuns, const std::function<void()>& ready) {
       auto gate = [&](const LossModel& m, uint64_t gate_seed) {
         if (m.kind != LossModel::Kind::kTrace) return LossGate(m, gate_seed);
         TimeSeries trace =
@@ -126,8 +141,12 @@ int main(int argc, char** argv) {
         trace.once = once;
         return LossGate(m, gate_seed, std::move(trace), trace_start(tuns));
       };
-      GateQueue uplink(gate(up, up_seed)), downlink(gate(down, down_seed));
-      return run_ferry_pair(tuns, uplink, downlink, ready);
+      ShellWatch watch("mm-loss", logs, meters, tuns);
+      // A log's header names its direction's model: "[loss gemodel 0.01 0.3 1 0]", "[no loss]".
+      auto what = [&](int d, const LossModel& m) { return has[d] ? "loss " + m.describe() : std::string("no loss"); };
+      GateQueue uplink(gate(up, up_seed), watch.direction(0, what(kUplink, up), "", tag + "uplink"));
+      GateQueue downlink(gate(down, down_seed), watch.direction(1, what(kDownlink, down), "", tag + "downlink"));
+      return watch.run(uplink, downlink, ready);
     };
     return spec;
   });

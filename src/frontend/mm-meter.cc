@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
       auto ring = [&](bool metered, const char* direction, int index) -> LinkEventRing* {
         if (!metered) return nullptr;
         auto meter =
-            std::make_unique<LinkMeter>(nullptr, false, origin, endpoints.outer_prefix + "[meter] " + direction);
+            std::make_unique<LinkMeter>(nullptr, false, origin, endpoints.outer_prefix + "[meter] " + direction, true);
         graphs[index] = meter.get();
         return sinks.add(nullptr, std::move(meter));
       };

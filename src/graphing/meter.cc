@@ -120,8 +120,8 @@ std::vector<double> slot_signal_delays(const MeterSeries& series) {
   return out;
 }
 
-LinkMeter::LinkMeter(const Trace* trace, bool once, Nanos origin, std::string title)
-    : trace_(trace), once_(once), origin_(origin), title_(std::move(title)) {
+LinkMeter::LinkMeter(const Trace* trace, bool once, Nanos origin, std::string title, bool pass_through)
+    : trace_(trace), once_(once), pass_through_(pass_through), origin_(origin), title_(std::move(title)) {
   if (trace_ && !trace_->offsets().empty())
     first_opportunity_ms_ = static_cast<double>(trace_->offsets().front() / kNanosPerMs);
 }
@@ -216,6 +216,7 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
   ThroughputSource source{title_,
                           !any_event_ && !trace_,
                           trace_ != nullptr,
+                          pass_through_,
                           capacity_mbps,
                           arrived_bytes_ * 8 / seconds / 1e6,
                           departed_bytes_ * 8 / seconds / 1e6,

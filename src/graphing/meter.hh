@@ -107,9 +107,10 @@ class LinkMeter {
   static constexpr size_t kWholeRunSlots = 4096;
   static constexpr double kWholeRunFirstSlotMs = 10;
 
-  // trace: the link's opportunities (nullptr for mm-meter, which has no link: no capacity).
+  // trace: the link's opportunities (nullptr for a shell without a link: no capacity).
   // title: the charts' title, e.g. "[delay 50 ms] [link 12Mbit/s up 12Mbit/s down] uplink".
-  LinkMeter(const Trace* trace, bool once, Nanos origin, std::string title);
+  // pass_through: mm-meter's, where what arrives leaves at once (one line, "Traffic").
+  LinkMeter(const Trace* trace, bool once, Nanos origin, std::string title, bool pass_through = false);
 
   // The ferry's main thread, once per drain: source(take) hands every event to take (the ring
   // draining, shared with a log writer), under one lock; then the capacity up to now.
@@ -138,6 +139,7 @@ class LinkMeter {
 
   const Trace* trace_;
   bool once_;
+  bool pass_through_;
   Nanos origin_;
   std::string title_;
   mutable std::mutex mutex_;

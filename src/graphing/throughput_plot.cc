@@ -96,13 +96,13 @@ Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::
         egress.points.emplace_back(x, b.mbps(k, b.egress_bytes[k]));
       }
     }
-    if (!source.has_capacity) {
-      // A pass-through (mm-meter): what arrives leaves at once, so one line is the traffic.
+    if (source.pass_through) {
+      // What arrives leaves at once, so one line is the traffic.
       ingress.label = series_label(source, name_logs, "Traffic", source.ingress_mbps);
       chart.series.push_back(std::move(ingress));
       continue;
     }
-    chart.series.push_back(std::move(capacity));
+    if (source.has_capacity) chart.series.push_back(std::move(capacity));
     chart.series.push_back(std::move(ingress));
     chart.series.push_back(std::move(egress));
   }
@@ -115,8 +115,10 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
   for (size_t i = 0; i < logs.size(); i++) {
     const LinkLog& log = logs[i].log;
     const ThroughputBins& b = bins[i];
-    sources.push_back({logs[i].label, log.empty(), true, mean_mbps(log, total_bytes(b.capacity_bytes)),
-                       mean_mbps(log, total_bytes(b.ingress_bytes)), mean_mbps(log, total_bytes(b.egress_bytes)), b});
+    // A log without opportunity lines is a shell's without a link (mm-delay, mm-loss).
+    sources.push_back({logs[i].label, log.empty(), log.empty() || !log.opportunities.empty(), false,
+                       mean_mbps(log, total_bytes(b.capacity_bytes)), mean_mbps(log, total_bytes(b.ingress_bytes)),
+                       mean_mbps(log, total_bytes(b.egress_bytes)), b});
   }
   Chart chart = throughput_chart(sources, title, name_logs);
   chart.note = empty_logs_note(logs);

@@ -36,7 +36,8 @@ ThroughputBins bin_throughput(const LinkLog& log, double bin_ms, std::string_vie
 struct ThroughputSource {
   std::string label;  // its name in the legend, with name_logs
   bool no_events = false;
-  bool has_capacity = true;  // false for mm-meter, which has no link: one line, "Traffic"
+  bool has_capacity = true;   // false for a shell without a link (mm-delay, mm-loss, mm-meter)
+  bool pass_through = false;  // mm-meter: what arrives leaves at once, so one line, "Traffic"
   double capacity_mbps = 0, ingress_mbps = 0, egress_mbps = 0;  // the means the legend gives
   ThroughputBins bins;
 };

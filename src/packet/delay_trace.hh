@@ -16,6 +16,7 @@
 // and its predecessor's remaining one). With overtaking (LeoReplayer's behaviour) each packet
 // leaves at its own time, and packets reorder when the delay drops by more than their spacing.
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "packet/link_log.hh"
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
 #include "util/random.hh"
@@ -111,14 +113,43 @@ struct Reordering {
 };
 constexpr uint32_t kMaxReorderGap = 64;
 
+// The arrival times of a queue's packets, in its ring's order: what a log's departures need
+// where the ring's own time is when a packet leaves. Grows by doubling, as the ring does.
+class ArrivalFifo {
+ public:
+  explicit ArrivalFifo(size_t capacity = 0) : times_(capacity ? std::bit_ceil(capacity) : 0) {}
+  void push(Nanos t) {
+    if (size_ == times_.size()) grow();
+    times_[(head_ + size_) & (times_.size() - 1)] = t;
+    size_++;
+  }
+  Nanos at(size_t i) const { return times_[(head_ + i) & (times_.size() - 1)]; }  // 0: the oldest
+  void pop() {
+    head_ = (head_ + 1) & (times_.size() - 1);
+    size_--;
+  }
+  size_t size() const { return size_; }
+
+ private:
+  void grow() {
+    std::vector<Nanos> bigger(times_.empty() ? 1024 : 2 * times_.size());
+    for (size_t i = 0; i < size_; i++) bigger[i] = at(i);
+    times_.swap(bigger);
+    head_ = 0;
+  }
+  std::vector<Nanos> times_;
+  size_t head_ = 0, size_ = 0;
+};
+
 // mm-delay's queue with a varying delay and jitter (one direction). Every wire packet gets its
 // own delay, drawn as it arrives.
 class VaryingDelayQueue {
  public:
   static constexpr bool kWholeSuperPackets = false;
   // `constant` is the delay where `trace` has no points.
+  // log: where arrivals and departures go too (--uplink-log, --meter-*), or nullptr.
   VaryingDelayQueue(Nanos constant, DelayTrace trace, Jitter jitter, bool overtake, Nanos start,
-                    Reordering reordering = {})
+                    Reordering reordering = {}, LinkEventRing* log = nullptr)
       : constant_(constant),
         trace_(std::move(trace)),
         jitter_(std::move(jitter)),
@@ -127,7 +158,9 @@ class VaryingDelayQueue {
         any_order_(overtake || reordering.probability > 0),
         random_(reordering.seed),
         start_(start),
-        copy_(reordering.duplicate > 0 ? new uint8_t[kMaxPacket] : nullptr) {}
+        copy_(reordering.duplicate > 0 ? new uint8_t[kMaxPacket] : nullptr),
+        log_(log),
+        arrivals_(log ? 16384 : 0) {}
 
   std::span<uint8_t> reserve() {
     reserved_ = ring_.reserve();
@@ -149,9 +182,14 @@ class VaryingDelayQueue {
     const bool twice = reordering_.duplicate > 0 && length <= kMaxPacket && random_.bernoulli(reordering_.duplicate);
     if (twice) std::copy_n(reserved_.data(), length, copy_.get());
     ring_.commit(leave, length, meta);  // the ring's time: when the packet leaves
-    if (twice) {
+    if (log_) {
+      log_->push({now, 0, length, 1, '+'});
+      arrivals_.push(now);
+    }
+    if (twice) {  // the copy arrived with it (the log has one arrival and two departures)
       std::copy_n(copy_.get(), length, ring_.reserve().data());
       ring_.commit(leave, length, meta);
+      if (log_) arrivals_.push(now);
     }
     next_ = std::min(next_, leave);
   }
@@ -164,7 +202,9 @@ class VaryingDelayQueue {
     if (!any_order_) {
       while (!ring_.empty() && ring_.front().arrival <= now) {
         send(ring_.front_data(), ring_.front().meta);
+        if (log_) log_departure(now, 0, ring_.front().length);
         ring_.pop();
+        if (log_) arrivals_.pop();
       }
       next_ = ring_.empty() ? kNever : ring_.front().arrival;
       return;
@@ -175,16 +215,22 @@ class VaryingDelayQueue {
     while (!ring_.empty() && next_ <= now) {
       const Nanos due = next_;
       Nanos following = kNever;
+      size_t position = 0;
       ring_.for_each([&](PacketRing::Record& r, std::span<const uint8_t> data) {
+        const size_t i = position++;
         if (r.arrival == kLeft) return;
         if (r.arrival == due) {
           send(data, r.meta);
+          if (log_) log_departure(now, i, r.length);
           r.arrival = kLeft;
         } else {
           following = std::min(following, r.arrival);
         }
       });
-      while (!ring_.empty() && ring_.front().arrival == kLeft) ring_.pop();
+      while (!ring_.empty() && ring_.front().arrival == kLeft) {
+        ring_.pop();
+        if (log_) arrivals_.pop();
+      }
       next_ = following;
     }
     if (ring_.empty()) next_ = kNever;
@@ -192,6 +238,9 @@ class VaryingDelayQueue {
   bool finished() const { return false; }
 
  private:
+  void log_departure(Nanos now, size_t position, uint32_t length) {
+    log_->push({now, arrivals_.at(position), length, 1, '-'});
+  }
   static constexpr Nanos kLeft = -1;
   static constexpr uint32_t kMaxPacket = 65536;
   Nanos constant_;
@@ -208,5 +257,7 @@ class VaryingDelayQueue {
   uint64_t count_ = 0;
   std::span<uint8_t> reserved_;
   std::unique_ptr<uint8_t[]> copy_;  // duplication: the packet, while the ring makes room for its copy
+  LinkEventRing* log_;
+  ArrivalFifo arrivals_;  // with a log: when each queued packet arrived
   PacketRing ring_{64 * 1024 * 4};
 };

@@ -106,8 +106,8 @@ void check_destination_delays(const DestinationDelays& map) {
                     " distinct delays in a direction; round them (to 0.1 ms, say)");
 }
 
-DestinationDelayQueue::DestinationDelayQueue(const DestinationDelays& map, Direction direction)
-    : direction_(direction) {
+DestinationDelayQueue::DestinationDelayQueue(const DestinationDelays& map, Direction direction, LinkEventRing* log)
+    : direction_(direction), log_(log) {
   check_destination_delays(map);
   const bool up = direction == Direction::Uplink;
   lines_.reserve(kMaxDistinctDelays);
@@ -177,6 +177,7 @@ void DestinationDelayQueue::commit(Nanos now, uint32_t length, uint32_t meta) {
     predicted_ = line;
   }
   l.ring.commit(now, length, meta);
+  if (log_) log_->push({now, 0, length, 1, '+'});
   if (was_empty) {
     active_.push_back(line);
     next_ = std::min(next_, now + l.delay);

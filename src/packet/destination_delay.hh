@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "packet/link_log.hh"
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
 
@@ -55,7 +56,8 @@ class DestinationDelayQueue {
  public:
   static constexpr bool kWholeSuperPackets = true;  // as DelayQueue: a super-packet's segments arrived together
   enum class Direction { Uplink, Downlink };
-  DestinationDelayQueue(const DestinationDelays& map, Direction direction);
+  // log: where arrivals and departures go too (--uplink-log, --meter-*), or nullptr.
+  DestinationDelayQueue(const DestinationDelays& map, Direction direction, LinkEventRing* log = nullptr);
 
   std::span<uint8_t> reserve() {
     reserved_ = lines_[predicted_].ring.reserve();
@@ -77,6 +79,7 @@ class DestinationDelayQueue {
       if (best == active_.size()) break;
       Line& l = lines_[active_[best]];
       send(l.ring.front_data(), l.ring.front().meta);
+      if (log_) log_->push({now, l.ring.front().arrival, l.ring.front().length, 1, '-'});
       l.ring.pop();
       if (l.ring.empty()) {
         active_[best] = active_.back();
@@ -117,4 +120,5 @@ class DestinationDelayQueue {
   uint32_t predicted_ = 0;        // the line reserve() handed space from (the last packet's)
   std::span<uint8_t> reserved_;
   Nanos next_ = kNever;
+  LinkEventRing* log_;
 };

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// mm-link's log writer: events handed over by the packet threads through a ring, written as
+// The link log writer: events handed over by the packet threads through a ring, written as
 // the original Mahimahi's log lines (see link_log.hh).
 #include "packet/link_log.hh"
 
@@ -29,13 +29,10 @@ void LinkEventRing::push(const LinkEvent& event) {
   tail_.store(tail + 1, std::memory_order_release);
 }
 
-LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
+LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace* trace, Nanos origin, Nanos trace_start, bool once,
                              const std::string& header, std::string name)
-    : file_(std::move(file)),
-      cursor_(trace, trace_start, once),
-      origin_(origin),
-      buffer_(header),
-      name_(std::move(name)) {
+    : file_(std::move(file)), origin_(origin), buffer_(header), name_(std::move(name)) {
+  if (trace) cursor_.emplace(*trace, trace_start, once);
   buffer_.reserve(1 << 17);
 }
 
@@ -69,9 +66,10 @@ void LinkLogWriter::finish(Nanos end) {
 }
 
 void LinkLogWriter::opportunities_until(Nanos t) {
-  while (cursor_.next() <= t) {
-    line(cursor_.next(), '#', Trace::kOpportunityBytes, 0, 1);
-    cursor_.advance();
+  if (!cursor_) return;
+  while (cursor_->next() <= t) {
+    line(cursor_->next(), '#', Trace::kOpportunityBytes, 0, 1);
+    cursor_->advance();
     if (buffer_.size() >= (1 << 16)) flush();
   }
 }

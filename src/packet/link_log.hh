@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// mm-link's per-direction log (--uplink-log / --downlink-log), in the original's format:
+// The per-direction log of mm-link, mm-delay and mm-loss (--uplink-log / --downlink-log), in
+// the original mm-link's format:
 //   # header lines
-//   T # 1500          an opportunity to send 1500 bytes (every one, used or not)
+//   T # 1500          an opportunity to send 1500 bytes (every one, used or not; mm-link only)
 //   T + SIZE          a packet of SIZE bytes arrived
-//   T - SIZE DELAY    a packet left after DELAY ms in the queue and on the link
+//   T - SIZE DELAY    a packet left after DELAY ms in the queue and on the link (the delay line)
 //   T d COUNT BYTES   COUNT packets of BYTES bytes in all were dropped
 // T is whole milliseconds since the shell started ("init timestamp"); whole milliseconds keep
 // the original's parsers and plot scripts working (they read integers).
@@ -14,6 +15,7 @@
 // lines itself from the trace, and writes in large blocks.
 #include <atomic>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "packet/trace.hh"
@@ -54,9 +56,10 @@ class LinkEventRing {
 class LinkLogWriter {
  public:
   // `header` is the text of the header lines, already prefixed with "# "; `name` names the log in
-  // messages ("the downlink log down.log"). A write that fails (a full disk, EIO) is a UserError
+  // messages ("the downlink log down.log"); `trace` is the link's (nullptr: a shell without a
+  // link, whose log has no opportunity lines). A write that fails (a full disk, EIO) is a UserError
   // saying the log is incomplete: the caller ends the shell rather than keep a log with a gap.
-  LinkLogWriter(FileDescriptor file, const Trace& trace, Nanos origin, Nanos trace_start, bool once,
+  LinkLogWriter(FileDescriptor file, const Trace* trace, Nanos origin, Nanos trace_start, bool once,
                 const std::string& header, std::string name = "the log");
   void drain(LinkEventRing& ring);
   // The same, one event at a time (when another consumer shares the ring's events), then
@@ -72,7 +75,7 @@ class LinkLogWriter {
   void flush();
 
   FileDescriptor file_;
-  OpportunityCursor cursor_;
+  std::optional<OpportunityCursor> cursor_;
   Nanos origin_;
   std::string buffer_;
   std::string name_;

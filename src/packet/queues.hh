@@ -22,18 +22,30 @@
 #include "util/random.hh"
 
 // Packets in arrival order, each leaving `delay` after it arrived (with 0, as soon as the ferry
-// releases them): the storage and departure rule of both queues below.
+// releases them): the storage and departure rule of both queues below. With a log ring
+// (--uplink-log, --meter-*), every arrival and departure goes to it too.
 class DelayLine {
  public:
-  DelayLine(Nanos delay, size_t capacity) : delay_(delay), ring_(capacity) {}
+  DelayLine(Nanos delay, size_t capacity, LinkEventRing* log = nullptr) : delay_(delay), ring_(capacity), log_(log) {}
 
   std::span<uint8_t> reserve() { return ring_.reserve(); }
-  void commit(Nanos now, uint32_t length, uint32_t meta) { ring_.commit(now, length, meta); }
+  void commit(Nanos now, uint32_t length, uint32_t meta) {
+    if (log_) log_->push({now, 0, length, 1, '+'});
+    ring_.commit(now, length, meta);
+  }
+  // A packet that arrived and was dropped at once (a loss shell's), for the log.
+  void log_drop(Nanos now, uint32_t length) {
+    if (log_) {
+      log_->push({now, 0, length, 1, '+'});
+      log_->push({now, 0, length, 1, 'd'});
+    }
+  }
   Nanos next_departure() const { return ring_.empty() ? kNever : ring_.front().arrival + delay_; }
   template <class Send>
   void release(Nanos now, Send&& send) {
     while (!ring_.empty() && ring_.front().arrival + delay_ <= now) {
       send(ring_.front_data(), ring_.front().meta);
+      if (log_) log_->push({now, ring_.front().arrival, ring_.front().length, 1, '-'});
       ring_.pop();
     }
   }
@@ -41,6 +53,7 @@ class DelayLine {
  private:
   Nanos delay_;
   PacketRing ring_;
+  LinkEventRing* log_;
 };
 
 // Every packet leaves exactly `delay` after it arrived; the segments of a super-packet arrived
@@ -48,8 +61,18 @@ class DelayLine {
 class DelayQueue : public DelayLine {
  public:
   static constexpr bool kWholeSuperPackets = true;
-  explicit DelayQueue(Nanos delay) : DelayLine(delay, 64 * 1024 * 4) {}
+  explicit DelayQueue(Nanos delay, LinkEventRing* log = nullptr) : DelayLine(delay, 64 * 1024 * 4, log) {}
   bool finished() const { return false; }
+};
+
+// A queue that takes a super-packet as its wire packets, though it could take it whole: what
+// its log and meters count (a log line per packet on the wire, as mm-link's), at the cost of
+// splitting super-packets, paid only by shells that log.
+template <class Queue>
+class PerWirePacket : public Queue {
+ public:
+  using Queue::Queue;
+  static constexpr bool kWholeSuperPackets = false;
 };
 
 // Forwards packets at once, or drops them as they arrive when the gate says so.
@@ -57,11 +80,15 @@ template <class Gate>
 class GateQueue {
  public:
   static constexpr bool kWholeSuperPackets = false;  // one decision per wire packet
-  explicit GateQueue(Gate gate) : gate_(std::move(gate)) {}
+  explicit GateQueue(Gate gate, LinkEventRing* log = nullptr) : gate_(std::move(gate)), line_(0, 64 * 1024 * 2, log) {}
 
   std::span<uint8_t> reserve() { return line_.reserve(); }
   void commit(Nanos now, uint32_t length, uint32_t meta) {
-    if (gate_.admit(now)) line_.commit(now, length, meta);
+    if (gate_.admit(now)) {
+      line_.commit(now, length, meta);
+    } else {
+      line_.log_drop(now, length);
+    }
   }
   Nanos next_departure() const { return line_.next_departure(); }
   // Every packet is due at its arrival, which is never after the ferry's `now`.
@@ -73,7 +100,7 @@ class GateQueue {
 
  private:
   Gate gate_;
-  DelayLine line_{0, 64 * 1024 * 2};
+  DelayLine line_;
 };
 
 // The link alternates between on (forward) and off (drop every arriving packet). Periods are
@@ -114,27 +141,9 @@ struct OpenGate {
 
 // mm-meter's pass-through: every packet leaves as soon as it arrived, and both events go to
 // the meter's ring (no capacity, no queue, no drop).
-class MeterQueue {
+class MeterQueue : public DelayLine {
  public:
   static constexpr bool kWholeSuperPackets = false;  // the meters count wire packets
-  explicit MeterQueue(LinkEventRing* ring) : ring_(ring) {}
-
-  std::span<uint8_t> reserve() { return line_.reserve(); }
-  void commit(Nanos now, uint32_t length, uint32_t meta) {
-    if (ring_) ring_->push({now, 0, length, 1, '+'});
-    line_.commit(now, length, meta);
-  }
-  Nanos next_departure() const { return line_.next_departure(); }
-  template <class Send>
-  void release(Nanos now, Send&& send) {
-    line_.release(now, [&](std::span<const uint8_t> packet, uint32_t meta) {
-      send(packet, meta);
-      if (ring_) ring_->push({now, now, static_cast<uint32_t>(packet.size()), 1, '-'});
-    });
-  }
+  explicit MeterQueue(LinkEventRing* ring) : DelayLine(0, 64 * 1024 * 2, ring) {}
   bool finished() const { return false; }
-
- private:
-  LinkEventRing* ring_;
-  DelayLine line_{0, 64 * 1024 * 2};
 };

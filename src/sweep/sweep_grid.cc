@@ -7,6 +7,7 @@
 
 #include "util/args.hh"
 #include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 constexpr const char* kQueueTypes[] = {"infinite", "droptail", "drophead", "codel", "pie", "fq_codel"};
@@ -281,16 +282,6 @@ std::vector<std::string> manifest_differences(const nlohmann::json& a, const nlo
     if (!a.contains(key)) names.push_back(key);
   }
   return names;
-}
-
-std::string shell_quote(std::string_view word) {
-  const bool plain = !word.empty() && word.find_first_not_of(
-                                          "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                          "0123456789@%+=:,./_-") == std::string_view::npos;
-  if (plain) return std::string(word);
-  std::string quoted = "'";
-  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return quoted + "'";
 }
 
 std::vector<std::string> job_lines(const std::string& program, const SweepSettings& s, const std::string& out) {

@@ -107,8 +107,6 @@ std::vector<Configuration> manifest_configurations(const nlohmann::json& manifes
 // The names of the fields in which two manifests differ ("rates_mbps", "url", ...), in order.
 std::vector<std::string> manifest_differences(const nlohmann::json& a, const nlohmann::json& b);
 
-// `word` quoted for a POSIX shell when it needs it (single quotes).
-std::string shell_quote(std::string_view word);
 // The mm-sweep command lines of --emit-jobs, one per configuration: the same sweep, --jobs 1,
 // --only ID, --out OUT/parts/ID (OUT as given).
 std::vector<std::string> job_lines(const std::string& program, const SweepSettings& settings, const std::string& out);

@@ -19,6 +19,7 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/signals.hh"
+#include "util/text.hh"
 
 namespace fs = std::filesystem;
 

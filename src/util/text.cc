@@ -2,6 +2,7 @@
 #include "util/text.hh"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace {
 char ascii_lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + ('a' - 'A')) : c; }
@@ -60,4 +61,34 @@ std::string hex_bytes(const uint8_t* data, size_t length) {
     out += kDigits[data[i] & 15];
   }
   return out;
+}
+
+std::string shell_quote(std::string_view word) {
+  if (!word.empty() &&
+      word.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./-_") ==
+          std::string::npos)
+    return std::string(word);
+  const bool control = std::any_of(word.begin(), word.end(), [](char c) { return (c >= 0 && c < 0x20) || c == 0x7f; });
+  if (control) {
+    std::string quoted = "$'";
+    for (char c : word) {
+      if (c == '\n') {
+        quoted += "\\n";
+      } else if (c == '\t') {
+        quoted += "\\t";
+      } else if ((c >= 0 && c < 0x20) || c == 0x7f) {
+        char hex[8];
+        std::snprintf(hex, sizeof hex, "\\x%02x", c);
+        quoted += hex;
+      } else if (c == '\'' || c == '\\') {
+        quoted += std::string("\\") + c;
+      } else {
+        quoted += c;
+      }
+    }
+    return quoted + "'";
+  }
+  std::string quoted = "'";
+  for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
 }

@@ -28,3 +28,7 @@ std::string count_of(size_t count, std::string_view singular, std::string_view p
 
 // Lower-case hexadecimal, two digits a byte: {0x0a, 0xff} -> "0aff".
 std::string hex_bytes(const uint8_t* data, size_t length);
+
+// A word as bash would read it back, on one line (a log header has one line per field): the
+// word itself when it is plain, 'word', or $'...' with escapes for a word with control bytes.
+std::string shell_quote(std::string_view word);

@@ -179,7 +179,7 @@ TEST(Meter, a_live_chart_paints_on_a_window_sized_surface) {
 }
 
 TEST(Meter, a_meter_without_a_link_has_no_capacity_and_an_idle_one_says_so) {
-  LinkMeter idle(nullptr, false, 0, "[meter] uplink");
+  LinkMeter idle(nullptr, false, 0, "[meter] uplink", true);
   idle.advance(5000 * kMs);
   const Chart chart = idle.throughput_chart(MeterScope::Live);
   EXPECT_EQ(find_series(chart, "Capacity"), nullptr);
@@ -187,6 +187,24 @@ TEST(Meter, a_meter_without_a_link_has_no_capacity_and_an_idle_one_says_so) {
   EXPECT_EQ(chart.series[0].label, "Traffic (no events)");
   expect_finite(chart);
   EXPECT_EQ(idle.delay_chart(MeterScope::Live).note, "no packets yet");
+}
+
+TEST(Meter, a_delay_shell_shows_ingress_and_egress_without_capacity) {
+  // mm-delay's meter: no link, so no capacity; what arrives leaves 50 ms later.
+  LinkMeter meter(nullptr, false, 0, "[delay 50 ms] uplink");
+  for (int i = 0; i < 100; i++) {
+    const Nanos t = i * 10 * kMs;
+    meter.add({t, 0, 1250, 1, '+'});
+    if (i >= 5) meter.add({t, t - 50 * kMs, 1250, 1, '-'});
+  }
+  meter.advance(1000 * kMs);
+  const Chart chart = meter.throughput_chart(MeterScope::WholeRun);
+  EXPECT_EQ(find_series(chart, "Capacity"), nullptr);
+  ASSERT_EQ(chart.series.size(), 2u);
+  EXPECT_NE(chart.series[0].label.find("Traffic ingress"), std::string::npos);
+  EXPECT_NE(chart.series[1].label.find("Traffic egress"), std::string::npos);
+  const Chart delays = meter.delay_chart(MeterScope::WholeRun);
+  expect_finite(delays);
 }
 
 TEST(Meter, the_live_axis_scrolls_after_its_first_20_seconds) {

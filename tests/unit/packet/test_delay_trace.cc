@@ -4,6 +4,7 @@
 // and the queue: a trace followed exactly, order kept when the delay drops (or overtaking when
 // asked), jitter's draws seeded.
 #include <gtest/gtest.h>
+#include <sys/eventfd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "expect.hh"
 #include "packet/delay_trace.hh"
 #include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 constexpr Nanos kMs = 1'000'000;
@@ -262,4 +264,61 @@ TEST(VaryingDelayQueue, reordering_jumps_a_packet_gap_places_ahead_and_duplicati
   VaryingDelayQueue lone(20 * kMs, {}, Jitter(), false, 0, always);
   const auto in_order = run(lone, sparse);
   for (size_t i = 0; i < in_order.size(); i++) EXPECT_EQ(in_order[i].first, static_cast<int>(i));
+}
+
+TEST(VaryingDelayQueue, its_log_gives_each_departure_its_own_arrival_in_any_order) {
+  // Overtaking with a drop in delay, and duplication: every departure's arrival is the one of
+  // the packet that left (the ring's own time is the departure), in the order they left.
+  FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
+  LinkEventRing ring(wake.get());
+  Reordering d;
+  d.duplicate = 0.3;
+  d.seed = 9;
+  VaryingDelayQueue q(0, parse("0 100\n50 10\n1000 10\n"), Jitter(), true, 0, d, &ring);
+  const std::vector<Nanos> arrivals = {40 * kMs, 45 * kMs, 55 * kMs, 60 * kMs, 70 * kMs};
+  const auto out = run(q, arrivals);
+  std::vector<LinkEvent> events;
+  ring.drain([&](const LinkEvent& e) { events.push_back(e); });
+  size_t departures = 0, next_arrival = 0;
+  for (const LinkEvent& e : events) {
+    if (e.kind == '+') {
+      EXPECT_EQ(e.time, arrivals[next_arrival++]);
+      continue;
+    }
+    ASSERT_EQ(e.kind, '-');
+    ASSERT_LT(departures, out.size());
+    const auto [index, when] = out[departures++];
+    EXPECT_EQ(e.time, when);
+    EXPECT_EQ(e.arrival, arrivals[static_cast<size_t>(index)]) << "departure " << departures;
+    EXPECT_EQ(e.bytes, 100u);
+  }
+  EXPECT_EQ(next_arrival, arrivals.size());  // one arrival each, copies or not
+  EXPECT_EQ(departures, out.size());
+  EXPECT_GT(out.size(), arrivals.size());  // this seed duplicates some
+  EXPECT_EQ(out[0].first, 2);              // and packet 2 overtook 0 and 1
+
+  // In order (fifo), with a backlog that outgrows the arrival FIFO's first size.
+  LinkEventRing ring2(wake.get());
+  VaryingDelayQueue fifo(500 * kMs, {}, Jitter(), false, 0, {}, &ring2);
+  std::vector<Nanos> many;
+  for (int i = 0; i < 20000; i++) many.push_back(i * 10'000);  // 100 per ms: 50,000 would queue
+  size_t checked = 0;
+  auto check = [&] {
+    ring2.drain([&](const LinkEvent& e) {
+      if (e.kind == '-') {
+        EXPECT_EQ(e.arrival, many[checked]);
+        EXPECT_GE(e.time - e.arrival, 500 * kMs);
+        checked++;
+      }
+    });
+  };
+  for (size_t i = 0; i < many.size(); i++) {
+    if (i % 1000 == 0) check();  // the ring holds 32,768 events
+    fifo.reserve();
+    fifo.commit(many[i], 100, 0);
+  }
+  check();
+  fifo.release(1000 * kMs, [](std::span<const uint8_t>, uint32_t) {});
+  check();
+  EXPECT_EQ(checked, many.size());
 }

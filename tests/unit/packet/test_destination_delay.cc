@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // Per-destination delay: the map's syntax, the most specific rule, per-flow order, and no
 // head-of-line blocking between destinations.
+#include <sys/eventfd.h>
+
 #include <cstring>
 #include <vector>
 
@@ -8,6 +10,7 @@
 #include "packet/destination_delay.hh"
 #include "util/byte_order.hh"
 #include "util/exception.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 constexpr uint32_t ip(uint8_t a, uint8_t b, uint8_t c, uint8_t d) {
@@ -163,4 +166,25 @@ TEST(DestinationDelay, many_interleaved_flows_keep_their_bytes_and_order_through
     got[flow].push_back(p[40]);
   });
   EXPECT_EQ(got, sent);
+}
+
+TEST(DestinationDelay, its_log_gives_each_departure_its_destinations_delay) {
+  const uint32_t a = ip(10, 0, 0, 1), b = ip(10, 0, 0, 2);
+  DestinationDelays map{0, 0, {{a, 32, 0, ms_to_nanos(10), ms_to_nanos(10)}, {b, 32, 0, ms_to_nanos(30), 0}}};
+  FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
+  LinkEventRing ring(wake.get());
+  DestinationDelayQueue q(map, DestinationDelayQueue::Direction::Uplink, &ring);
+  push(q, 0, packet(kClient, b, 1, 80, 1, 200));
+  push(q, ms_to_nanos(1), packet(kClient, a, 1, 80, 2, 300));
+  EXPECT_EQ(drain(q, ms_to_nanos(100)), (std::vector<uint8_t>{2, 1}));
+  std::vector<LinkEvent> events;
+  ring.drain([&](const LinkEvent& e) { events.push_back(e); });
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].kind, '+');
+  EXPECT_EQ(events[0].bytes, 200u);
+  EXPECT_EQ(events[2].kind, '-');
+  EXPECT_EQ(events[2].bytes, 300u);
+  EXPECT_EQ(events[2].arrival, ms_to_nanos(1));
+  EXPECT_EQ(events[3].bytes, 200u);
+  EXPECT_EQ(events[3].arrival, 0);
 }

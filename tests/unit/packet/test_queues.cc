@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The simple shells' queues: DelayQueue, GateQueue and their gates.
+#include <sys/eventfd.h>
+
 #include <cstring>
 #include <deque>
 #include <vector>
 
 #include "expect.hh"
 #include "packet/queues.hh"
+#include "util/file_descriptor.hh"
 
 namespace {
 // Writes a packet of `length` bytes whose bytes all equal `fill` into the queue.
@@ -101,4 +104,38 @@ TEST(Queues, onoff_gate_mean_durations) {
   for (int i = 0; i < samples; i++) on += gate.admit(i * ms / 10);
   const double fraction = static_cast<double>(on) / samples;
   ASSERT_TRUE(fraction > 0.70 && fraction < 0.80);  // expected 0.75
+}
+
+TEST(Queues, logged_delay_and_gate_queues_report_arrivals_departures_and_drops) {
+  FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
+  LinkEventRing ring(wake.get());
+  PerWirePacket<DelayQueue> delay(50 * kNanosPerMs, &ring);
+  static_assert(!PerWirePacket<DelayQueue>::kWholeSuperPackets && DelayQueue::kWholeSuperPackets);
+  push(delay, 10 * kNanosPerMs, 1000, 1);
+  push(delay, 20 * kNanosPerMs, 500, 2);
+  EXPECT_EQ(drain(delay, 70 * kNanosPerMs).size(), 2u);
+  std::vector<LinkEvent> events;
+  ring.drain([&](const LinkEvent& e) { events.push_back(e); });
+  ASSERT_EQ(events.size(), 4u);
+  EXPECT_EQ(events[0].kind, '+');
+  EXPECT_EQ(events[1].kind, '+');
+  EXPECT_EQ(events[2].kind, '-');
+  EXPECT_EQ(events[2].arrival, 10 * kNanosPerMs);
+  EXPECT_EQ(events[2].bytes, 1000u);
+  EXPECT_EQ(events[3].arrival, 20 * kNanosPerMs);
+  EXPECT_EQ(events[3].time, 70 * kNanosPerMs);
+
+  // A gate that drops every other packet: each arrives, then is dropped or leaves.
+  struct Alternate {
+    bool open = false;
+    bool admit(Nanos) { return open = !open; }
+  };
+  GateQueue<Alternate> gate(Alternate{}, &ring);
+  for (int i = 0; i < 4; i++) push(gate, i * kNanosPerMs, 100, static_cast<uint8_t>(i));
+  EXPECT_EQ(drain(gate, 4 * kNanosPerMs).size(), 2u);
+  events.clear();
+  ring.drain([&](const LinkEvent& e) { events.push_back(e); });
+  std::string kinds;
+  for (const LinkEvent& e : events) kinds += e.kind;
+  EXPECT_EQ(kinds, "++d++d--");
 }

@@ -43,3 +43,11 @@ TEST(Text, hex_bytes_two_lower_case_digits_a_byte) {
   EXPECT_EQ(hex_bytes(bytes, 4), "000aff5c");
   EXPECT_EQ(hex_bytes(bytes, 0), "");
 }
+
+TEST(Text, shell_quote_as_bash_reads_it_back) {
+  EXPECT_EQ(shell_quote("plain-word_1.2:3/x"), "plain-word_1.2:3/x");
+  EXPECT_EQ(shell_quote(""), "''");
+  EXPECT_EQ(shell_quote("a b"), "'a b'");
+  EXPECT_EQ(shell_quote("it's"), "'it'\\''s'");
+  EXPECT_EQ(shell_quote("a\nb\tc\x01'\\"), "$'a\\nb\\tc\\x01\\'\\\\'");
+}
