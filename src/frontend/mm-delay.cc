@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
         throw UsageError(
             "per-destination delays do not combine with a delay trace, --jitter, --reorder or --duplicate");
       spec.tag = "[delay " + (delay_ms ? typed + " ms" : std::string("trace")) +
-                 (varying.trace[0] || varying.trace[1] ? " + trace" : "") +
+                 (delay_ms && (varying.trace[0] || varying.trace[1]) ? " + trace" : "") +
                  (varying.jitter_distribution != Jitter::Distribution::kNone ? " + jitter" : "") +
                  (varying.reordering.probability > 0 ? " + reorder" : "") +
                  (varying.reordering.duplicate > 0 ? " + duplicate" : "") + "] ";

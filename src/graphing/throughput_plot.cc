@@ -146,13 +146,16 @@ std::string throughput_summary(const LinkLog& log) {
   if (log.empty()) {
     text = "Average capacity: - (no events in the log)\nAverage throughput: - (no events in the log)\n";
   } else {
-    std::snprintf(line, sizeof line, "Average capacity: %.2f Mbits/s\n", s.capacity_mbps);
-    text = line;
+    if (log.opportunities.empty()) {
+      text = "Average capacity: - (no link: the log of a shell without one, such as mm-delay or mm-loss)\n";
+    } else {
+      std::snprintf(line, sizeof line, "Average capacity: %.2f Mbits/s\n", s.capacity_mbps);
+      text = line;
+    }
     if (log.departures.empty()) {
       std::snprintf(line, sizeof line, "Average throughput: %.2f Mbits/s (no packets delivered)\n", s.throughput_mbps);
     } else if (log.opportunities.empty()) {
-      std::snprintf(line, sizeof line, "Average throughput: %.2f Mbits/s (utilization -: no delivery opportunities)\n",
-                    s.throughput_mbps);
+      std::snprintf(line, sizeof line, "Average throughput: %.2f Mbits/s\n", s.throughput_mbps);
     } else {
       std::snprintf(line, sizeof line, "Average throughput: %.2f Mbits/s (%.1f%% utilization)\n", s.throughput_mbps,
                     s.utilization_percent);

@@ -195,6 +195,62 @@ test_loss_trace_as_a_user() {
   [ "$msg" = "mm-loss: $trace line 2: \"1.5\" is not a probability from 0 to 1" ] || fail "bad trace: $msg"
 }
 
+# mm-delay's and mm-loss's logs, as an ordinary user, in mm-link's format with no opportunity
+# lines: ping's 84-byte requests arrive and leave the uplink with the delay applied (20 ms, then
+# a delay trace's 5 and 40 ms), and the log's arrivals are its departures plus its drops, a drop
+# being a lost request. mm-delay-graph and mm-throughput-graph read the logs; --meter-output
+# draws the graphs with no display.
+test_delay_and_loss_logs_as_a_user() {
+  local dir=$WORLD_TMP/shell-logs
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  local up=$dir/delay-up.log down=$dir/delay-down.log trace=$dir/log-step.trace out
+  AS_USER=$TEST_USER in_world "$BIN/mm-delay" 20 -u "$up" --downlink-log="$down" -- \
+    ping -n -c 20 -i 0.02 -q "$SERVER_IP" >/dev/null || fail "mm-delay with logs" || return 1
+  grep -q '^# mahimahi mm-delay (Uplink) \[delay 20 ms\] > ' "$up" || fail "header: $(head -2 "$up")" || return 1
+  grep -q '^# command line: .*mm-delay 20 -u ' "$up" || fail "command line: $(grep command "$up")" || return 1
+  grep -q '^# init timestamp: [0-9]*$' "$down" || fail "init timestamp" || return 1
+  local bad; bad=$(grep -hv '^#' "$up" "$down" | grep -v -E '^[0-9]+ (\+ [0-9]+|- [0-9]+ [0-9]+)$' | head -3)
+  [ -z "$bad" ] || fail "malformed lines: $bad" || return 1
+  # Whole milliseconds: a 20 ms delay reads 20 or 21 (the ferry's wake-up).
+  set -- $(awk '$2 == "-" && $3 == 84 { n++; if ($4 >= 20 && $4 <= 21) ok++ } $2 == "+" && $3 == 84 { a++ }
+    END { print a + 0, n + 0, ok + 0 }' "$up")
+  echo "  mm-delay 20: uplink log $1 requests in, $2 out, $3 of them after 20 ms"
+  [ "$1" = 20 ] && [ "$2" = 20 ] && [ "$3" = 20 ] || fail "the uplink log's requests" || return 1
+  out=$("$BIN/mm-delay-graph" -o "$dir/delay-log.png" "$up" 2>&1) || fail "mm-delay-graph: $out" || return 1
+  echo "$out" | grep -q '95th percentile per-packet queueing delay: 2[01]' || fail "mm-delay-graph: $out" || return 1
+  out=$("$BIN/mm-throughput-graph" -o "$dir/delay-tput.svg" 100 "$down" 2>&1) || fail "mm-throughput-graph: $out" || return 1
+  echo "$out" | grep -q '^Average capacity: - (no link' || fail "mm-throughput-graph: $out" || return 1
+  # A delay trace: the log gives each request the trace's delay at its arrival.
+  printf '0 5\n500 40\n1000 5\n' > "$trace"
+  chmod a+r "$trace"
+  AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" -u "$up" -- \
+    ping -n -c 40 -i 0.025 -q "$SERVER_IP" >/dev/null || fail "mm-delay --delay-trace with a log" || return 1
+  set -- $(awk '$2 == "-" && $3 == 84 { n++; if ($4 >= 5 && $4 <= 6) low++; else if ($4 >= 40 && $4 <= 41) high++ }
+    END { print n + 0, low + 0, high + 0 }' "$up")
+  echo "  delay trace 5/40 ms: $1 requests out, $2 after 5 ms, $3 after 40 ms"
+  [ "$1" = 40 ] && [ "$2" -ge 10 ] && [ "$3" -ge 10 ] && [ $(($2 + $3)) -ge 36 ] || fail "the trace's delays in the log" || return 1
+  # Loss: every arrival leaves or is dropped; the drops are the requests ping lost.
+  local replies
+  replies=$(AS_USER=$TEST_USER in_world "$BIN/mm-loss" uplink 0.3 --seed 7 -u "$up" -- \
+    ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -c 'icmp_seq=')
+  grep -q '^# mahimahi mm-loss (Uplink) \[loss 0.3\] > ' "$up" || fail "header: $(head -1 "$up")" || return 1
+  set -- $(awk '$3 == 84 && $2 == "+" { a++ } $3 == 84 && $2 == "-" { d++ } $2 == "d" && $4 == 84 { l += $3 }
+    END { print a + 0, d + 0, l + 0 }' "$up")
+  echo "  mm-loss uplink 0.3: $1 requests in, $2 out, $3 dropped; ping: $replies replies of 200"
+  [ "$1" = 200 ] && [ $(($2 + $3)) = 200 ] && [ "$2" = "$replies" ] || fail "the loss log's counts" || return 1
+  check_range "dropped" "$3" 35 85 || return 1
+  # The graphs without a display, as the user, of a whole run.
+  AS_USER=$TEST_USER in_world "$BIN/mm-delay" 10 --meter-all --meter-output="$dir/delay-meters" -- \
+    ping -n -c 10 -i 0.02 -q "$SERVER_IP" >/dev/null || fail "mm-delay --meter-output" || return 1
+  for f in uplink downlink uplink-delay downlink-delay; do
+    [ -s "$dir/delay-meters/$f.png" ] || fail "no $f.png from mm-delay --meter-output" || return 1
+  done
+  AS_USER=$TEST_USER in_world "$BIN/mm-loss" downlink 0.1 --meter-output="$dir/loss-meter.svg" -- \
+    ping -n -c 10 -i 0.02 -q "$SERVER_IP" >/dev/null
+  grep -q 'Traffic egress' "$dir/loss-meter.svg" 2>/dev/null || [ -s "$dir/loss-meter.svg" ] ||
+    fail "no graph from mm-loss --meter-output"
+}
+
 # iperf3 UDP as an ordinary user through Gilbert-Elliott loss (p 1 %, r 20 %: 4.76 % lost in
 # bursts of 5): the receiver's count of lost datagrams. Bounds: five standard errors over the
 # about 95 bursts among 10,000 datagrams (the loss count varies with the bursts' number and
