@@ -11,6 +11,7 @@
 #include <optional>
 #include <sstream>
 
+#include "packet/rattan_trace.hh"
 #include "packet/trace.hh"
 #include "packet/trace_convert.hh"
 #include "packet/trace_stats.hh"
@@ -25,7 +26,8 @@ const char* kUsage =
     "       mm-trace convert [--format=kbps-per-ms|ms-kbps|csv] INPUT [-o FILE]\n"
     "       mm-trace info TRACE...\n"
     "       mm-trace check TRACE...\n"
-    "       mm-trace split SERIES -o PREFIX\n";
+    "       mm-trace split SERIES -o PREFIX\n"
+    "       mm-trace rattan CONFIG.json|CONFIG.toml [-o FILE]\n";
 const char* kHelp =
     "Makes and inspects mm-link traces: one integer per line, a time in ms; each line is one\n"
     "opportunity to deliver 1500 bytes, and the trace repeats with the last time as period.\n"
@@ -52,6 +54,13 @@ const char* kHelp =
     "                  (a header line is skipped; each value holds until the next line's time),\n"
     "                  as the three shells' files: PREFIX.trace (mm-link), PREFIX.delay (mm-delay\n"
     "                  --delay-trace) and PREFIX.loss (mm-loss trace), times from the first line\n"
+    "  rattan CONFIG   a trace file of Rattan (a netem-trace configuration, JSON or TOML by its\n"
+    "                  extension) as the file of the shell that plays it: a delay as an\n"
+    "                  mm-delay --delay-trace, a loss as an mm-loss trace, a bandwidth as an\n"
+    "                  mm-link trace; standard error says which, and the command. Static,\n"
+    "                  Repeated*Pattern (count 0: it repeats, as the shells' traces do) and\n"
+    "                  TraceBw models; random and per-packet ones are drawn by Rattan as it\n"
+    "                  runs and are refused\n"
     "\n"
     "  TRACE is a file, rate:RATE or - (standard input). A name without a '/' is looked for\n"
     "  as mm-link does: in the current directory, the directories of MAHIMAHI_TRACE_PATH\n"
@@ -161,7 +170,7 @@ int run(int argc, char** argv) {
   std::vector<std::string>& words = args->operands;
   const std::optional<std::string>& output = args->output;
   const std::string format = args->values.contains("format") ? args->values["format"] : "kbps-per-ms";
-  if (words.empty()) usage_error("missing command (constant, convert, info, check or split)");
+  if (words.empty()) usage_error("missing command (constant, convert, info, check, split or rattan)");
   const std::string command = words[0];
   words.erase(words.begin());
   if (command == "constant") {
@@ -196,6 +205,34 @@ int run(int argc, char** argv) {
               << "; for example (the same rate both ways):\n  " << run << " -- COMMAND\n";
     return 0;
   }
+  if (command == "rattan") {
+    if (words.size() != 1) usage_error("rattan takes one CONFIG file (.json or .toml)");
+    const std::string& path = words[0];
+    const bool toml = path.ends_with(".toml");
+    if (!toml && !path.ends_with(".json"))
+      usage_error(path + ": name Rattan's configuration .json or .toml, as Rattan reads it by its extension");
+    const std::string text = read_user_file(path, "Rattan trace", kMaxRattanFileBytes, "give a trace configuration");
+    const RattanTrace trace = convert_rattan_trace(text, toml, user_file_name(path));
+    write_output(output, trace.text);
+    const std::string file = output ? *output : "FILE";
+    const char* what = trace.kind == RattanTrace::Kind::kDelay  ? "a delay trace"
+                       : trace.kind == RattanTrace::Kind::kLoss ? "a loss trace"
+                                                                : "a link trace";
+    std::string run = trace.kind == RattanTrace::Kind::kDelay  ? "mm-delay --delay-trace=" + file
+                      : trace.kind == RattanTrace::Kind::kLoss ? "mm-loss uplink trace " + file
+                                                               : "mm-link " + file + " " + file;
+    if (!trace.repeats) run += " --once";
+    char figures[160];
+    std::snprintf(figures, sizeof figures, "%s of %s over %.10g ms", what, count_of(trace.steps, "step").c_str(),
+                  trace.period_ms);
+    std::cerr << "mm-trace: " << figures
+              << (trace.repeats ? ", repeating (as the shells' traces do by default)"
+                  : trace.kind == RattanTrace::Kind::kBandwidth
+                      ? ", played once (mm-link --once ends the shell at its end)"
+                      : ", played once (--once holds its last value after its end)")
+              << "; for example:\n  " << run << " -- COMMAND\n";
+    return 0;
+  }
   if (command == "info" || command == "check") {
     if (words.empty()) usage_error(command + " needs at least one TRACE");
     int failures = 0;
@@ -215,7 +252,7 @@ int run(int argc, char** argv) {
     }
     return failures ? 1 : 0;
   }
-  usage_error("unknown command \"" + command + "\" (constant, convert, info, check or split)");
+  usage_error("unknown command \"" + command + "\" (constant, convert, info, check, split or rattan)");
 }
 }  // namespace
 

@@ -119,10 +119,12 @@ double number(const std::string& text, const std::string& where) {
 // Adds the milliseconds of a series of (time in ms, bit/s) steps to `builder`: from the first
 // step's time on, each at the rate of the last step at or before it; the last step lasts as long
 // as the one before it (1 s if it is the only one).
-void add_steps(TraceBuilder& builder, const std::vector<std::pair<double, double>>& steps, const std::string& source) {
+// end < 0: the last step lasts as long as the interval before it (1 s if it is the only one).
+void add_steps(TraceBuilder& builder, const std::vector<std::pair<double, double>>& steps, const std::string& source,
+               double end = -1) {
   if (steps.empty()) throw UserError(source + ": no rates");
   const double last_interval = steps.size() > 1 ? steps.back().first - steps[steps.size() - 2].first : 1000;
-  const double end = steps.back().first + last_interval;
+  if (end < 0) end = steps.back().first + last_interval;
   // Milliseconds from the first time on, each at the rate of the last step at or before it.
   const double start = steps.front().first;
   const double total = std::ceil(end - start - 1e-9);
@@ -283,4 +285,11 @@ SplitSeries split_time_series(std::string_view text, const std::string& source, 
   if (columns > 2) out.delay_trace = series(&Row::delay_ms, "time-ms delay-ms");
   if (columns > 3) out.loss_trace = series(&Row::loss, "time-ms loss-probability");
   return out;
+}
+
+std::string trace_of_rate_steps(const std::vector<std::pair<double, double>>& steps, double end_ms,
+                                const std::string& source, uint64_t max_opportunities) {
+  TraceBuilder builder(source, std::min(max_opportunities, Trace::kMaxOpportunities));
+  add_steps(builder, steps, source, end_ms);
+  return builder.finish();
 }

@@ -4,6 +4,8 @@
 // fractions of an opportunity carrying over from one millisecond to the next.
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "packet/trace.hh"
 
@@ -41,3 +43,8 @@ struct SplitSeries {
 };
 SplitSeries split_time_series(std::string_view text, const std::string& source,
                               uint64_t max_opportunities = Trace::kMaxOpportunities);
+
+// The trace of rates given as steps (start in ms from 0, bit/s), the last lasting until end_ms
+// (mm-trace rattan). Throws UserError naming `source`.
+std::string trace_of_rate_steps(const std::vector<std::pair<double, double>>& steps, double end_ms,
+                                const std::string& source, uint64_t max_opportunities = Trace::kMaxOpportunities);

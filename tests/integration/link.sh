@@ -346,6 +346,38 @@ test_man_pages_of_the_web_aliases_install_and_uninstall() {
   [ -z "$left" ] || fail "left after make uninstall: $left"
 }
 
+# Rattan's trace files (netem-trace configurations, as its own assets write them) converted by
+# mm-trace rattan and played by the shells as an ordinary user: a delay switching between 10 and
+# 50 ms every 300 ms gives ping round trips of 20 and 100 ms; a TOML bandwidth pattern becomes an
+# mm-link trace of its mean rate; a loss pattern with a shell of its own is named.
+test_mm_trace_reads_rattans_traces() {
+  local dir=$WORLD_TMP/rattan out rtts
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  cat > "$dir/delay.json" <<'JSON'
+{"RepeatedDelayPatternConfig": {"pattern": [
+  {"StaticDelayConfig": {"delay": "10ms", "duration": "300ms"}},
+  {"StaticDelayConfig": {"delay": "50ms", "duration": "300ms"}}], "count": 0}}
+JSON
+  printf '[RepeatedBwPatternConfig]\ncount = 0\n[[RepeatedBwPatternConfig.pattern]]\n[RepeatedBwPatternConfig.pattern.TraceBwConfig]\npattern = [["100ms", ["8Mbps", "16Mbps"]]]\n' > "$dir/bw.toml"
+  chmod a+r "$dir"/*
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-trace" rattan "$dir/delay.json" -o "$dir/delay.trace" 2>&1) ||
+    fail "mm-trace rattan: $out" || return 1
+  echo "  $out" | head -2
+  echo "$out" | grep -q "mm-delay --delay-trace=$dir/delay.trace -- COMMAND" || fail "no command given: $out" || return 1
+  rtts=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$dir/delay.trace" -- \
+    ping -n -c 48 -i 0.025 "$SERVER_IP" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p')
+  echo "$rtts" | awk '{ n++; if ($1 >= 19.8 && $1 < 23) low++; else if ($1 >= 99.8 && $1 < 103) high++ }
+    END { printf "  %d round trips: %d near 20 ms, %d near 100 ms\n", n, low, high; exit !(n == 48 && low >= 10 && high >= 10) }' ||
+    fail "the round trips do not follow Rattan's delay pattern" || return 1
+  out=$("$BIN/mm-trace" rattan "$dir/bw.toml" -o "$dir/bw.trace" 2>&1) || fail "mm-trace rattan (TOML): $out" || return 1
+  "$BIN/mm-trace" info "$dir/bw.trace" | grep -q 'mean rate              12.000 Mbit/s' ||
+    fail "the TOML pattern's mean rate: $("$BIN/mm-trace" info "$dir/bw.trace")" || return 1
+  echo '{"StaticLossConfig": {"loss": [0.02, 0.75], "duration": "10s"}}' > "$dir/loss.json"
+  rc_msg 1 "loss.json: StaticLossConfig.loss: a loss that depends on the losses before it ([0.02,0.75]) has no loss trace: held constant, it is a Gilbert model, mm-loss uplink gemodel 0.02 0.25" \
+    "$BIN/mm-trace" rattan "$dir/loss.json" || return 1
+  rc_msg 2 "name Rattan's configuration .json or .toml" "$BIN/mm-trace" rattan "$dir/bw.trace"
+}
+
 test_mm_trace_makes_converts_and_checks() {
   t=$BIN/mm-trace
   [ "$("$t" constant 12Mbit/s)" = 1 ] || fail "12 Mbit/s is not the trace \"1\"" || return 1
