@@ -4,7 +4,8 @@
 // (--delay-trace) with jitter (--jitter).
 #include <optional>
 
-#include "frontend/link_meters.hh"
+#include "frontend/meter_view.hh"
+#include "frontend/shell_watch.hh"
 #include "packet/delay_trace.hh"
 #include "packet/destination_delay.hh"
 #include "packet/queues.hh"
@@ -60,6 +61,12 @@ const ProgramInfo kInfo{"mm-delay", "DELAY-MS [OPTION]... [--] [COMMAND...]",
                             "\n"
                             "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
                             "Shells nest: mm-delay 20 mm-loss uplink 0.01 -- ping 192.0.2.1\n"};
+
+// The live graphs' viewer, a process of its own (frontend/meter_view.hh), if any is asked for.
+std::unique_ptr<EventViewer> viewer(const MeterOptions& meters, Nanos origin) {
+  if (!meters.any()) return nullptr;
+  return std::make_unique<RemoteMeters>("mm-delay", meters, origin);
+}
 
 // A map file is a list of destinations, never large.
 constexpr uint64_t kMaxDestinationFileBytes = 16 << 20;
@@ -225,14 +232,15 @@ int main(int argc, char** argv) {
         };
         DelayTrace up_trace = load(0), down_trace = load(1);
         const Nanos sigma = ms_to_nanos(varying.jitter_ms);
-        ShellWatch watch("mm-delay", logs, meters, tuns);
-        const Nanos start = watch.origin();  // the outermost trace-following shell's start
+        const Nanos origin = trace_start(tuns);  // the outermost trace-following shell's start
+        ShellWatch watch("mm-delay", logs, tuns, viewer(meters, origin), origin);
+        const Nanos start = watch.origin();
         VaryingDelayQueue uplink(constant, std::move(up_trace), Jitter(varying.jitter_distribution, sigma, up_seed),
                                  varying.overtake, start, up_reordering,
-                                 watch.direction(0, watched(tag), "", tag + "uplink"));
-        VaryingDelayQueue downlink(constant, std::move(down_trace),
-                                   Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake, start,
-                                   down_reordering, watch.direction(1, watched(tag), "", tag + "downlink"));
+                                 watch.direction(0, meters.metered(0), watched(tag), "", tag + "uplink"));
+        VaryingDelayQueue downlink(
+            constant, std::move(down_trace), Jitter(varying.jitter_distribution, sigma, down_seed), varying.overtake,
+            start, down_reordering, watch.direction(1, meters.metered(1), watched(tag), "", tag + "downlink"));
         return watch.run(uplink, downlink, ready);
       };
       return spec;
@@ -253,9 +261,12 @@ int main(int argc, char** argv) {
       // Logged or metered: a line per wire packet, so super-packets are taken apart.
       spec.ferry = [delay, logs, meters, tag = spec.tag, watched](const FerryEndpoints& tuns,
                                                                   const std::function<void()>& ready) {
-        ShellWatch watch("mm-delay", logs, meters, tuns);
-        PerWirePacket<DelayQueue> uplink(delay, watch.direction(0, watched(tag), "", tag + "uplink"));
-        PerWirePacket<DelayQueue> downlink(delay, watch.direction(1, watched(tag), "", tag + "downlink"));
+        const Nanos origin = trace_start(tuns);  // the outermost trace-following shell's start
+        ShellWatch watch("mm-delay", logs, tuns, viewer(meters, origin), origin);
+        PerWirePacket<DelayQueue> uplink(delay,
+                                         watch.direction(0, meters.metered(0), watched(tag), "", tag + "uplink"));
+        PerWirePacket<DelayQueue> downlink(delay,
+                                           watch.direction(1, meters.metered(1), watched(tag), "", tag + "downlink"));
         return watch.run(uplink, downlink, ready);
       };
       return spec;
@@ -276,11 +287,14 @@ int main(int argc, char** argv) {
         DestinationDelayQueue downlink(map, DestinationDelayQueue::Direction::Downlink);
         return run_ferry_pair(tuns, uplink, downlink, ready);
       }
-      ShellWatch watch("mm-delay", logs, meters, tuns);
-      PerWirePacket<DestinationDelayQueue> uplink(map, DestinationDelayQueue::Direction::Uplink,
-                                                  watch.direction(0, watched(tag), "", tag + "uplink"));
-      PerWirePacket<DestinationDelayQueue> downlink(map, DestinationDelayQueue::Direction::Downlink,
-                                                    watch.direction(1, watched(tag), "", tag + "downlink"));
+      const Nanos origin = trace_start(tuns);  // the outermost trace-following shell's start
+      ShellWatch watch("mm-delay", logs, tuns, viewer(meters, origin), origin);
+      PerWirePacket<DestinationDelayQueue> uplink(
+          map, DestinationDelayQueue::Direction::Uplink,
+          watch.direction(0, meters.metered(0), watched(tag), "", tag + "uplink"));
+      PerWirePacket<DestinationDelayQueue> downlink(
+          map, DestinationDelayQueue::Direction::Downlink,
+          watch.direction(1, meters.metered(1), watched(tag), "", tag + "downlink"));
       return watch.run(uplink, downlink, ready);
     };
     return spec;

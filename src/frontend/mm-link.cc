@@ -137,12 +137,16 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
     if (const std::string warning = short_once_warning(up_trace, down_trace); !warning.empty())
       std::cerr << "mm-link: warning: " << warning << "\n";
   }
-  ShellWatch watch("mm-link", settings.logs, settings.meters, endpoints);
+  const Nanos origin = trace_start(endpoints);
+  std::unique_ptr<EventViewer> meters;
+  if (settings.meters.any()) meters = std::make_unique<LocalMeters>("mm-link", settings.meters, origin);
+  ShellWatch watch("mm-link", settings.logs, endpoints, std::move(meters), origin);
   uint64_t seeds = settings.base_seed;
   auto make = [&](const Direction& d, const Trace& trace, int index) {
     auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
-    LinkEventRing* ring = watch.direction(index, trace.name(), "queue: " + queue->description(),
-                                          link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
+    LinkEventRing* ring =
+        watch.direction(index, settings.meters.metered(index), trace.name(), "queue: " + queue->description(),
+                        link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
     return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring);
   };
   LinkQueue uplink = make(up, up_trace, 0);

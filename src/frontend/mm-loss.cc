@@ -3,7 +3,8 @@
 #include <optional>
 #include <vector>
 
-#include "frontend/link_meters.hh"
+#include "frontend/meter_view.hh"
+#include "frontend/shell_watch.hh"
 #include "packet/loss_model.hh"
 #include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
@@ -132,6 +133,7 @@ int main(int argc, char** argv) {
     // The traces are the user's files: read after the ferry dropped root's rights for good.
     const bool has[2] = {model[kUplink].has_value(), model[kDownlink].has_value()};
     spec.ferry = [=, tag = spec.tag](const FerryEndpoints& tuns, const std::function<void()>& ready) {
+      const Nanos origin = trace_start(tuns);  // the outermost trace-following shell's start
       auto gate = [&](const LossModel& m, uint64_t gate_seed) {
         if (m.kind != LossModel::Kind::kTrace) return LossGate(m, gate_seed);
         TimeSeries trace =
@@ -139,13 +141,16 @@ int main(int argc, char** argv) {
                               user_file_name(m.trace_file), interval_ms, loss_trace_kind());
         trace.linear = linear;
         trace.once = once;
-        return LossGate(m, gate_seed, std::move(trace), trace_start(tuns));
+        return LossGate(m, gate_seed, std::move(trace), origin);
       };
-      ShellWatch watch("mm-loss", logs, meters, tuns);
+      std::unique_ptr<EventViewer> viewer;
+      if (meters.any()) viewer = std::make_unique<RemoteMeters>("mm-loss", meters, origin);
+      ShellWatch watch("mm-loss", logs, tuns, std::move(viewer), origin);
       // A log's header names its direction's model: "[loss gemodel 0.01 0.3 1 0]", "[no loss]".
       auto what = [&](int d, const LossModel& m) { return has[d] ? "loss " + m.describe() : std::string("no loss"); };
-      GateQueue uplink(gate(up, up_seed), watch.direction(0, what(kUplink, up), "", tag + "uplink"));
-      GateQueue downlink(gate(down, down_seed), watch.direction(1, what(kDownlink, down), "", tag + "downlink"));
+      GateQueue uplink(gate(up, up_seed), watch.direction(0, meters.metered(0), what(kUplink, up), "", tag + "uplink"));
+      GateQueue downlink(gate(down, down_seed),
+                         watch.direction(1, meters.metered(1), what(kDownlink, down), "", tag + "downlink"));
       return watch.run(uplink, downlink, ready);
     };
     return spec;

@@ -36,20 +36,14 @@ int main(int argc, char** argv) {
     spec.tag = "[meter] ";
     meters.finish(spec, true);
     spec.ferry = [meters](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+      // Its own start: a pass-through follows no trace.
       const Nanos origin = monotonic_now();
-      LinkEventSinks sinks;
-      const LinkMeter* graphs[2] = {nullptr, nullptr};
-      auto ring = [&](bool metered, const char* direction, int index) -> LinkEventRing* {
-        if (!metered) return nullptr;
-        auto meter =
-            std::make_unique<LinkMeter>(nullptr, false, origin, endpoints.outer_prefix + "[meter] " + direction, true);
-        graphs[index] = meter.get();
-        return sinks.add(nullptr, std::move(meter));
-      };
-      MeterQueue uplink(ring(meters.uplink, "uplink", 0));
-      MeterQueue downlink(ring(meters.downlink, "downlink", 1));
-      return run_metered_ferry_pair("mm-meter", meters, endpoints, uplink, downlink, ready, sinks, graphs[0],
-                                    graphs[1]);
+      const LogOptions no_logs;
+      ShellWatch watch("mm-meter", no_logs, endpoints, std::make_unique<LocalMeters>("mm-meter", meters, origin, true),
+                       origin);
+      MeterQueue uplink(watch.direction(0, meters.uplink, "", "", "[meter] uplink"));
+      MeterQueue downlink(watch.direction(1, meters.downlink, "", "", "[meter] downlink"));
+      return watch.run(uplink, downlink, ready);
     };
     return spec;
   });

@@ -375,15 +375,6 @@ double MeterDisplay::cpu_seconds() const {
   return static_cast<double>(cpu.tv_sec) + static_cast<double>(cpu.tv_nsec) / 1e9;
 }
 
-void MeterFiles::check_output(const std::string& output) {
-  if (output.empty()) throw UsageError("--meter-output needs a file (FILE.png, FILE.svg) or a directory");
-  const std::string base = output.substr(output.find_last_of('/') + 1);
-  if (base.find('.') != std::string::npos && !output.ends_with(".png") && !output.ends_with(".svg"))
-    throw UsageError("--meter-output=" + output +
-                     ": the type is taken from the name; give FILE.png or FILE.svg, or a directory for one PNG per "
-                     "graph");
-}
-
 MeterFiles::MeterFiles(std::vector<MeterGraph> graphs, std::string output, double interval_s, std::string program)
     : graphs_(std::move(graphs)),
       output_(std::move(output)),

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graphing/meter.hh"
+#include "util/exception.hh"
 
 // One graph: a meter's throughput or its delay.
 struct MeterGraph {
@@ -66,7 +67,15 @@ class MeterDisplay {
 class MeterFiles {
  public:
   // Throws UsageError for a file name ending neither in .png nor .svg (and not a directory).
-  static void check_output(const std::string& output);
+  // Inline: the shells that draw in mm-meter-view check their option with it too.
+  static void check_output(const std::string& output) {
+    if (output.empty()) throw UsageError("--meter-output needs a file (FILE.png, FILE.svg) or a directory");
+    const std::string base = output.substr(output.find_last_of('/') + 1);
+    if (base.find('.') != std::string::npos && !output.ends_with(".png") && !output.ends_with(".svg"))
+      throw UsageError("--meter-output=" + output +
+                       ": the type is taken from the name; give FILE.png or FILE.svg, or a directory for one PNG per "
+                       "graph");
+  }
 
   // interval_s: 0 for the shell's end only.
   MeterFiles(std::vector<MeterGraph> graphs, std::string output, double interval_s, std::string program);

@@ -70,6 +70,39 @@ meter_link_windows() {
   [ -z "$(window_titles)" ] || fail "windows left after the shell: $(window_titles)"
 }
 
+# mm-delay's and mm-loss's live graphs, drawn by mm-meter-view (a process of the user's, so that
+# the shells themselves load no graphing library): the windows of an mm-loss inside an
+# mm-delay, titled by their shells, show iperf3's traffic in and out with no capacity (there is
+# no link); they close with the shells, and no viewer is left. (Each shell places its first
+# window at the top left: the inner shell's covers the outer one's uplink window, so the outer
+# shell's downlink window, beside it, is the one examined.)
+test_meter_delay_and_loss_windows_through_the_viewer() {
+  with_xvfb meter_delay_loss_windows
+}
+meter_delay_loss_windows() {
+  local dir; dir=$(user_dir delay-windows)
+  port=$(free_port) || return 1
+  iperf_server "$port" || return 1
+  local delay="[delay 20 ms] downlink" loss="[delay 20 ms] [loss down=0.001] downlink"
+  as_x_user "$BIN/mm-delay" 20 --meter-uplink --meter-downlink -- "$BIN/mm-loss" downlink 0.001 \
+    --meter-downlink -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -R -b 20M -t 6 >/dev/null &
+      $(grab_when_drawn "$delay" "$dir/delay.png" 200 10); $(grab_when_drawn "$loss" "$dir/loss.png" 200 10);
+      $XPROBE windows | cut -f2 | sort > $dir/titles; pgrep -c -u $TEST_USER -x mm-meter-view > $dir/viewers; wait" ||
+    fail "mm-delay and mm-loss with --meter-*" || return 1
+  printf '%s\n' "$delay" "[delay 20 ms] uplink" "$loss" | sort > "$dir/expected"
+  diff "$dir/expected" "$dir/titles" || fail "the windows' titles" || return 1
+  [ "$(cat "$dir/viewers")" = 2 ] || fail "$(cat "$dir/viewers") viewers, not one per shell" || return 1
+  for image in delay loss; do
+    set -- $("$XPROBE" pixels "$dir/$image.png" c=$CAPACITY_FILL i=$INGRESS_LINE e=$EGRESS_LINE)
+    echo "  $image window: capacity fill $2 px, traffic in $7 px, out ${12} px"
+    [ "$2" -lt 1000 ] || fail "the $image window drew a capacity (there is no link)" || return 1
+    # (The traffic in, blue, is drawn first: where it equals the traffic out, red hides it.)
+    [ "${12}" -ge 200 ] || fail "the $image window lacks its traffic" || return 1
+  done
+  [ -z "$(window_titles)" ] || fail "windows left after the shells: $(window_titles)" || return 1
+  ! pgrep -u "$TEST_USER" -x mm-meter-view >/dev/null || fail "a viewer outlived its shell"
+}
+
 test_meter_closing_a_window_leaves_the_shell_and_the_others_and_windows_resize() {
   with_xvfb meter_close_one
 }
