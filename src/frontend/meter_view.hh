@@ -20,6 +20,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,7 +82,16 @@ class RemoteMeters final : public EventViewer {
     pid_ = ::fork();
     if (pid_ < 0) throw SystemError("fork", errno);
     if (pid_ == 0) {
-      // The viewer: descriptor 3 is its socket, nothing else of the ferry's (its TUN devices).
+      // The viewer: descriptor 3 is its socket, nothing else of the ferry's (its TUN devices);
+      // none of the ferry's blocked signals (its signalfd's) and not its raised priority (the
+      // packets come first). It ends when the ferry does: end of file, or SIGTERM if the ferry
+      // dies; a terminal's signals are not for it (the shell decides when the graphs end).
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      for (int sig : {SIGINT, SIGQUIT, SIGHUP, SIGTSTP, SIGTTIN, SIGTTOU}) ::signal(sig, SIG_IGN);
+      for (int sig : {SIGTERM, SIGPIPE, SIGCHLD}) ::signal(sig, SIG_DFL);
+      if (::getpriority(PRIO_PROCESS, 0) < 0) ::setpriority(PRIO_PROCESS, 0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGTERM);
       if (::getppid() != parent) ::_exit(1);
       if (::dup2(theirs.get(), meter_view::kSocketFd) < 0 || ::fcntl(meter_view::kSocketFd, F_SETFD, 0) < 0)
@@ -164,9 +174,9 @@ class RemoteMeters final : public EventViewer {
     }
     pid_ = -1;
   }
-  void stop() {
+  void stop() {  // a viewer that failed to start, or hangs
     socket_ = FileDescriptor();
-    if (pid_ > 0) ::kill(pid_, SIGTERM);
+    if (pid_ > 0) ::kill(pid_, SIGKILL);
     wait();
   }
 
