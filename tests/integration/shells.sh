@@ -110,7 +110,8 @@ test_loss_gilbert_elliott_bursts_as_a_user() {
 # (5 ms, then 40 ms for half a second, then 5 again) in one run of 80 ms, and where a change
 # falls between a request and its reply, the sum of the two (45 ms) or, as the delay drops, a
 # packet's wait behind the one before it (order is kept): nothing below 10 ms or above 80.
-# (The bounds allow 3 ms of a loaded machine's scheduling.)
+# (The bounds allow 5 ms of a loaded machine's scheduling: 84 ms was seen while two compilers
+# ran beside the test.)
 test_delay_trace_and_jitter_as_a_user() {
   local trace=$WORLD_TMP/delay.trace rtts
   printf '# time delay\n0 5\n500 40\n1000 5\n1500 5\n' > "$trace"
@@ -118,8 +119,8 @@ test_delay_trace_and_jitter_as_a_user() {
   # (DELAY-MS left out, and no "--": with a trace each way the command may follow at once)
   rtts=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" --delay-trace="$trace" \
     ping -n -c 60 -i 0.025 "$SERVER_IP" | sed -n 's/.*time=\([0-9.]*\) ms/\1/p')
-  echo "$rtts" | awk '{ n++; c = "other"; if ($1 >= 9.8 && $1 < 13) c = "low"; else if ($1 > 79.8 && $1 < 83) c = "high"
-      if ($1 < 9.8 || $1 > 83) { print "FAIL: a round trip of " $1 " ms"; bad++ }
+  echo "$rtts" | awk '{ n++; c = "other"; if ($1 >= 9.8 && $1 < 15) c = "low"; else if ($1 > 79.8 && $1 < 85) c = "high"
+      if ($1 < 9.8 || $1 > 85) { print "FAIL: a round trip of " $1 " ms"; bad++ }
       count[c]++; if (c == "high" && last != "high") runs++; last = c }
     END { printf "  %d round trips: %d near 10 ms, %d near 80 ms in %d run, %d between\n", n, count["low"], count["high"], runs, count["other"]
           exit !(n == 60 && !bad && count["low"] >= 20 && count["high"] >= 15 && runs == 1) }' || return 1
