@@ -347,20 +347,29 @@ void close_locked(const ShellEntry& entry, int slot_claim) {
 
 }  // namespace
 
+namespace {
+std::string rootless_directory;  // empty: kStateDirectory, root's
+}
+
+void use_rootless_state_directory(const std::string& directory) { rootless_directory = directory; }
+
 std::string namespace_lock_path() {
   struct stat ns {};
   check_syscall("stat /proc/self/ns/net", ::stat("/proc/self/ns/net", &ns));
-  return std::string(kStateDirectory) + "/netns-" + std::to_string(ns.st_ino) + ".lock";
+  const std::string directory = rootless_directory.empty() ? kStateDirectory : rootless_directory;
+  return directory + "/netns-" + std::to_string(ns.st_ino) + ".lock";
 }
 
 FileDescriptor open_namespace_lock_file() {
-  if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST)
-    throw SystemError(std::string("creating ") + kStateDirectory);
-  struct stat dir {};
-  check_syscall(std::string("lstat ") + kStateDirectory, ::lstat(kStateDirectory, &dir));
-  if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw UserError(std::string(kStateDirectory) +
-                    " must be a directory owned by root and writable by root only; remove it");
+  if (rootless_directory.empty()) {  // the rootless one was checked when it was chosen
+    if (::mkdir(kStateDirectory, 0755) < 0 && errno != EEXIST)
+      throw SystemError(std::string("creating ") + kStateDirectory);
+    struct stat dir {};
+    check_syscall(std::string("lstat ") + kStateDirectory, ::lstat(kStateDirectory, &dir));
+    if (!S_ISDIR(dir.st_mode) || dir.st_uid != 0 || (dir.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      throw UserError(std::string(kStateDirectory) +
+                      " must be a directory owned by root and writable by root only; remove it");
+    }
   }
   const std::string path = namespace_lock_path();
   FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -31,7 +31,9 @@
 // The namespace's lock file, /run/mahimahi/netns-<inode of its network namespace>.lock (root's
 // only): flock() on the whole file guards the forwarding state; one-byte OFD locks claim address
 // slots (claim_address_slot). Never hand its descriptor to an unprivileged process.
+// Rootless shells keep it in a directory of the user's (rootless_state_directory), set here.
 constexpr const char* kStateDirectory = "/run/mahimahi";
+void use_rootless_state_directory(const std::string& directory);
 std::string namespace_lock_path();
 FileDescriptor open_namespace_lock_file();
 // Claims address slot `index` of the namespace: an OFD write lock on that byte of the lock file,

@@ -107,10 +107,34 @@ void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, in
   ifr = request_for(name);
   set_sockaddr(ifr.ifr_netmask, Ipv4{0xffffffffu});
   interface_ioctl(sock.get(), SIOCSIFNETMASK, ifr, "setting netmask");
-  ifr = request_for(name);
-  ifr.ifr_qlen = txqueuelen;
-  interface_ioctl(sock.get(), SIOCSIFTXQLEN, ifr, "setting txqueuelen");
+  set_tx_queue_length(name, txqueuelen);
   bring_up(name);
+}
+
+// By rtnetlink: the kernel refuses SIOCSIFTXQLEN without CAP_NET_ADMIN in the first user
+// namespace, which a rootless shell has only in its own.
+void set_tx_queue_length(const std::string& name, int length) {
+  const unsigned index = ::if_nametoindex(name.c_str());
+  if (index == 0) throw SystemError("no interface " + name);
+  struct {
+    nlmsghdr header;
+    ifinfomsg message;
+    char attributes[16];
+  } request{};
+  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(ifinfomsg));
+  request.header.nlmsg_type = RTM_NEWLINK;
+  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+  request.header.nlmsg_seq = 1;
+  request.message.ifi_family = AF_UNSPEC;
+  request.message.ifi_index = static_cast<int>(index);
+  auto* attribute =
+      reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
+  attribute->rta_type = IFLA_TXQLEN;
+  attribute->rta_len = RTA_LENGTH(sizeof(uint32_t));
+  const uint32_t value = static_cast<uint32_t>(length);
+  std::memcpy(RTA_DATA(attribute), &value, sizeof value);
+  request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
+  rtnetlink_request(rtnetlink_socket(), request.header, "setting txqueuelen on " + name);
 }
 
 void bring_up(const std::string& name) {

@@ -27,6 +27,7 @@ OffloadTun create_offload_tun(const std::string& name, bool header_required);
 // Sets local address, point-to-point peer, a /32 mask, the transmit queue length, and brings it up.
 void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, int txqueuelen);
 void bring_up(const std::string& name);
+void set_tx_queue_length(const std::string& name, int length);
 // Adds each address, as a /32, to the device (e.g. lo).
 void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses);
 void add_default_route(const std::string& device, Ipv4 gateway);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "shell/privileged.hh"
 #include "util/exception.hh"
 
 namespace nft {
@@ -34,8 +35,10 @@ constexpr uint32_t kFamily = NFPROTO_IPV4;
 // nftables while a deletion (of any namespace) awaits its RCU grace period waits for it (5-20 ms
 // here) holding the namespace's nftables mutex; the helpers report before they exit.
 mnl_socket* netlink() {
-  // Only root helpers, root through and through, talk to nftables.
-  if (::getuid() != 0 || ::geteuid() != 0) throw std::logic_error("nftables used outside a root helper");
+  // Only root helpers, root through and through, talk to nftables (rootless: the user's helpers,
+  // in the user's own namespaces).
+  if ((::getuid() != 0 || ::geteuid() != 0) && privilege_mode() != PrivilegeMode::Rootless)
+    throw std::logic_error("nftables used outside a root helper");
   static mnl_socket* const socket = [] {
     mnl_socket* s = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
     if (!s) throw SystemError("opening a netlink socket to nftables");

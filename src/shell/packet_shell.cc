@@ -26,7 +26,9 @@
 #include "shell/address_pool.hh"
 #include "shell/command_lookup.hh"
 #include "shell/environment.hh"
+#include "shell/forwarding.hh"
 #include "shell/privileged.hh"
+#include "shell/rootless.hh"
 #include "util/child_process.hh"
 #include "util/clock.hh"
 #include "util/exception.hh"
@@ -161,7 +163,7 @@ void request_addresses(int channel, const std::vector<Ipv4>& addresses) {
 class Startup {
  public:
   Startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
-          const FileDescriptor* isolated_ns)
+          const ShellNetwork* isolated_ns)
       : program_(program), ferry_(ferry), channel_(channel), signals_(signals), isolated_ns_(isolated_ns) {}
 
   std::optional<int> run() {
@@ -268,7 +270,7 @@ class Startup {
   pid_t ferry_;
   int channel_;
   const SignalFd& signals_;
-  const FileDescriptor* isolated_ns_;
+  const ShellNetwork* isolated_ns_;
   bool asked_ = false;    // one request only
   bool added_ = false;    // the ferry has its addresses: it may be starting daemons, stop it gently
   bool refused_ = false;  // the ferry was refused: it prints why and ends
@@ -529,10 +531,17 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
     const char* display = env.get("DISPLAY");
     if (!display || !*display) throw UsageError(spec.display_needed);
   }
-  const UserIdentity user = check_privileges(info.name);
+  const UserIdentity user = acquire_privileges(info.name, env.get(kRootlessVariable));
+  const bool rootless = user.mode == PrivilegeMode::Rootless;
+  if (rootless) {
+    check_rootless_support(info.name, !spec.isolated);
+    use_rootless_state_directory(rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR")));
+  }
   const AdministratorConfig config = AdministratorConfig::load();
   const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));
-  if (!spec.isolated) check_address_pool(pool, user.uid == 0, config.allowed_pools, kAdministratorConfigPath);
+  // Rootless, the addresses go only into namespaces of the user's own: any pool a root may use.
+  if (!spec.isolated)
+    check_address_pool(pool, user.uid == 0 || rootless, config.allowed_pools, kAdministratorConfigPath);
   std::optional<Ipv4> base;
   if (const char* b = env.get("MAHIMAHI_BASE")) base = Ipv4::parse(b);
   if (spec.command.empty()) spec.command = login_shell(user.uid);
@@ -559,8 +568,9 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
 int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
                   const sigset_t& original_mask, const SignalFd& signals, pid_t supervisor,
                   FileDescriptor supervisor_alive, Nanos grace) {
-  enter_namespace(net.inner_namespace);
+  enter_shell_namespace(net);
   net.inner_namespace.close();
+  net.command_userns.close();
   net.slot_claim.close();  // a writable root-owned file: not for the user's processes
   drop_privileges(plan.user);
   check_syscall("prctl(PR_SET_CHILD_SUBREAPER)", ::prctl(PR_SET_CHILD_SUBREAPER, 1));
@@ -593,8 +603,12 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const bool isolated = spec.isolated;
   ShellNetwork net;
   if (isolated) {
-    net.inner_namespace = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
+    net = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
   } else {
+    // Rootless, where this process may not configure the network it is in (the outermost
+    // shell: the host's), an outside of its own stands for it (rootless.hh).
+    if (user.mode == PrivilegeMode::Rootless && !can_configure_current_network())
+      enter_own_outside(user.uid, user.gid, info.name);
     net = create_shell_network(
         spec.device_kind, plan.pool, plan.base,
         {.offload = plan.offload, .intercept = spec.intercept_tcp, .refuse_quic = spec.refuse_quic});
@@ -622,7 +636,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     // A process group of its own: a `kill 0` by the command, or the caller's `kill %1`, reaches
     // the supervisor, which ends the shell in order, and not the ferry, which would stop early.
     ::setpgid(0, 0);
-    if (isolated) enter_namespace(net.inner_namespace);  // its servers live there
+    if (isolated) enter_shell_namespace(net);  // its servers live there
     drop_privileges(user);
     env.install();  // the user's own variables (HOME, the CA's location), for the user's rights only
     // Dies with the supervisor, even on SIGKILL, so that the TUN devices vanish with it.
@@ -630,6 +644,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     if (::getppid() != supervisor) return 1;
     channel.close();
     net.inner_namespace.close();
+    net.command_userns.close();
     net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int channel_fd = ferry_channel.get();
     FerryEndpoints endpoints{
@@ -668,8 +683,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   net.dns = DnsRelaySockets{};
   net.intercepted.close();
   ferry_channel.close();
-  if (const auto status =
-          Startup(info.name, ferry, channel.get(), signals, isolated ? &net.inner_namespace : nullptr).run())
+  if (const auto status = Startup(info.name, ferry, channel.get(), signals, isolated ? &net : nullptr).run())
     return *status;
 
   prepare_environment(env, spec, net);
@@ -687,6 +701,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   });
   alive_read.close();
   net.inner_namespace.close();
+  net.command_userns.close();
 
   // A little more time than the guard's, so that it ends the command's processes itself (and
   // names those it had to end) before the supervisor would.

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <sys/file.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -26,6 +27,7 @@
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
 #include "shell/resolv_conf.hh"
+#include "shell/rootless.hh"
 #include "shell/route_table.hh"
 #include "util/child_process.hh"
 #include "util/exception.hh"
@@ -95,22 +97,54 @@ constexpr int kTxQueueLength = 10000;  // the default 500 drops bursts before th
 
 }  // namespace
 
-UserIdentity check_privileges(const std::string& program) {
-  if (::geteuid() != 0) {
+namespace {
+PrivilegeMode decided_mode = PrivilegeMode::Setuid;
+}
+
+PrivilegeMode privilege_mode() { return decided_mode; }
+
+UserIdentity acquire_privileges(const std::string& program, const char* rootless_value) {
+  const std::string_view value = rootless_value ? rootless_value : "";
+  if (value != "" && value != "0" && value != "1") {
+    throw UsageError(std::string(kRootlessVariable) +
+                     " must be 1 (rootless: user namespaces of your own) or 0 (root's rights: setuid or root), not \"" +
+                     printable(value, 40) + "\"");
+  }
+  const UserIdentity user{::getuid(), ::getgid(), PrivilegeMode::Setuid};
+  if (::geteuid() == 0 && value != "1") {
+    decided_mode = user.uid == 0 ? PrivilegeMode::Root : PrivilegeMode::Setuid;
+    return UserIdentity{user.uid, user.gid, decided_mode};
+  }
+  if (::geteuid() != 0 && value == "0") {
     if (no_new_privs_set()) {
       throw UserError(
           "the setuid bit of " + program +
           " has no effect here because no_new_privs is set (by a container runtime, systemd's NoNewPrivileges= "
-          "or setpriv --no-new-privs); run it as root or without no_new_privs");
+          "or setpriv --no-new-privs); run it as root, without no_new_privs, or rootless (unset " +
+          kRootlessVariable + ")");
     }
-    throw UserError(program + " needs root's rights: install it setuid root (make install as root does: chown root " +
-                    program + " && chmod u+s " + program + ", on a file system not mounted nosuid) or run it as root");
+    throw UserError(program + " needs root's rights with " + kRootlessVariable +
+                    "=0: install it setuid root (make install as root does: chown root " + program + " && chmod u+s " +
+                    program + ", on a file system not mounted nosuid), run it as root, or unset " + kRootlessVariable +
+                    " to run it rootless");
   }
-  return UserIdentity{::getuid(), ::getgid()};
+  // A setuid program asked to run rootless gives root up now, for good.
+  if (user.uid != 0 && (::geteuid() == 0 || ::getegid() != user.gid)) {
+    drop_privileges(user);
+    // A setuid start left /proc/self root's: the user namespace's maps are written there. Safe
+    // now that nothing of root's is left to read or regain.
+    check_syscall("prctl(PR_SET_DUMPABLE)", ::prctl(PR_SET_DUMPABLE, 1, 0, 0, 0));
+  }
+  decided_mode = PrivilegeMode::Rootless;
+  return UserIdentity{user.uid, user.gid, PrivilegeMode::Rootless};
 }
 
 void drop_privileges(const UserIdentity& user) {
   if (user.uid == 0) return;  // root asked for this shell: its command keeps root's rights
+  if (user.mode == PrivilegeMode::Rootless) {
+    drop_capabilities();
+    return;
+  }
   check_syscall("setresgid", ::setresgid(user.gid, user.gid, user.gid));
   check_syscall("setresuid", ::setresuid(user.uid, user.uid, user.uid));
   if (::setuid(0) == 0 || ::seteuid(0) == 0 || ::geteuid() == 0 || ::getegid() != user.gid) {
@@ -208,7 +242,10 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int channel) {
   // what the caller could set to slow it down. Setuid processes cannot be traced.
   int status = 0;
   try {
-    if (::setsid() < 0 || ::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0) throw SystemError("becoming root");
+    // (Rootless: the user's own process, in the user's own namespaces; there is no root to become.)
+    if (::setsid() < 0) throw SystemError("setsid");
+    if (decided_mode != PrivilegeMode::Rootless && (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0))
+      throw SystemError("becoming root");
     reset_inherited_limits();
     fn();
     write_all(channel, std::string_view(&kHelperSucceeded, 1));
@@ -306,6 +343,51 @@ void enter_namespace(const FileDescriptor& ns) {
   check_syscall("entering the shell's network namespace", ::setns(ns.get(), CLONE_NEWNET));
 }
 
+void enter_shell_namespace(const ShellNetwork& net) {
+  if (net.command_userns.valid()) {
+    enter_rootless_namespaces(net.command_userns, net.inner_namespace);
+  } else {
+    enter_namespace(net.inner_namespace);
+  }
+}
+
+namespace {
+// Who may ping with ICMP sockets in a new namespace: everyone (no setuid ping exists for its
+// view); rootless, the user's group, the only one mapped there.
+void allow_ping() {
+  const std::string groups = decided_mode == PrivilegeMode::Rootless
+                                 ? std::to_string(::getgid()) + " " + std::to_string(::getgid())
+                                 : "0 2147483647";
+  write_existing_file("/proc/sys/net/ipv4/ping_group_range", groups);
+}
+
+// Runs `configure` in a new network namespace: rootless, in a child process and the namespaces of
+// rootless.hh (net.command_userns set); otherwise here, returning to the caller's namespace. The
+// descriptors it returns come back either way.
+std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
+                                             const std::function<std::vector<FileDescriptor>()>& configure) {
+  if (decided_mode == PrivilegeMode::Rootless) {
+    RootlessNamespaces made = create_rootless_namespaces(::getuid(), ::getgid(), "mahimahi", configure);
+    net.command_userns = std::move(made.userns);
+    net.inner_namespace = std::move(made.net);
+    return std::move(made.made);
+  }
+  FileDescriptor caller_namespace = open_current_namespace();
+  unshare_network_namespace();
+  std::vector<FileDescriptor> fds;
+  try {
+    bring_up("lo");
+    fds = configure();
+    net.inner_namespace = open_current_namespace();
+  } catch (...) {
+    enter_namespace(caller_namespace);
+    throw;
+  }
+  enter_namespace(caller_namespace);
+  return fds;
+}
+}  // namespace
+
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options) {
   std::vector<Ipv4Net> in_use = networks_in_use();
@@ -363,39 +445,44 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
   }
 
-  FileDescriptor caller_namespace = open_current_namespace();
-  unshare_network_namespace();
-  try {
-    bring_up("lo");
+  const size_t resolver_count = net.dns.nameservers.size();
+  std::vector<FileDescriptor> made = in_new_namespace(net, [&] {
+    std::vector<FileDescriptor> fds;
     if (net.offload) {
       // The outer device has the header, so this one must too (offloads are only a bonus).
       OffloadTun tun = create_offload_tun(kInnerDevice, true);
       if (!tun.fd.valid()) throw std::runtime_error("offloads: " + tun.refused);
       if (!tun.refused.empty()) net.offload_refused = tun.refused;
-      net.inner_tun = std::move(tun.fd);
+      fds.push_back(std::move(tun.fd));
     } else {
-      net.inner_tun = create_tun(kInnerDevice);
+      fds.push_back(create_tun(kInnerDevice));
     }
     disable_ipv6(kInnerDevice);
     configure_point_to_point(kInnerDevice, net.addresses.inner, net.addresses.outer, kTxQueueLength);
     add_default_route(kInnerDevice, net.addresses.outer);
-    // Let every user ping with ICMP sockets, as no setuid ping exists for this namespace's view.
-    write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    allow_ping();
     for (Ipv4 resolver : net.dns.nameservers) {
-      net.dns.inner_udp.push_back(bound_socket(SOCK_DGRAM, resolver, 53));
-      net.dns.inner_tcp.push_back(bound_socket(SOCK_STREAM, resolver, 53));
-      check_syscall("listen", ::listen(net.dns.inner_tcp.back().get(), 64));
+      fds.push_back(bound_socket(SOCK_DGRAM, resolver, 53));
+      FileDescriptor tcp = bound_socket(SOCK_STREAM, resolver, 53);
+      check_syscall("listen", ::listen(tcp.get(), 64));
+      fds.push_back(std::move(tcp));
     }
     if (net.dns.active()) {
-      net.dns.inner_forward = bound_socket(SOCK_DGRAM, net.addresses.inner, 0);
-      connect_socket(net.dns.inner_forward, local_address(net.dns.outer_relay));
+      FileDescriptor forward = bound_socket(SOCK_DGRAM, net.addresses.inner, 0);
+      connect_socket(forward, local_address(net.dns.outer_relay));
+      fds.push_back(std::move(forward));
     }
-    net.inner_namespace = open_current_namespace();
-  } catch (...) {
-    enter_namespace(caller_namespace);
-    throw;
+    return fds;
+  });
+  // [inner TUN, (udp, tcp) per resolver, forward]
+  if (made.size() != 1 + 2 * resolver_count + (resolver_count ? 1 : 0))
+    throw std::runtime_error("the shell's namespace was made with the wrong number of descriptors");
+  net.inner_tun = std::move(made[0]);
+  for (size_t i = 0; i < resolver_count; i++) {
+    net.dns.inner_udp.push_back(std::move(made[1 + 2 * i]));
+    net.dns.inner_tcp.push_back(std::move(made[2 + 2 * i]));
   }
-  enter_namespace(caller_namespace);
+  if (resolver_count) net.dns.inner_forward = std::move(made.back());
   if (net.dns.active()) connect_socket(net.dns.outer_relay, local_address(net.dns.inner_forward));
   return net;
 }
@@ -437,25 +524,19 @@ void set_congestion_control(const std::string& name) {
 }
 }  // namespace
 
-FileDescriptor create_isolated_namespace(const ServerTcpSettings& tcp) {
-  FileDescriptor caller_namespace = open_current_namespace();
-  unshare_network_namespace();
-  try {
-    bring_up("lo");
+ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp) {
+  ShellNetwork net;
+  in_new_namespace(net, [&] {
     write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
-    write_existing_file("/proc/sys/net/ipv4/ping_group_range", "0 2147483647");
+    allow_ping();
     if (!tcp.congestion_control.empty()) set_congestion_control(tcp.congestion_control);
     if (tcp.slow_start_after_idle) {
       write_existing_file("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *tcp.slow_start_after_idle ? "1" : "0");
     }
     if (tcp.initial_window) add_unreachable_default({.congestion = tcp.initial_window});
-    FileDescriptor isolated = open_current_namespace();
-    enter_namespace(caller_namespace);
-    return isolated;
-  } catch (...) {
-    enter_namespace(caller_namespace);
-    throw;
-  }
+    return std::vector<FileDescriptor>{};
+  });
+  return net;
 }
 
 void check_isolated_address_count(size_t count) {
@@ -492,11 +573,21 @@ void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
   }
 }
 
-void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses) {
+void add_isolated_addresses(const ShellNetwork& net, const std::vector<Ipv4>& addresses) {
   check_isolated_addresses(addresses);
   if (addresses.empty()) return;
+  if (net.command_userns.valid()) {
+    // Rootless: the supervisor cannot come back from the shell's user namespace; a child goes.
+    run_root_helper(
+        [&] {
+          enter_shell_namespace(net);
+          add_addresses("lo", addresses);
+        },
+        false, HelperWait::UntilExited);
+    return;
+  }
   FileDescriptor caller_namespace = open_current_namespace();
-  enter_namespace(ns);
+  enter_namespace(net.inner_namespace);
   try {
     add_addresses("lo", addresses);
   } catch (...) {

@@ -23,17 +23,35 @@
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
+// Where a shell's rights come from; decided once, by acquire_privileges, before any set-up.
+enum class PrivilegeMode {
+  Root,      // run by root: every process is root and nothing is dropped
+  Setuid,    // installed setuid root, run by a user: root's rights serve the set-up only
+  Rootless,  // neither, or MAHIMAHI_ROOTLESS=1: user namespaces of the user's own (rootless.hh)
+};
+
 struct UserIdentity {
   uid_t uid;
   gid_t gid;
+  PrivilegeMode mode = PrivilegeMode::Setuid;
 };
 
-// Checks that this process can do the privileged set-up (run as root, or installed setuid
-// root) and returns the invoking user's identity. Throws UserError otherwise.
-UserIdentity check_privileges(const std::string& program);
+// Decides the privilege mode, once, and returns the invoking user's identity with it:
+//   1. root's effective uid and MAHIMAHI_ROOTLESS unset or "0": Root (the caller is root) or
+//      Setuid (the program is setuid root);
+//   2. root's effective uid and MAHIMAHI_ROOTLESS=1: a setuid program becomes the user for good
+//      here, before anything else; then Rootless;
+//   3. no root's rights: Rootless, unless MAHIMAHI_ROOTLESS=0 (then UserError: how to get them).
+// rootless_value is MAHIMAHI_ROOTLESS's value (nullptr if unset); UsageError for another value.
+// Rootless: nothing is checked or made here (check_rootless_support, rootless.hh).
+UserIdentity acquire_privileges(const std::string& program, const char* rootless_value);
 
-// Becomes the invoking user for good (gid, then uid, real/effective/saved) and verifies that
-// root cannot be regained. A no-op for a user who is root.
+// The mode acquire_privileges decided (Setuid before it has).
+PrivilegeMode privilege_mode();
+
+// Gives up the set-up's rights for good: Setuid, becomes the invoking user (gid, then uid,
+// real/effective/saved) and verifies that root cannot be regained; Rootless, drops every
+// capability. A no-op for a user who is root.
 void drop_privileges(const UserIdentity& user);
 
 // DNS relay endpoints for a caller whose resolvers are on loopback (see shell/dns_relay.hh).
@@ -85,6 +103,7 @@ struct ShellNetwork {
   std::string offload_refused;     // why not, if offloads were asked for and refused
   std::string offload_features;    // what the devices took, in words
   FileDescriptor inner_namespace;  // where the user's command runs
+  FileDescriptor command_userns;   // rootless: the command's user namespace, entered first
   FileDescriptor intercepted;      // with intercept (mm-record): where the namespace's TCP connections go
   DnsRelaySockets dns;             // empty unless the caller's resolver is on loopback
   ForwardingGrant forwarding;      // destroyed first (slot_claim still open): the last clean-up step
@@ -154,7 +173,8 @@ bool is_congestion_control_name(std::string_view name);
 // ports below 1024 bindable by the user (the servers run with the user's rights); ping for all;
 // the servers' TCP as `tcp` asks (UserError naming the choices the kernel allows if it refuses).
 // The calling process stays in (returns to) its namespace; the new one is returned.
-FileDescriptor create_isolated_namespace(const ServerTcpSettings& tcp = {});
+// Returns a ShellNetwork with only inner_namespace (and, rootless, command_userns) set.
+ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp = {});
 
 // The most addresses an isolated namespace gets: each one costs root netlink work and kernel
 // memory the user cannot reclaim, so the user (through a recording) must not choose without bound.
@@ -169,9 +189,12 @@ void check_isolated_address_count(size_t count);
 void check_isolated_addresses(const std::vector<Ipv4>& addresses);
 
 // Validates the addresses (check_isolated_addresses) and puts each one, as a /32, on lo of the
-// namespace created by create_isolated_namespace(); the calling process returns to its own
+// namespace created by create_isolated_namespace(); the calling process stays in its own
 // namespace. Nothing is added unless the whole list is valid.
-void add_isolated_addresses(const FileDescriptor& ns, const std::vector<Ipv4>& addresses);
+void add_isolated_addresses(const ShellNetwork& net, const std::vector<Ipv4>& addresses);
 
-// Moves the calling process into a namespace created by create_shell_network (needs root).
+// Moves the calling process into a namespace (needs CAP_SYS_ADMIN over it).
 void enter_namespace(const FileDescriptor& ns);
+// Moves the calling process into the namespace of the shell's command (rootless: its user
+// namespace first), as the guard and an isolated shell's ferry do.
+void enter_shell_namespace(const ShellNetwork& net);

@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <iterator>
 
 #include "util/exception.hh"
@@ -141,4 +143,52 @@ void write_existing_file(const std::string& path, std::string_view value) {
   } catch (const SystemError& e) {
     throw SystemError("writing " + path, e.error());
   }
+}
+
+void send_descriptors(int socket, const std::vector<int>& fds) {
+  if (fds.empty() || fds.size() > kMaxPassedDescriptors) throw std::logic_error("send_descriptors: bad count");
+  char byte = 'D';
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()));
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data();
+  message.msg_controllen = control.size();
+  cmsghdr* header = CMSG_FIRSTHDR(&message);
+  header->cmsg_level = SOL_SOCKET;
+  header->cmsg_type = SCM_RIGHTS;
+  header->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+  std::memcpy(CMSG_DATA(header), fds.data(), sizeof(int) * fds.size());
+  while (::sendmsg(socket, &message, MSG_NOSIGNAL) < 0) {
+    if (errno != EINTR) throw SystemError("sending descriptors");
+  }
+}
+
+std::vector<FileDescriptor> receive_descriptors(int socket) {
+  char byte = 0;
+  iovec iov{&byte, 1};
+  std::vector<char> control(CMSG_SPACE(sizeof(int) * kMaxPassedDescriptors));
+  msghdr message{};
+  message.msg_iov = &iov;
+  message.msg_iovlen = 1;
+  message.msg_control = control.data();
+  message.msg_controllen = control.size();
+  ssize_t n;
+  while ((n = ::recvmsg(socket, &message, MSG_CMSG_CLOEXEC)) < 0) {
+    if (errno != EINTR) throw SystemError("receiving descriptors");
+  }
+  std::vector<FileDescriptor> received;
+  for (cmsghdr* header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+    if (header->cmsg_level != SOL_SOCKET || header->cmsg_type != SCM_RIGHTS) continue;
+    const size_t fds = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    for (size_t i = 0; i < fds; i++) {
+      int fd;
+      std::memcpy(&fd, CMSG_DATA(header) + i * sizeof(int), sizeof fd);
+      received.emplace_back(fd);
+    }
+  }
+  if (n != 1 || (message.msg_flags & MSG_CTRUNC) || received.empty())
+    throw std::runtime_error("no descriptors received, or some cut off");
+  return received;
 }

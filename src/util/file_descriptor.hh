@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 class FileDescriptor {
  public:
@@ -47,3 +48,9 @@ inline constexpr uint64_t kMaxProtobufBytes = 2147483647;
 std::string format_size(uint64_t bytes);
 // Overwrites a /proc/sys entry (or any existing file) with value.
 void write_existing_file(const std::string& path, std::string_view value);
+
+// Sends `fds` (at most kMaxPassedDescriptors) with one byte over a Unix socket (SCM_RIGHTS).
+constexpr size_t kMaxPassedDescriptors = 64;
+void send_descriptors(int socket, const std::vector<int>& fds);
+// Receives what send_descriptors sent (throws at end-of-file or if some were cut off).
+std::vector<FileDescriptor> receive_descriptors(int socket);

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// Rootless shells: what a shell does when it is neither setuid root nor run by root (or when
+// MAHIMAHI_ROOTLESS=1 asks for it). Everything is made in user namespaces of the user's own; no
+// file or setting of the host changes, and no process has more rights than the user has.
+//
+// The kernel gives a process every capability in a user namespace it creates, and also to every
+// process of the namespace's owner (the same effective uid) in its parent namespace. A shell
+// uses both rules:
+//
+//   caller's user namespace P, network namespace C (the host's, or an outer shell's)
+//    |-- S   the command's user namespace, a child of P; the user's ids map to themselves
+//         `-- S2  owns N2, the command's network namespace (a child of S)
+//
+// The supervisor, in P, configures C (the outer TUN device, its addresses and forwarding) if C
+// belongs to a child of P; otherwise (the outermost shell: C is the host's) it first moves into
+// an "outside" of its own, a new user and network namespace standing for the host (reached, if
+// the shell needs a way out, through pasta). A child of the supervisor creates S, then S2 and N2
+// in it, configures N2 and hands back its descriptors. The guard joins S (its owner's rule gives
+// it every capability there), then N2 (owned by S2, S's child), drops every capability and
+// starts the command: the command is the user's uid with no capability, exactly as in the
+// setuid mode, but N2 belongs to a child of its user namespace, so a shell started inside finds
+// itself in P's place and nests the same way.
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "util/file_descriptor.hh"
+
+// MAHIMAHI_ROOTLESS: unset or empty, rootless only when the program has no root's rights; "1",
+// rootless even when it has them (a setuid program gives them up first, for good); "0", never.
+constexpr const char* kRootlessVariable = "MAHIMAHI_ROOTLESS";
+
+// Where the kernel's settings live; tests point these at files of their own.
+struct RootlessSettingPaths {
+  std::string max_user_namespaces = "/proc/sys/user/max_user_namespaces";
+  std::string unprivileged_userns_clone = "/proc/sys/kernel/unprivileged_userns_clone";
+  std::string apparmor_restrict = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+  std::string tun = "/dev/net/tun";
+};
+
+// Checks, before anything is made, that the kernel lets this user make user namespaces and (if
+// needs_tun) TUN devices. Throws UserError naming the setting that says no and the alternatives
+// (an administrator's change, the setuid install, root).
+void check_rootless_support(const std::string& program, bool needs_tun, const RootlessSettingPaths& paths = {});
+
+// Whether this process may configure the network namespace it is in: it has CAP_NET_ADMIN in
+// the user namespace owning it, or that namespace is a child of this process's, owned by its
+// effective uid (inside a rootless shell).
+bool can_configure_current_network();
+
+// Moves the calling (single-threaded) process into a new user namespace mapping only the user's
+// ids to themselves, and a new network namespace with lo up: a rootless shell's outside.
+void enter_own_outside(uid_t uid, gid_t gid, const std::string& program);
+
+// The namespaces of a rootless shell's command, made by a child process: S (a child of the
+// caller's user namespace), and N2 owned by a child of S. `configure` runs inside N2 with every
+// capability there and returns the descriptors it made (at most a few dozen), handed back here.
+struct RootlessNamespaces {
+  FileDescriptor userns;  // S: the command's
+  FileDescriptor net;     // N2
+  std::vector<FileDescriptor> made;
+};
+RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid, const std::string& program,
+                                              const std::function<std::vector<FileDescriptor>()>& configure);
+
+// Joins a rootless shell's namespaces: S (the caller must be in its parent, as the supervisor's
+// children are), then N2.
+void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescriptor& net);
+
+// Gives up every capability (effective, permitted, inheritable, ambient) for good and checks it.
+void drop_capabilities();
+
+// The directory of a rootless user's shell state (lock files): $XDG_RUNTIME_DIR/mahimahi, or
+// /run/user/UID/mahimahi, or $TMPDIR (/tmp)/mahimahi-UID; made 0700 if missing, and refused unless
+// it is a directory of the user's that nobody else can write.
+std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tmpdir);
