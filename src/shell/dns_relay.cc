@@ -188,7 +188,7 @@ void DnsRelay::query_from_inside() {
   const uint8_t* message = buffer_.data() + kHeader;
   const size_t length = static_cast<size_t>(n) - kHeader;
   if (buffer_[0] == 'T') {
-    std::thread(ask_over_tcp, sockets_.nameservers[server], std::vector<uint8_t>(message, message + length),
+    std::thread(ask_over_tcp, sockets_.upstreams[server], std::vector<uint8_t>(message, message + length),
                 sockets_.outer_relay.get())
         .detach();
     return;
@@ -200,7 +200,7 @@ void DnsRelay::query_from_inside() {
 int DnsRelay::upstream_udp(size_t server) {
   if (!upstream_[server].valid()) {
     FileDescriptor fd(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    const sockaddr_in to = socket_address(sockets_.nameservers[server], 53);
+    const sockaddr_in to = socket_address(sockets_.upstreams[server], 53);
     if (!fd.valid() || ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&to), sizeof to) < 0) return -1;
     epoll_->add(fd.get(), EPOLLIN, tag(kUpstream, server));
     upstream_[server] = std::move(fd);

@@ -28,6 +28,7 @@
 #include "shell/environment.hh"
 #include "shell/forwarding.hh"
 #include "shell/privileged.hh"
+#include "shell/resolv_conf.hh"
 #include "shell/rootless.hh"
 #include "util/child_process.hh"
 #include "util/clock.hh"
@@ -301,15 +302,18 @@ class Reaper {
     int status_fd = -1;  // the ferry writes a byte (or dies) when it has stopped
   };
   // `supervisor_fd`: the guard's end of a pipe the supervisor holds open (-1 for the supervisor).
+  // `spared`: a child that is not the command's and ends on its own after the reaper (a rootless
+  // shell's way out), or -1.
   Reaper(const std::string& program, const std::string& command_name, pid_t command, Ferry ferry, int supervisor_fd,
-         Nanos grace)
+         Nanos grace, pid_t spared = -1)
       : program_(program),
         command_name_(command_name),
         command_(command),
         ferry_(ferry.pid),
         ferry_status_fd_(ferry.status_fd),
         supervisor_fd_(supervisor_fd),
-        grace_(grace) {}
+        grace_(grace),
+        spared_(spared) {}
 
   // Runs until the main child and everything it started have ended; returns the exit status.
   int run(const SignalFd& signals) {
@@ -396,7 +400,7 @@ class Reaper {
     const bool for_good = monotonic_now() >= deadline_;
     size_t count = 0;
     for (const pid_t pid : list_children()) {
-      if (pid <= 0 || pid == ferry_) continue;
+      if (pid <= 0 || pid == ferry_ || pid == spared_) continue;
       count++;
       if (for_good) {
         ::kill(pid, SIGKILL);
@@ -490,6 +494,7 @@ class Reaper {
   int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
   int supervisor_fd_;    // the guard's: readable (end-of-file) once the supervisor is gone
   Nanos grace_;
+  pid_t spared_;
   std::optional<int> command_status_;
   std::optional<Nanos> ending_since_;        // set when the command or the ferry ended
   Nanos deadline_ = kNever;                  // from then on, SIGKILL
@@ -517,11 +522,13 @@ struct ShellPlan {
   ShellSpec spec;
   UserIdentity user;
   Ipv4Net pool;
-  std::optional<Ipv4> base;  // MAHIMAHI_BASE: must stay reachable
-  std::string program_path;  // the command's file, found with the caller's rights
-  int nice;                  // the ferry's priority (kNoPriorityChange: inherited)
-  bool offload;              // TUN offloads where the kernel has them (MAHIMAHI_OFFLOAD)
-  bool offload_asked;        // MAHIMAHI_OFFLOAD=1: say why, if the kernel refuses
+  std::optional<Ipv4> base;     // MAHIMAHI_BASE: must stay reachable
+  std::string program_path;     // the command's file, found with the caller's rights
+  int nice;                     // the ferry's priority (kNoPriorityChange: inherited)
+  bool offload;                 // TUN offloads where the kernel has them (MAHIMAHI_OFFLOAD)
+  bool offload_asked;           // MAHIMAHI_OFFLOAD=1: say why, if the kernel refuses
+  std::string state_directory;  // rootless: the user's (rootless_state_directory)
+  std::string pasta;            // rootless, if this shell may need a way out: pasta's file; else empty
 };
 
 ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -533,9 +540,27 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   }
   const UserIdentity user = acquire_privileges(info.name, env.get(kRootlessVariable));
   const bool rootless = user.mode == PrivilegeMode::Rootless;
+  std::string state_directory, pasta;
   if (rootless) {
-    check_rootless_support(info.name, !spec.isolated);
-    use_rootless_state_directory(rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR")));
+    check_rootless_support(!spec.isolated);
+    state_directory = rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
+    use_rootless_state_directory(state_directory);
+    const char* way_out = env.get(kWayOutVariable);
+    const std::string_view way = way_out ? way_out : "";
+    if (way != "" && way != "pasta" && way != "none")
+      throw UsageError(std::string(kWayOutVariable) +
+                       " must be pasta (the default: the host's network through pasta) " +
+                       "or none (no way out), not \"" + printable(way, 40) + "\"");
+    // The outermost shell (which makes an outside of its own) reaches the host through pasta.
+    if (!spec.isolated && way != "none" && !can_configure_current_network()) {
+      try {
+        pasta = resolve_command("pasta", env.get("PATH"));
+      } catch (const std::exception&) {
+        throw UserError(std::string("this shell runs rootless (no setuid bit, not root), and reaches the network ") +
+                        "outside through pasta, which is not installed (not in PATH); install it (apt install " +
+                        "passt), or set " + kWayOutVariable + "=none for a shell with no way out");
+      }
+    }
   }
   const AdministratorConfig config = AdministratorConfig::load();
   const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));
@@ -557,8 +582,9 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   if (offload_env && offload_value != "0" && offload_value != "1")
     throw UsageError(std::string(kOffloadVariable) + " must be 0 (no TUN offloads) or 1 (offloads), not \"" +
                      printable(offload_value, 40) + "\"");
-  return ShellPlan{std::move(spec),     user, pool, base, std::move(program_path), nice, offload_value != "0",
-                   offload_value == "1"};
+  return ShellPlan{
+      std::move(spec), user, pool, base, std::move(program_path), nice, offload_value != "0", offload_value == "1",
+      state_directory, pasta};
 }
 
 // The guard's process, forked by the supervisor: into the shell's namespace (as root), then the
@@ -601,17 +627,29 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   check_syscall("prctl(PR_SET_CHILD_SUBREAPER)", ::prctl(PR_SET_CHILD_SUBREAPER, 1));
 
   const bool isolated = spec.isolated;
+  WayOut way_out;  // destroyed after net: the outside's way out ends last
   ShellNetwork net;
   if (isolated) {
     net = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
   } else {
     // Rootless, where this process may not configure the network it is in (the outermost
-    // shell: the host's), an outside of its own stands for it (rootless.hh).
-    if (user.mode == PrivilegeMode::Rootless && !can_configure_current_network())
-      enter_own_outside(user.uid, user.gid, info.name);
-    net = create_shell_network(
-        spec.device_kind, plan.pool, plan.base,
-        {.offload = plan.offload, .intercept = spec.intercept_tcp, .refuse_quic = spec.refuse_quic});
+    // shell: the host's), an outside of its own stands for it (rootless.hh), reaching the
+    // host's network through pasta unless MAHIMAHI_WAY_OUT=none.
+    std::optional<Ipv4> dns_upstream;
+    if (user.mode == PrivilegeMode::Rootless && !can_configure_current_network()) {
+      const bool loopback_dns = !loopback_nameservers(read_resolv_conf()).empty();
+      if (!plan.pasta.empty()) way_out = WayOut(info.name, plan.pasta, plan.state_directory, loopback_dns);
+      enter_own_outside(user.uid, user.gid);
+      if (!plan.pasta.empty()) {
+        way_out.start();
+        if (loopback_dns) dns_upstream = Ipv4::parse(kWayOutResolver);
+      }
+    }
+    net = create_shell_network(spec.device_kind, plan.pool, plan.base,
+                               {.offload = plan.offload,
+                                .intercept = spec.intercept_tcp,
+                                .refuse_quic = spec.refuse_quic,
+                                .dns_upstream = dns_upstream});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }
@@ -706,7 +744,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   // A little more time than the guard's, so that it ends the command's processes itself (and
   // names those it had to end) before the supervisor would.
   Reaper supervisor_loop(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
-                         grace + 200 * kNanosPerMs);
+                         grace + 200 * kNanosPerMs, way_out.monitor());
   return supervisor_loop.run(signals);
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }

@@ -367,7 +367,7 @@ void allow_ping() {
 std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
                                              const std::function<std::vector<FileDescriptor>()>& configure) {
   if (decided_mode == PrivilegeMode::Rootless) {
-    RootlessNamespaces made = create_rootless_namespaces(::getuid(), ::getgid(), "mahimahi", configure);
+    RootlessNamespaces made = create_rootless_namespaces(::getuid(), ::getgid(), configure);
     net.command_userns = std::move(made.userns);
     net.inner_namespace = std::move(made.net);
     return std::move(made.made);
@@ -442,6 +442,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
   if (!resolvers.empty()) {
     net.dns.nameservers = resolvers;
+    net.dns.upstreams = options.dns_upstream ? std::vector<Ipv4>(resolvers.size(), *options.dns_upstream) : resolvers;
     net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
   }
 

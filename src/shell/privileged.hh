@@ -57,6 +57,8 @@ void drop_privileges(const UserIdentity& user);
 // DNS relay endpoints for a caller whose resolvers are on loopback (see shell/dns_relay.hh).
 struct DnsRelaySockets {
   std::vector<Ipv4> nameservers;          // the caller's loopback resolvers
+  std::vector<Ipv4> upstreams;            // where the relay asks, one per nameserver (itself, or
+                                          // a rootless shell's way out: kWayOutResolver)
   std::vector<FileDescriptor> inner_udp;  // one per nameserver, bound to nameserver:53 inside
   std::vector<FileDescriptor> inner_tcp;  // listening on nameserver:53 inside
   FileDescriptor inner_forward;           // inside: connected to outer_relay, through the link
@@ -124,6 +126,7 @@ struct ShellNetworkOptions {
   bool offload = false;
   bool intercept = false;
   bool refuse_quic = true;
+  std::optional<Ipv4> dns_upstream;  // ask this address for every loopback resolver (rootless way out)
 };
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/nsfs.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -14,7 +15,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <iostream>
 
 #include "shell/netdevice.hh"
 #include "util/exception.hh"
@@ -54,16 +58,15 @@ bool has_effective_capability(int capability) {
 }
 
 // Explains a refused unshare(CLONE_NEWUSER) by the setting that refused it.
-[[noreturn]] void user_namespace_refused(const std::string& program, int error) {
+[[noreturn]] void user_namespace_refused(int error) {
   if (error == EINVAL)
-    throw UserError(program + ": this kernel has no user namespaces (CONFIG_USER_NS)" + kAlternatives);
+    throw UserError(std::string("this kernel has no user namespaces (CONFIG_USER_NS)") + kAlternatives);
   if (error == ENOSPC) {
-    throw UserError(program +
-                    ": the kernel allows no more user namespaces here (user.max_user_namespaces reached, or 32 "
-                    "levels of nesting: each rootless shell takes two); end some shells or nest fewer" +
+    throw UserError(std::string("the kernel allows no more user namespaces here (user.max_user_namespaces reached, ") +
+                    "or 32 levels of nesting: each rootless shell takes two); end some shells or nest fewer" +
                     kAlternatives);
   }
-  throw UserError(program + ": the kernel refused to make a user namespace (" + std::strerror(error) +
+  throw UserError(std::string("the kernel refused to make a user namespace (") + std::strerror(error) +
                   "): a container's seccomp profile or a security module forbids it; run the container with user "
                   "namespaces allowed (docs/containers.md)" +
                   kAlternatives);
@@ -74,8 +77,8 @@ void write_map(const char* file, unsigned id) {
 }
 
 // A new user namespace in which the user's uid and gid (only those) are themselves.
-void unshare_user_namespace(int flags, uid_t uid, gid_t gid, const std::string& program) {
-  if (::unshare(CLONE_NEWUSER | flags) < 0) user_namespace_refused(program, errno);
+void unshare_user_namespace(int flags, uid_t uid, gid_t gid) {
+  if (::unshare(CLONE_NEWUSER | flags) < 0) user_namespace_refused(errno);
   write_existing_file("/proc/self/setgroups", "deny");  // an unprivileged gid_map needs it
   write_map("uid_map", uid);
   write_map("gid_map", gid);
@@ -85,8 +88,8 @@ constexpr char kMadeDescriptors = 'D', kFailed = 'E';
 
 }  // namespace
 
-void check_rootless_support(const std::string& program, bool needs_tun, const RootlessSettingPaths& paths) {
-  const std::string prefix = program + " cannot run without root's rights here: ";
+void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths) {
+  const std::string prefix = "cannot run rootless here (no setuid bit, not root): ";
   if (trimmed_setting(paths.max_user_namespaces) == "0") {
     throw UserError(prefix +
                     "user namespaces are switched off (user.max_user_namespaces = 0); an administrator can allow "
@@ -143,12 +146,12 @@ bool can_configure_current_network() {
   }
 }
 
-void enter_own_outside(uid_t uid, gid_t gid, const std::string& program) {
-  unshare_user_namespace(CLONE_NEWNET, uid, gid, program);
+void enter_own_outside(uid_t uid, gid_t gid) {
+  unshare_user_namespace(CLONE_NEWNET, uid, gid);
   bring_up("lo");
 }
 
-RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid, const std::string& program,
+RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid,
                                               const std::function<std::vector<FileDescriptor>()>& configure) {
   int ends[2];
   check_syscall("socketpair", ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends));
@@ -159,9 +162,9 @@ RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid, const std::s
     int status = 0;
     try {
       ours.close();
-      unshare_user_namespace(0, uid, gid, program);
+      unshare_user_namespace(0, uid, gid);
       FileDescriptor command_userns = open_own_namespace("user");
-      unshare_user_namespace(CLONE_NEWNET, uid, gid, program);
+      unshare_user_namespace(CLONE_NEWNET, uid, gid);
       bring_up("lo");
       std::vector<FileDescriptor> made = configure();
       FileDescriptor net = open_own_namespace("net");
@@ -246,4 +249,195 @@ std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tm
                     "XDG_RUNTIME_DIR to a directory of yours)");
   }
   return directory;
+}
+
+namespace {
+
+constexpr char kWayOutGo = 'G', kWayOutReady = 'R', kWayOutFailed = 'E';
+constexpr int kWayOutDeadlineMs = 10'000;
+
+// The monitor: starts pasta when told to, says when pasta has configured the supervisor's
+// namespaces, and ends it when the supervisor closes the control socket or is gone.
+[[noreturn]] void run_way_out_monitor(const std::string& program, const std::string& pasta, const std::string& pid_file,
+                                      pid_t target, bool forward_dns, int control) {
+  int status = 0;
+  try {
+    (void)::setsid();  // no terminal signals: the supervisor says when to end
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    char go = 0;
+    if (::read(control, &go, 1) != 1 || go != kWayOutGo) ::_exit(0);  // the shell ended before
+    ::unlink(pid_file.c_str());
+    // pasta's standard error comes here: shown if it fails to start (without its complaints
+    // that no syslog listens), read and dropped once it runs.
+    int words_pipe[2];
+    check_syscall("pipe2", ::pipe2(words_pipe, O_CLOEXEC | O_NONBLOCK));
+    FileDescriptor words(words_pipe[0]), words_end(words_pipe[1]);
+    const pid_t child = ::fork();
+    if (child < 0) throw SystemError("fork");
+    if (child == 0) {
+      ::close(control);
+      ::dup2(words_end.get(), STDERR_FILENO);
+      ::fcntl(STDERR_FILENO, F_SETFL, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      const std::string target_pid = std::to_string(target);
+      // Nothing of the shell's published on the host (-t, -u: the host's ports into the
+      // namespace; -T, -U: the namespace's loopback ports to the host's); the gateway is the
+      // real gateway (pasta would otherwise send what goes to it to the host's loopback).
+      std::vector<std::string> args{pasta,  "--config-net", "--quiet", "--foreground", "--ipv4-only",
+                                    "-t",   "none",         "-u",      "none",         "-T",
+                                    "none", "-U",           "none",    "--no-dhcp",    "--no-map-gw"};
+      if (forward_dns) {
+        args.push_back("--dns-forward");
+        args.push_back(kWayOutResolver);
+      }
+      args.insert(args.end(), {"--pid", pid_file, target_pid});
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(pasta.c_str(), argv.data());
+      std::cerr << program << ": cannot run " << pasta << ": " << std::strerror(errno) << std::endl;
+      ::_exit(127);
+    }
+    words_end.close();
+    std::string said;
+    auto read_words = [&] {
+      char buffer[1024];
+      ssize_t n;
+      while ((n = ::read(words.get(), buffer, sizeof buffer)) > 0) {
+        if (said.size() < 4096) said.append(buffer, static_cast<size_t>(n));
+      }
+    };
+    auto words_of_pasta = [&] {
+      read_words();
+      std::string kept;
+      size_t start = 0;
+      while (start < said.size()) {
+        size_t end = said.find('\n', start);
+        if (end == std::string::npos) end = said.size();
+        const std::string line = said.substr(start, end - start);
+        if (!line.empty() && line.find("to syslog") == std::string::npos) kept += (kept.empty() ? "" : "; ") + line;
+        start = end + 1;
+      }
+      return kept.empty() ? std::string() : " (it said: " + printable(kept, 600) + ")";
+    };
+    FileDescriptor pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    auto say = [control](const std::string& message) {
+      (void)::send(control, message.data(), message.size(), MSG_NOSIGNAL);
+    };
+    auto ended = [&](int how) {
+      return "pasta, the shell's way out, " + (WIFEXITED(how)
+                                                   ? "exited with status " + std::to_string(WEXITSTATUS(how))
+                                                   : std::string("was killed by SIG") + sigabbrev_np(WTERMSIG(how)));
+    };
+    // Ready once pasta has written its pid file (it does so after configuring the namespace).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kWayOutDeadlineMs);
+    bool ready = false;
+    while (!ready) {
+      int how = 0;
+      if (::waitpid(child, &how, WNOHANG) == child) {
+        say(std::string(1, kWayOutFailed) + ended(how) + " while starting" + words_of_pasta());
+        ::_exit(1);
+      }
+      struct stat st {};
+      ready = ::stat(pid_file.c_str(), &st) == 0 && st.st_size > 0;
+      if (!ready && std::chrono::steady_clock::now() >= deadline) {
+        ::kill(child, SIGKILL);
+        say(std::string(1, kWayOutFailed) + "pasta, the shell's way out, did not configure the namespace within " +
+            std::to_string(kWayOutDeadlineMs / 1000) + " s" + words_of_pasta());
+        ::_exit(1);
+      }
+      if (!ready) {
+        const timespec pause{0, 1'000'000};
+        ::nanosleep(&pause, nullptr);
+      }
+    }
+    ::unlink(pid_file.c_str());
+    say(std::string(1, kWayOutReady));
+    // Until the supervisor closes its end (or is gone), or pasta ends on its own.
+    for (;;) {
+      pollfd fds[3] = {{control, POLLIN, 0}, {words.get(), POLLIN, 0}, {pidfd.get(), POLLIN, 0}};
+      if (::poll(fds, pidfd.valid() ? 3 : 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        break;
+      }
+      if (fds[1].revents) {
+        said.clear();
+        read_words();
+        if (fds[1].revents & POLLHUP) words.close();  // (poll ignores a negative descriptor)
+      }
+      if (fds[2].revents) {
+        int how = 0;
+        ::waitpid(child, &how, 0);
+        std::cerr << program << ": " << ended(how) << "; the shell has no way out from now on" << std::endl;
+        ::_exit(1);
+      }
+      if (fds[0].revents) break;
+    }
+    ::kill(child, SIGTERM);
+    int how = 0;
+    while (::waitpid(child, &how, 0) < 0 && errno == EINTR) {
+    }
+  } catch (const std::exception& e) {
+    std::cerr << program << ": the way out: " << e.what() << std::endl;
+    status = 1;
+  }
+  ::_exit(status);
+}
+
+}  // namespace
+
+WayOut::WayOut(const std::string& program, const std::string& pasta, const std::string& state_directory,
+               bool forward_dns) {
+  int ends[2];
+  check_syscall("socketpair", ::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, ends));
+  FileDescriptor ours(ends[0]), theirs(ends[1]);
+  const pid_t supervisor = ::getpid();
+  const std::string pid_file = state_directory + "/pasta-" + std::to_string(supervisor) + ".pid";
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork");
+  if (pid == 0) {
+    ours.close();
+    run_way_out_monitor(program, pasta, pid_file, supervisor, forward_dns, theirs.get());
+  }
+  monitor_ = pid;
+  control_ = std::move(ours);
+}
+
+WayOut::WayOut(WayOut&& other) noexcept : monitor_(other.monitor_), control_(std::move(other.control_)) {
+  other.monitor_ = -1;
+}
+
+WayOut& WayOut::operator=(WayOut&& other) noexcept {
+  if (this != &other) {
+    end();
+    monitor_ = other.monitor_;
+    control_ = std::move(other.control_);
+    other.monitor_ = -1;
+  }
+  return *this;
+}
+
+WayOut::~WayOut() { end(); }
+
+void WayOut::start() {
+  const char go = kWayOutGo;
+  check_syscall("starting the way out", static_cast<int>(::send(control_.get(), &go, 1, MSG_NOSIGNAL)));
+  char reply[2048];
+  ssize_t n;
+  while ((n = ::recv(control_.get(), reply, sizeof reply, 0)) < 0 && errno == EINTR) {
+  }
+  if (n >= 1 && reply[0] == kWayOutReady) return;
+  const std::string why =
+      n > 1 ? std::string(reply + 1, static_cast<size_t>(n - 1)) : "pasta, the shell's way out, failed";
+  throw UserError(why + "; set " + kWayOutVariable + "=none for a shell without a way out");
+}
+
+void WayOut::end() noexcept {
+  if (monitor_ < 0) return;
+  control_.close();
+  while (::waitpid(monitor_, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  monitor_ = -1;
 }

@@ -44,7 +44,7 @@ struct RootlessSettingPaths {
 // Checks, before anything is made, that the kernel lets this user make user namespaces and (if
 // needs_tun) TUN devices. Throws UserError naming the setting that says no and the alternatives
 // (an administrator's change, the setuid install, root).
-void check_rootless_support(const std::string& program, bool needs_tun, const RootlessSettingPaths& paths = {});
+void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths = {});
 
 // Whether this process may configure the network namespace it is in: it has CAP_NET_ADMIN in
 // the user namespace owning it, or that namespace is a child of this process's, owned by its
@@ -53,7 +53,7 @@ bool can_configure_current_network();
 
 // Moves the calling (single-threaded) process into a new user namespace mapping only the user's
 // ids to themselves, and a new network namespace with lo up: a rootless shell's outside.
-void enter_own_outside(uid_t uid, gid_t gid, const std::string& program);
+void enter_own_outside(uid_t uid, gid_t gid);
 
 // The namespaces of a rootless shell's command, made by a child process: S (a child of the
 // caller's user namespace), and N2 owned by a child of S. `configure` runs inside N2 with every
@@ -63,7 +63,7 @@ struct RootlessNamespaces {
   FileDescriptor net;     // N2
   std::vector<FileDescriptor> made;
 };
-RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid, const std::string& program,
+RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid,
                                               const std::function<std::vector<FileDescriptor>()>& configure);
 
 // Joins a rootless shell's namespaces: S (the caller must be in its parent, as the supervisor's
@@ -77,3 +77,38 @@ void drop_capabilities();
 // /run/user/UID/mahimahi, or $TMPDIR (/tmp)/mahimahi-UID; made 0700 if missing, and refused unless
 // it is a directory of the user's that nobody else can write.
 std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tmpdir);
+
+// MAHIMAHI_WAY_OUT: how an outermost rootless shell reaches the network outside: unset or
+// "pasta" (the default), through pasta (Debian's passt); "none", it has none (only the shell's
+// own outer address answers).
+constexpr const char* kWayOutVariable = "MAHIMAHI_WAY_OUT";
+// The address a rootless shell's outside sends DNS queries to; pasta hands them to the host's
+// first resolver (--dns-forward), which may be on the host's loopback.
+constexpr const char* kWayOutResolver = "169.254.1.53";
+
+// The way out of a rootless shell's outside: pasta, for the outside's namespaces, started and
+// ended by a small monitor process that stays in the caller's namespaces (pasta must run there,
+// and outlives a parent that dies: the monitor ends it when the supervisor is gone, even by
+// SIGKILL). pasta publishes no port of the shell's on the host (-t/-u/-T/-U none) and forwards
+// DNS sent to kWayOutResolver if `forward_dns` (the host's resolvers are on its loopback; pasta
+// would otherwise make every answer of the host's first resolver seem to come from there).
+class WayOut {
+ public:
+  WayOut() = default;
+  // In the caller's namespaces, before enter_own_outside: forks the monitor. `pasta` is its file.
+  WayOut(const std::string& program, const std::string& pasta, const std::string& state_directory, bool forward_dns);
+  WayOut(WayOut&& other) noexcept;
+  WayOut& operator=(WayOut&& other) noexcept;
+  ~WayOut();
+
+  // After enter_own_outside: starts pasta for the calling process's namespaces and returns once
+  // it has configured them (addresses, routes). Throws UserError if pasta failed or took over 10 s.
+  void start();
+  // The monitor's pid (-1 if none): a child of the supervisor that is not the command's.
+  pid_t monitor() const { return monitor_; }
+
+ private:
+  void end() noexcept;
+  pid_t monitor_ = -1;
+  FileDescriptor control_;  // the supervisor's end; closing it ends pasta and the monitor
+};
