@@ -7,6 +7,10 @@
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
+#include <stdexcept>
+
+#include "util/file_descriptor.hh"
+
 using nft::Bytes;
 using nft::Rule;
 
@@ -72,4 +76,41 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
     element("intercepts", Bytes().ifname(entry.device).ipv4(entry.inner), &to);
     if (entry.intercept->refuse_quic) element("quic_refused", Bytes().ifname(entry.device));
   }
+}
+
+void add_outside_base_redirect(const std::string& device, Ipv4 outer) {
+  using namespace nft;
+  // A packet to 127.0.0.1 that came in on the device is a martian unless route_localnet is on.
+  write_existing_file("/proc/sys/net/ipv4/conf/" + device + "/route_localnet", "1");
+  nft::Transaction t("mahimahi_outside");
+  t.create_table();
+  t.add_base_chain("prerouting", "nat", NF_INET_PRE_ROUTING, -100);  // dstnat
+  const Bytes name = Bytes().ifname(device);
+  const Bytes address = Bytes().ipv4(outer);
+  const Bytes loopback = Bytes().ipv4(*Ipv4::parse("127.0.0.1"));
+  for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+    // iifname DEVICE ip daddr OUTER meta l4proto PROTOCOL dnat ip to 127.0.0.1
+    Rule redirect;
+    redirect.meta(NFT_META_IIFNAME, kReg1)
+        .equals(kReg1, name.data, name.size)
+        .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
+        .equals(kReg1, address.data, 4)
+        .meta(NFT_META_L4PROTO, kReg1)
+        .equals(kReg1, &protocol, 1)
+        .immediate(kReg1, loopback.data, 4)
+        .dnat(kReg1, kVerdict);
+    t.add_rule("prerouting", redirect);
+  }
+  // ... and seems to come from the outside's loopback too: pasta forwards only connections
+  // made on the namespace's loopback (iifname DEVICE ip daddr 127.0.0.1 snat ip to 127.0.0.1).
+  t.add_base_chain("input", "nat", NF_INET_LOCAL_IN, 100);  // srcnat
+  Rule from_loopback;
+  from_loopback.meta(NFT_META_IIFNAME, kReg1)
+      .equals(kReg1, name.data, name.size)
+      .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
+      .equals(kReg1, loopback.data, 4)
+      .immediate(kReg1, loopback.data, 4)
+      .snat(kReg1);
+  t.add_rule("input", from_loopback);
+  if (t.commit() != 0) throw std::runtime_error("adding the outside's redirection of MAHIMAHI_BASE to the host");
 }

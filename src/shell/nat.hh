@@ -37,3 +37,9 @@ void add_nat_definitions(nft::Transaction& transaction);
 
 // Adds to transaction the additions (add) or the deletions (!add) of the shell's NAT elements.
 void add_nat_elements(nft::Transaction& transaction, bool add, const ShellEntry& entry);
+
+// A rootless shell's outside (shell/rootless.hh): TCP and UDP the shell sends to its outer
+// address (MAHIMAHI_BASE) go to the outside's loopback instead, where pasta forwards each port
+// to the same port of the host's loopback, as the setuid shells' MAHIMAHI_BASE reaches the
+// host's servers. Its own table, mahimahi_outside, in the outside's namespace (gone with it).
+void add_outside_base_redirect(const std::string& device, Ipv4 outer);

@@ -207,7 +207,22 @@ Rule& Rule::dnat(Register address, Register port) {
   nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_DNAT);
   nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, kFamily);
   nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, address);
-  nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, port);
+  if (port != kVerdict) nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_PROTO_MIN, port);
+  return add(e);
+}
+
+Rule& Rule::snat(Register address) {
+  nftnl_expr* e = expression("nat");
+  nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_TYPE, NFT_NAT_SNAT);
+  nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_FAMILY, kFamily);
+  nftnl_expr_set_u32(e, NFTNL_EXPR_NAT_REG_ADDR_MIN, address);
+  return add(e);
+}
+
+Rule& Rule::immediate(Register into, const void* data, uint32_t length) {
+  nftnl_expr* e = expression("immediate");
+  nftnl_expr_set_u32(e, NFTNL_EXPR_IMM_DREG, into);
+  nftnl_expr_set(e, NFTNL_EXPR_IMM_DATA, data, length);
   return add(e);
 }
 

@@ -54,7 +54,9 @@ class Rule {
   Rule& map(Register key, const std::string& set, Register into);
   Rule& verdict(int verdict);  // NF_ACCEPT, NF_DROP, NFT_RETURN
   Rule& masquerade();
-  Rule& dnat(Register address, Register port);
+  Rule& dnat(Register address, Register port);  // port kVerdict: the port is kept
+  Rule& snat(Register address);                 // the port is kept
+  Rule& immediate(Register into, const void* data, uint32_t length);
   Rule& reject_port_unreachable();
   std::vector<nftnl_expr*> take();
 

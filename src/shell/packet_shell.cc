@@ -27,6 +27,7 @@
 #include "shell/command_lookup.hh"
 #include "shell/environment.hh"
 #include "shell/forwarding.hh"
+#include "shell/nat.hh"
 #include "shell/privileged.hh"
 #include "shell/resolv_conf.hh"
 #include "shell/rootless.hh"
@@ -650,6 +651,11 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 .intercept = spec.intercept_tcp,
                                 .refuse_quic = spec.refuse_quic,
                                 .dns_upstream = dns_upstream});
+    // Through the way out, MAHIMAHI_BASE leads to the host's servers, as it does in the setuid mode.
+    if (way_out.monitor() > 0) {
+      run_root_helper([&] { add_outside_base_redirect(net.outer_device, net.addresses.outer); }, true,
+                      HelperWait::UntilExited);
+    }
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }

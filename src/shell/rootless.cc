@@ -282,12 +282,13 @@ constexpr int kWayOutDeadlineMs = 10'000;
       ::fcntl(STDERR_FILENO, F_SETFL, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       const std::string target_pid = std::to_string(target);
-      // Nothing of the shell's published on the host (-t, -u: the host's ports into the
-      // namespace; -T, -U: the namespace's loopback ports to the host's); the gateway is the
-      // real gateway (pasta would otherwise send what goes to it to the host's loopback).
+      // Nothing of the shell's published on the host (-t, -u none: no port of the host's leads
+      // into the namespace); each port the host listens on, on the outside's loopback (-T, -U
+      // auto: where MAHIMAHI_BASE leads, add_outside_base_redirect); the gateway is the real
+      // gateway (pasta would otherwise send what goes to it to the host's loopback).
       std::vector<std::string> args{pasta,  "--config-net", "--quiet", "--foreground", "--ipv4-only",
                                     "-t",   "none",         "-u",      "none",         "-T",
-                                    "none", "-U",           "none",    "--no-dhcp",    "--no-map-gw"};
+                                    "auto", "-U",           "auto",    "--no-dhcp",    "--no-map-gw"};
       if (forward_dns) {
         args.push_back("--dns-forward");
         args.push_back(kWayOutResolver);
