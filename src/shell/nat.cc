@@ -78,16 +78,32 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
   }
 }
 
-void add_outside_base_redirect(const std::string& device, Ipv4 outer) {
+void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port) {
   using namespace nft;
   // A packet to 127.0.0.1 that came in on the device is a martian unless route_localnet is on.
   write_existing_file("/proc/sys/net/ipv4/conf/" + device + "/route_localnet", "1");
   nft::Transaction t("mahimahi_outside");
   t.create_table();
-  t.add_base_chain("prerouting", "nat", NF_INET_PRE_ROUTING, -100);  // dstnat
+  t.add_base_chain("prerouting", "nat", NF_INET_PRE_ROUTING, -110);  // before dstnat's -100
   const Bytes name = Bytes().ifname(device);
   const Bytes address = Bytes().ipv4(outer);
   const Bytes loopback = Bytes().ipv4(*Ipv4::parse("127.0.0.1"));
+  if (relay_port) {
+    // iifname DEVICE ip daddr OUTER udp dport RELAY accept
+    const uint8_t udp = IPPROTO_UDP;
+    const uint16_t port = htons(relay_port);
+    Rule relay;
+    relay.meta(NFT_META_IIFNAME, kReg1)
+        .equals(kReg1, name.data, name.size)
+        .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
+        .equals(kReg1, address.data, 4)
+        .meta(NFT_META_L4PROTO, kReg1)
+        .equals(kReg1, &udp, 1)
+        .payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, kReg1)
+        .equals(kReg1, &port, 2)
+        .verdict(NF_ACCEPT);
+    t.add_rule("prerouting", relay);
+  }
   for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
     // iifname DEVICE ip daddr OUTER meta l4proto PROTOCOL dnat ip to 127.0.0.1
     Rule redirect;

@@ -41,5 +41,7 @@ void add_nat_elements(nft::Transaction& transaction, bool add, const ShellEntry&
 // A rootless shell's outside (shell/rootless.hh): TCP and UDP the shell sends to its outer
 // address (MAHIMAHI_BASE) go to the outside's loopback instead, where pasta forwards each port
 // to the same port of the host's loopback, as the setuid shells' MAHIMAHI_BASE reaches the
-// host's servers. Its own table, mahimahi_outside, in the outside's namespace (gone with it).
-void add_outside_base_redirect(const std::string& device, Ipv4 outer);
+// host's servers. Its own table, mahimahi_outside, in the outside's namespace (gone with it);
+// its chain comes before the shared table's (mm-record's redirection sees what it left). Not
+// `relay_port` (UDP, if not 0): the shell's DNS relay listens there (shell/dns_relay.hh).
+void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port);

@@ -653,7 +653,15 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 .dns_upstream = dns_upstream});
     // Through the way out, MAHIMAHI_BASE leads to the host's servers, as it does in the setuid mode.
     if (way_out.monitor() > 0) {
-      run_root_helper([&] { add_outside_base_redirect(net.outer_device, net.addresses.outer); }, true,
+      uint16_t relay_port = 0;
+      if (net.dns.active()) {
+        sockaddr_in relay{};
+        socklen_t length = sizeof relay;
+        check_syscall("getsockname",
+                      ::getsockname(net.dns.outer_relay.get(), reinterpret_cast<sockaddr*>(&relay), &length));
+        relay_port = ntohs(relay.sin_port);
+      }
+      run_root_helper([&] { add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port); }, true,
                       HelperWait::UntilExited);
     }
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))

@@ -47,6 +47,7 @@ world_resolves() { in_world getent hosts "$1" >/dev/null 2>&1; }  # NAME
 
 world_destroy() {
   xvfb_stop
+  ! declare -F rootless_pass_end >/dev/null || rootless_pass_end  # (a run interrupted in the pass)
   [ -z "${WORLD_BUILD:-}" ] || { rm -rf "$WORLD_BUILD"; WORLD_BUILD=; }
   [ -n "${WORLD:-}" ] || return 0
   origins_destroy
@@ -109,6 +110,9 @@ world_leftovers_now() {
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
     ls "$(world_lock_file)" 2>/dev/null || true
+    # Rootless shells' (tests/integration/rootless.sh): their way out, their lock files.
+    pgrep -a '^pas(ta|st)' || true
+    ls -d /tmp/mahimahi-[0-9]*/netns-* /run/user/*/mahimahi/netns-* 2>/dev/null || true
     # A shell's processes outside the root namespace: the world's, and a guard in a shell's own.
     local root_ns pid; root_ns=$(readlink /proc/1/ns/net)
     for pid in $(pgrep '^mm-'); do
