@@ -453,9 +453,11 @@ test_bad_input_is_rejected_clearly() {
   rc_msg 2 "must not both be 0" in_world "$BIN/mm-onoff" uplink 0 0 true || return 1
   rc_msg 2 "MAHIMAHI_ADDRESS_POOL" in_world env MAHIMAHI_ADDRESS_POOL=10.0.0.1/8 "$BIN/mm-delay" 1 true || return 1
   cp "$BIN/mm-delay" "$WORLD_TMP/mm-delay-plain" && chmod 755 "$WORLD_TMP/mm-delay-plain"
-  rc_msg 1 "needs root's rights" env AS_USER="$TEST_USER" bash -c '. '"$LIB"'; WORLD='"$WORLD"' in_world '"$WORLD_TMP"'/mm-delay-plain 1 true' || return 1
+  # Without root's rights a shell runs rootless (tests/integration/rootless.sh) unless told not to.
+  rc_msg 1 "needs root's rights with MAHIMAHI_ROOTLESS=0" env AS_USER="$TEST_USER" bash -c '. '"$LIB"'; WORLD='"$WORLD"' in_world env MAHIMAHI_ROOTLESS=0 '"$WORLD_TMP"'/mm-delay-plain 1 true' || return 1
   rc_msg 1 "no_new_privs is set" ip netns exec "$WORLD" setpriv --no-new-privs --reuid="$TEST_USER" --regid="$TEST_USER" \
-    --init-groups -- "$BIN/mm-delay" 1 true || return 1
+    --init-groups -- env MAHIMAHI_ROOTLESS=0 "$BIN/mm-delay" 1 true || return 1
+  rc_msg 2 "MAHIMAHI_ROOTLESS must be 1" in_world env MAHIMAHI_ROOTLESS=yes "$BIN/mm-delay" 1 true || return 1
   rc_msg 0 "Usage: mm-delay DELAY-MS" sh -c "'$BIN/mm-delay' --help >&2" || return 1
   rc_msg 0 "mm-loss (mahimahi)" sh -c "'$BIN/mm-loss' --version >&2" || return 1
 }
