@@ -377,6 +377,31 @@ FileDescriptor open_namespace_lock_file() {
   return fd;
 }
 
+void remove_unused_lock_files() {
+  if (rootless_directory.empty()) return;
+  DIR* directory = ::opendir(rootless_directory.c_str());
+  if (!directory) return;
+  size_t seen = 0;
+  while (const dirent* entry = ::readdir(directory)) {
+    const std::string name = entry->d_name;
+    if (name.rfind("netns-", 0) != 0 || name.size() < 11 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
+    if (++seen > 10000) break;  // a bound: the rest wait for the next shell
+    const std::string path = rootless_directory + "/" + name;
+    FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
+    // Not while a shell sets up or cleans up there (flock), nor while one holds a slot (OFD).
+    if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) < 0) continue;
+    struct flock all = whole_file(F_WRLCK);
+    if (::fcntl(fd.get(), F_OFD_SETLK, &all) < 0) continue;
+    struct stat at_path {
+    }, ours{};
+    if (::stat(path.c_str(), &at_path) == 0 && ::fstat(fd.get(), &ours) == 0 && at_path.st_ino == ours.st_ino &&
+        at_path.st_dev == ours.st_dev) {
+      ::unlink(path.c_str());
+    }
+  }
+  ::closedir(directory);
+}
+
 FileDescriptor claim_address_slot(off_t index) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kLockTimeoutSeconds);
   for (;;) {

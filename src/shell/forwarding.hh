@@ -34,6 +34,10 @@
 // Rootless shells keep it in a directory of the user's (rootless_state_directory), set here.
 constexpr const char* kStateDirectory = "/run/mahimahi";
 void use_rootless_state_directory(const std::string& directory);
+// Rootless: removes the lock files of that directory that no shell uses (left by shells killed
+// before their clean-up: an outermost rootless shell's namespace dies with it), as the last shell
+// of a namespace removes its file; one in use is left alone.
+void remove_unused_lock_files();
 std::string namespace_lock_path();
 FileDescriptor open_namespace_lock_file();
 // Claims address slot `index` of the namespace: an OFD write lock on that byte of the lock file,

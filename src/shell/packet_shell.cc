@@ -27,7 +27,6 @@
 #include "shell/command_lookup.hh"
 #include "shell/environment.hh"
 #include "shell/forwarding.hh"
-#include "shell/nat.hh"
 #include "shell/privileged.hh"
 #include "shell/resolv_conf.hh"
 #include "shell/rootless.hh"
@@ -546,6 +545,7 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
     check_rootless_support(!spec.isolated);
     state_directory = rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
     use_rootless_state_directory(state_directory);
+    remove_unused_lock_files();
     const char* way_out = env.get(kWayOutVariable);
     const std::string_view way = way_out ? way_out : "";
     if (way != "" && way != "pasta" && way != "none")
@@ -650,20 +650,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                {.offload = plan.offload,
                                 .intercept = spec.intercept_tcp,
                                 .refuse_quic = spec.refuse_quic,
-                                .dns_upstream = dns_upstream});
-    // Through the way out, MAHIMAHI_BASE leads to the host's servers, as it does in the setuid mode.
-    if (way_out.monitor() > 0) {
-      uint16_t relay_port = 0;
-      if (net.dns.active()) {
-        sockaddr_in relay{};
-        socklen_t length = sizeof relay;
-        check_syscall("getsockname",
-                      ::getsockname(net.dns.outer_relay.get(), reinterpret_cast<sockaddr*>(&relay), &length));
-        relay_port = ntohs(relay.sin_port);
-      }
-      run_root_helper([&] { add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port); }, true,
-                      HelperWait::UntilExited);
-    }
+                                .dns_upstream = dns_upstream,
+                                // Through the way out, MAHIMAHI_BASE leads to the host's servers,
+                                // as it does in the setuid mode.
+                                .base_to_host = way_out.monitor() > 0});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }

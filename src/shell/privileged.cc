@@ -433,18 +433,25 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     entry.intercept =
         Intercept{net.addresses.outer, ntohs(local_address(net.intercepted).sin_port), options.refuse_quic};
   }
-  // One helper, one small nftables transaction (the supervisor never talks to nftables). If the helper is killed
-  // half-way (the user interrupted the set-up), the transaction was made or not; what it made is removed by the next
-  // shell that takes this shell's addresses, or with the table by the last shell.
-  run_root_helper([&] { open_forwarding(entry, net.slot_claim.get()); }, true, HelperWait::UntilExited);
-  net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
-
   const std::vector<Ipv4> resolvers = loopback_nameservers(read_resolv_conf());
   if (!resolvers.empty()) {
     net.dns.nameservers = resolvers;
     net.dns.upstreams = options.dns_upstream ? std::vector<Ipv4>(resolvers.size(), *options.dns_upstream) : resolvers;
     net.dns.outer_relay = bound_socket(SOCK_DGRAM, net.addresses.outer, 0);
   }
+  const uint16_t relay_port = net.dns.active() ? ntohs(local_address(net.dns.outer_relay).sin_port) : 0;
+
+  // One helper, one small nftables transaction (the supervisor never talks to nftables). If the helper is killed
+  // half-way (the user interrupted the set-up), the transaction was made or not; what it made is removed by the next
+  // shell that takes this shell's addresses, or with the table by the last shell. (A rootless outside's redirection
+  // of MAHIMAHI_BASE in the same helper: a table of its own, gone with the outside.)
+  run_root_helper(
+      [&] {
+        open_forwarding(entry, net.slot_claim.get());
+        if (options.base_to_host) add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port);
+      },
+      true, HelperWait::UntilExited);
+  net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 
   const size_t resolver_count = net.dns.nameservers.size();
   std::vector<FileDescriptor> made = in_new_namespace(net, [&] {

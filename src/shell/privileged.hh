@@ -127,6 +127,7 @@ struct ShellNetworkOptions {
   bool intercept = false;
   bool refuse_quic = true;
   std::optional<Ipv4> dns_upstream;  // ask this address for every loopback resolver (rootless way out)
+  bool base_to_host = false;         // a rootless outside's: add_outside_base_redirect (nat.hh)
 };
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);

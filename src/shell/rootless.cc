@@ -21,6 +21,7 @@
 #include <iostream>
 
 #include "shell/netdevice.hh"
+#include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 
@@ -376,9 +377,15 @@ constexpr int kWayOutDeadlineMs = 10'000;
       }
       if (fds[0].revents) break;
     }
-    ::kill(child, SIGTERM);
-    int how = 0;
-    while (::waitpid(child, &how, 0) < 0 && errno == EINTR) {
+    // SIGKILL: pasta keeps nothing that outlives it (its device goes with the outside). Waited
+    // for until it is ending, not until it is gone: the kernel then removes its device and
+    // sockets on its own (RCU grace periods, 40 ms here), as it does a ferry's.
+    ::kill(child, SIGKILL);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (::waitpid(child, nullptr, WNOHANG) == 0 && !process_is_ending(child) &&
+           std::chrono::steady_clock::now() < until) {
+      const timespec pause{0, 200'000};
+      ::nanosleep(&pause, nullptr);
     }
   } catch (const std::exception& e) {
     std::cerr << program << ": the way out: " << e.what() << std::endl;
