@@ -88,15 +88,19 @@ void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t r
   const Bytes name = Bytes().ifname(device);
   const Bytes address = Bytes().ipv4(outer);
   const Bytes loopback = Bytes().ipv4(*Ipv4::parse("127.0.0.1"));
+  // iifname DEVICE ip daddr TO
+  auto from_the_shell_to = [&](Rule& rule, const Bytes& to) -> Rule& {
+    return rule.meta(NFT_META_IIFNAME, kReg1)
+        .equals(kReg1, name.data, name.size)
+        .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
+        .equals(kReg1, to.data, 4);
+  };
   if (relay_port) {
     // iifname DEVICE ip daddr OUTER udp dport RELAY accept
     const uint8_t udp = IPPROTO_UDP;
     const uint16_t port = htons(relay_port);
     Rule relay;
-    relay.meta(NFT_META_IIFNAME, kReg1)
-        .equals(kReg1, name.data, name.size)
-        .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
-        .equals(kReg1, address.data, 4)
+    from_the_shell_to(relay, address)
         .meta(NFT_META_L4PROTO, kReg1)
         .equals(kReg1, &udp, 1)
         .payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, kReg1)
@@ -107,10 +111,7 @@ void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t r
   for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
     // iifname DEVICE ip daddr OUTER meta l4proto PROTOCOL dnat ip to 127.0.0.1
     Rule redirect;
-    redirect.meta(NFT_META_IIFNAME, kReg1)
-        .equals(kReg1, name.data, name.size)
-        .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
-        .equals(kReg1, address.data, 4)
+    from_the_shell_to(redirect, address)
         .meta(NFT_META_L4PROTO, kReg1)
         .equals(kReg1, &protocol, 1)
         .immediate(kReg1, loopback.data, 4)
@@ -121,12 +122,7 @@ void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t r
   // made on the namespace's loopback (iifname DEVICE ip daddr 127.0.0.1 snat ip to 127.0.0.1).
   t.add_base_chain("input", "nat", NF_INET_LOCAL_IN, 100);  // srcnat
   Rule from_loopback;
-  from_loopback.meta(NFT_META_IIFNAME, kReg1)
-      .equals(kReg1, name.data, name.size)
-      .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
-      .equals(kReg1, loopback.data, 4)
-      .immediate(kReg1, loopback.data, 4)
-      .snat(kReg1);
+  from_the_shell_to(from_loopback, loopback).immediate(kReg1, loopback.data, 4).snat(kReg1);
   t.add_rule("input", from_loopback);
   if (t.commit() != 0) throw std::runtime_error("adding the outside's redirection of MAHIMAHI_BASE to the host");
 }

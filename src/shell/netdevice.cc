@@ -114,27 +114,13 @@ void configure_point_to_point(const std::string& name, Ipv4 local, Ipv4 peer, in
 // By rtnetlink: the kernel refuses SIOCSIFTXQLEN without CAP_NET_ADMIN in the first user
 // namespace, which a rootless shell has only in its own.
 void set_tx_queue_length(const std::string& name, int length) {
-  const unsigned index = ::if_nametoindex(name.c_str());
-  if (index == 0) throw SystemError("no interface " + name);
-  struct {
-    nlmsghdr header;
-    ifinfomsg message;
-    char attributes[16];
-  } request{};
-  request.header.nlmsg_len = NLMSG_LENGTH(sizeof(ifinfomsg));
-  request.header.nlmsg_type = RTM_NEWLINK;
-  request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
-  request.header.nlmsg_seq = 1;
-  request.message.ifi_family = AF_UNSPEC;
-  request.message.ifi_index = static_cast<int>(index);
-  auto* attribute =
-      reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
-  attribute->rta_type = IFLA_TXQLEN;
-  attribute->rta_len = RTA_LENGTH(sizeof(uint32_t));
-  const uint32_t value = static_cast<uint32_t>(length);
-  std::memcpy(RTA_DATA(attribute), &value, sizeof value);
-  request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
-  rtnetlink_request(rtnetlink_socket(), request.header, "setting txqueuelen on " + name);
+  ifinfomsg link{};
+  link.ifi_family = AF_UNSPEC;
+  link.ifi_index = static_cast<int>(::if_nametoindex(name.c_str()));
+  if (link.ifi_index == 0) throw SystemError("no interface " + name);
+  NetlinkRequest request(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, link);
+  request.add_u32(IFLA_TXQLEN, static_cast<uint32_t>(length));
+  request.execute("setting txqueuelen on " + name);
 }
 
 void bring_up(const std::string& name) {
@@ -162,30 +148,16 @@ void add_addresses(const std::string& device, const std::vector<Ipv4>& addresses
   const unsigned index = ::if_nametoindex(device.c_str());
   if (index == 0) throw SystemError("no interface " + device);
   FileDescriptor sock = rtnetlink_socket();
-  uint32_t sequence = 0;
   for (Ipv4 address : addresses) {
-    struct {
-      nlmsghdr header;
-      ifaddrmsg message;
-      char attributes[64];
-    } request{};
-    request.header.nlmsg_len = NLMSG_LENGTH(sizeof(ifaddrmsg));
-    request.header.nlmsg_type = RTM_NEWADDR;
-    request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
-    request.header.nlmsg_seq = ++sequence;
-    request.message.ifa_family = AF_INET;
-    request.message.ifa_prefixlen = 32;
-    request.message.ifa_scope = RT_SCOPE_UNIVERSE;
-    request.message.ifa_index = index;
+    ifaddrmsg message{};
+    message.ifa_family = AF_INET;
+    message.ifa_prefixlen = 32;
+    message.ifa_scope = RT_SCOPE_UNIVERSE;
+    message.ifa_index = index;
+    NetlinkRequest request(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, message);
     const in_addr a = socket_address(address, 0).sin_addr;
-    for (unsigned short type : {IFA_LOCAL, IFA_ADDRESS}) {
-      auto* attribute =
-          reinterpret_cast<rtattr*>(reinterpret_cast<char*>(&request) + NLMSG_ALIGN(request.header.nlmsg_len));
-      attribute->rta_type = type;
-      attribute->rta_len = RTA_LENGTH(sizeof a);
-      std::memcpy(RTA_DATA(attribute), &a, sizeof a);
-      request.header.nlmsg_len = NLMSG_ALIGN(request.header.nlmsg_len) + RTA_ALIGN(attribute->rta_len);
-    }
-    rtnetlink_request(sock, request.header, "adding address " + address.str() + " to " + device);
+    request.add(IFA_LOCAL, &a, sizeof a);
+    request.add(IFA_ADDRESS, &a, sizeof a);
+    request.execute(sock, "adding address " + address.str() + " to " + device);
   }
 }

@@ -29,49 +29,33 @@ void rtnetlink_request(const FileDescriptor& sock, const nlmsghdr& request, cons
   if (error != 0) throw SystemError(what, -error);
 }
 
+rtattr* NetlinkRequest::add(uint16_t type, const void* data, size_t length) {
+  auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+  const size_t at = NLMSG_ALIGN(header->nlmsg_len);
+  if (at + RTA_SPACE(length) > buffer_.size()) throw std::logic_error("netlink request too long");
+  auto* attribute = reinterpret_cast<rtattr*>(buffer_.data() + at);
+  attribute->rta_type = type;
+  attribute->rta_len = static_cast<unsigned short>(RTA_LENGTH(length));
+  if (length) std::memcpy(RTA_DATA(attribute), data, length);
+  header->nlmsg_len = static_cast<uint32_t>(at + RTA_ALIGN(attribute->rta_len));
+  return attribute;
+}
+
+void NetlinkRequest::add_windows(InitialWindows windows) {
+  auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+  rtattr* metrics = add(RTA_METRICS, nullptr, 0);
+  const size_t start = reinterpret_cast<char*>(metrics) - buffer_.data();
+  if (windows.congestion) add_u32(RTAX_INITCWND, windows.congestion);
+  if (windows.receive) add_u32(RTAX_INITRWND, windows.receive);
+  metrics = reinterpret_cast<rtattr*>(buffer_.data() + start);
+  metrics->rta_len = static_cast<unsigned short>(header->nlmsg_len - start);
+}
+
+void NetlinkRequest::execute(const FileDescriptor& sock, const std::string& what) {
+  rtnetlink_request(sock, *reinterpret_cast<const nlmsghdr*>(buffer_.data()), what);
+}
+
 namespace {
-
-// A request under construction: header, message, then attributes (nested ones too).
-class NetlinkRequest {
- public:
-  NetlinkRequest(uint16_t type, uint16_t flags, const rtmsg& route) {
-    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
-    header->nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
-    header->nlmsg_type = type;
-    header->nlmsg_flags = flags;
-    header->nlmsg_seq = 1;
-    std::memcpy(NLMSG_DATA(header), &route, sizeof route);
-  }
-  rtattr* add(uint16_t type, const void* data, size_t length) {
-    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
-    const size_t at = NLMSG_ALIGN(header->nlmsg_len);
-    if (at + RTA_SPACE(length) > buffer_.size()) throw std::logic_error("netlink request too long");
-    auto* attribute = reinterpret_cast<rtattr*>(buffer_.data() + at);
-    attribute->rta_type = type;
-    attribute->rta_len = static_cast<unsigned short>(RTA_LENGTH(length));
-    if (length) std::memcpy(RTA_DATA(attribute), data, length);
-    header->nlmsg_len = static_cast<uint32_t>(at + RTA_ALIGN(attribute->rta_len));
-    return attribute;
-  }
-  void add_u32(uint16_t type, uint32_t value) { add(type, &value, sizeof value); }
-  // RTA_METRICS holds the windows as attributes of its own.
-  void add_windows(InitialWindows windows) {
-    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
-    rtattr* metrics = add(RTA_METRICS, nullptr, 0);
-    const size_t start = reinterpret_cast<char*>(metrics) - buffer_.data();
-    if (windows.congestion) add_u32(RTAX_INITCWND, windows.congestion);
-    if (windows.receive) add_u32(RTAX_INITRWND, windows.receive);
-    metrics = reinterpret_cast<rtattr*>(buffer_.data() + start);
-    metrics->rta_len = static_cast<unsigned short>(header->nlmsg_len - start);
-  }
-  // Sends it and waits for the kernel's answer; an error names `what`.
-  void execute(const std::string& what) {
-    rtnetlink_request(rtnetlink_socket(), *reinterpret_cast<const nlmsghdr*>(buffer_.data()), what);
-  }
-
- private:
-  alignas(nlmsghdr) std::array<char, 512> buffer_{};
-};
 
 InitialWindows windows_of(const rtattr* metrics) {
   InitialWindows windows;

@@ -5,7 +5,9 @@
 // privileged set-up calls the writers.
 #include <linux/rtnetlink.h>
 
+#include <array>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <string>
 
@@ -32,6 +34,31 @@ struct InitialWindows {
   uint32_t congestion = 0;
   uint32_t receive = 0;
   bool any() const { return congestion != 0 || receive != 0; }
+};
+
+// An rtnetlink request under construction: the header, the message (rtmsg, ifinfomsg,
+// ifaddrmsg...), then attributes.
+class NetlinkRequest {
+ public:
+  template <typename Message>
+  NetlinkRequest(uint16_t type, uint16_t flags, const Message& message) {
+    auto* header = reinterpret_cast<nlmsghdr*>(buffer_.data());
+    header->nlmsg_len = NLMSG_LENGTH(sizeof(Message));
+    header->nlmsg_type = type;
+    header->nlmsg_flags = flags;
+    header->nlmsg_seq = 1;
+    std::memcpy(NLMSG_DATA(header), &message, sizeof message);
+  }
+  rtattr* add(uint16_t type, const void* data, size_t length);  // logic_error past 512 bytes
+  void add_u32(uint16_t type, uint32_t value) { add(type, &value, sizeof value); }
+  // RTA_METRICS, holding the windows as attributes of its own.
+  void add_windows(InitialWindows windows);
+  // Sends it on `sock` and waits for the kernel's answer; an error names `what`.
+  void execute(const FileDescriptor& sock, const std::string& what);
+  void execute(const std::string& what) { execute(rtnetlink_socket(), what); }
+
+ private:
+  alignas(nlmsghdr) std::array<char, 512> buffer_{};
 };
 
 // The windows of the most specific route of the main table that covers `address` (of any type:

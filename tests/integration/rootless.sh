@@ -127,15 +127,17 @@ rootless_graphs() {
   local dir port; dir=$(user_dir rootless)
   port=$(free_port) || return 1
   iperf_server "$port" || return 1
-  as_x_user "$BIN/mm-link" rate:12Mbit/s rate:12Mbit/s --meter-downlink --downlink-log="$dir/down.log" -- sh -c \
-    "iperf3 -c \$MAHIMAHI_BASE -p $port -R -t 4 >/dev/null &
+  as_x_user "$BIN/mm-link" rate:12Mbit/s rate:12Mbit/s --meter-downlink --downlink-log="$dir/down.log" -- \
+    "$BIN/mm-meter" --meter-output="$dir/meter" -- sh -c "iperf3 -c \$MAHIMAHI_BASE -p $port -R -t 4 >/dev/null &
      $(grab_when_drawn "[link 12Mbit/s up 12Mbit/s down] downlink" "$dir/link.png" 200 10)
      wait" || fail "rootless mm-link with a live graph" || return 1
   set -- $("$XPROBE" pixels "$dir/link.png" c=$CAPACITY_FILL i=$INGRESS_LINE e=$EGRESS_LINE)
   [ "$2" -ge 1000 ] && [ "${12}" -ge 200 ] || fail "the window: capacity $2 px, traffic out ${12} px" || return 1
+  set -- $("$XPROBE" pixels "$dir/meter/downlink.png" c=$CAPACITY_FILL i=$INGRESS_LINE e=$EGRESS_LINE)
+  [ "$7" -ge 100 ] || fail "mm-meter's graph lacks the traffic ($7 px)" || return 1
   "$BIN/mm-throughput-graph" 500 "$dir/down.log" > "$dir/down.svg" 2> "$dir/summary" || fail "the graph tool" || return 1
   grep -q "Average throughput" "$dir/summary" || fail "summary: $(cat "$dir/summary")" || return 1
-  echo "  the live graph drew capacity and traffic; the log's graph: $(grep 'Average throughput' "$dir/summary")"
+  echo "  mm-link's live graph drew capacity and traffic, mm-meter's file the traffic; the log's graph: $(grep 'Average throughput' "$dir/summary")"
 }
 
 rootless_test_kill9_leaves_nothing() {
@@ -186,4 +188,4 @@ rootless_test_the_kernel_says_no_in_one_message() {
 }
 
 # The other tests that the rootless pass runs again, rootless (they run their shells as the user).
-rootless_pass_tests='^test_(delay_trace_and_jitter_as_a_user|loss_gilbert_elliott_bursts_as_a_user|delay_and_loss_logs_as_a_user|loss_trace_as_a_user|record_as_ordinary_user_files_are_the_users|replay_server_tcp_congestion_control_and_slow_start_after_idle|meter_delay_and_loss_windows_through_the_viewer)$'
+rootless_pass_tests='^test_(delay_trace_and_jitter_as_a_user|loss_gilbert_elliott_bursts_as_a_user|delay_and_loss_logs_as_a_user|loss_trace_as_a_user|record_as_ordinary_user_files_are_the_users|replay_server_tcp_congestion_control_and_slow_start_after_idle|meter_delay_and_loss_windows_through_the_viewer|preset_applies_the_profiles_rates_and_round_trip_as_a_user)$'
