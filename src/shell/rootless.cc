@@ -60,8 +60,12 @@ bool has_effective_capability(int capability) {
 
 // Explains a refused unshare(CLONE_NEWUSER) by the setting that refused it.
 [[noreturn]] void user_namespace_refused(int error) {
-  if (error == EINVAL)
+  if (error == EINVAL) {
+    // No such namespaces, or (a program's bug, or a sanitizer's runtime) more than one thread.
+    if (::access("/proc/self/ns/user", F_OK) == 0)
+      throw std::runtime_error("a user namespace cannot be made by a process that runs several threads");
     throw UserError(std::string("this kernel has no user namespaces (CONFIG_USER_NS)") + kAlternatives);
+  }
   if (error == ENOSPC) {
     throw UserError(std::string("the kernel allows no more user namespaces here (user.max_user_namespaces reached, ") +
                     "or 32 levels of nesting: each rootless shell takes two); end some shells or nest fewer" +

@@ -151,6 +151,7 @@ test_record_bad_input() {
 
 test_record_as_ordinary_user_files_are_the_users() {
   local dir=$WORLD_TMP/user/rec
+  rm -rf "$WORLD_TMP/user"  # (run again by the rootless pass)
   mkdir -p "$WORLD_TMP/user" && chown "$TEST_USER" "$WORLD_TMP/user"
   AS_USER=$TEST_USER in_world env HOME="$WORLD_TMP/home" MAHIMAHI_CA_DIR="$WORLD_TMP/user/ca" SSL_CERT_FILE="$ORIGIN_CA" \
     "$BIN/mm-record" "$dir" -- curl -sf -o /dev/null --cacert "$WORLD_TMP/user/ca/ca.pem" https://b.test/ ||

@@ -74,15 +74,18 @@ rootless_test_way_out_reaches_the_host_and_publishes_nothing() {
 }
 
 rootless_test_dns_through_a_loopback_resolver() {
-  local out; printf 'nameserver 127.0.0.53\n' > "$WORLD_TMP/rootless-resolv"
-  in_world dnsmasq --listen-address=127.0.0.53 --bind-interfaces --no-resolv --server="$SERVER_IP" \
-    --pid-file="$WORLD_TMP/rootless-dnsmasq.pid" -C /dev/null || return 1
+  # (127.0.0.153: a loopback address no other test's resolver takes.)
+  local out dns; printf 'nameserver 127.0.0.153\n' > "$WORLD_TMP/rootless-resolv"
+  in_world /usr/sbin/dnsmasq --keep-in-foreground --listen-address=127.0.0.153 --bind-interfaces --no-resolv \
+    --server="$SERVER_IP" --user=root -C /dev/null --log-facility=/dev/null --pid-file= &
+  dns=$!
+  wait_until 10 listening "$WORLD" udp 53 || { kill "$dns"; wait "$dns" 2>/dev/null; fail "no resolver"; return 1; }
   out=$(AS_USER=$TEST_USER in_world_with_resolv "$WORLD_TMP/rootless-resolv" "$BIN/mm-delay" 20 "$BIN/mm-delay" 5 -- \
     sh -c 'getent hosts server.test && curl -sS -o /dev/null -w "curl %{http_code}\n" http://c.test/' 2>&1)
-  kill "$(cat "$WORLD_TMP/rootless-dnsmasq.pid")"
+  kill "$dns"; wait "$dns" 2>/dev/null
   echo "$out" | grep -q "^$SERVER_IP *server.test" && echo "$out" | grep -q "^curl 200" ||
     fail "names through a resolver on the host's loopback: $out" || return 1
-  echo "  a resolver on 127.0.0.53 answers through the shells and pasta"
+  echo "  a resolver on 127.0.0.153 answers through two nested shells and pasta"
 }
 
 rootless_test_record_through_the_way_out_then_replay() {
