@@ -12,11 +12,12 @@ CAPACITY_FILL=f5c9c9 INGRESS_LINE=2659d9 EGRESS_LINE=cc1a1a
 # Runs COMMAND in the world as TEST_USER, with the X server's display and the user's cookie.
 as_x_user() { AS_USER=$TEST_USER in_world env DISPLAY=":$DISPLAY_NUMBER" XAUTHORITY="$XAUTH_FILE" "$@"; }
 
-# Runs TEST (a function) with an X server, stopped afterwards whatever TEST returned.
+# Runs TEST (a function) with an X server, stopped afterwards whatever TEST returned (in a
+# subshell: a test that aborts, as on an unset variable under set -u, must not leave Xvfb).
 with_xvfb() {  # TEST
   XVFB_USER=$TEST_USER xvfb_start || return 1
   local status=0
-  "$1" || status=$?
+  ("$1") || status=$?
   xvfb_stop
   return $status
 }
