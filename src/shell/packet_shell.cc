@@ -528,7 +528,8 @@ struct ShellPlan {
   bool offload;                 // TUN offloads where the kernel has them (MAHIMAHI_OFFLOAD)
   bool offload_asked;           // MAHIMAHI_OFFLOAD=1: say why, if the kernel refuses
   std::string state_directory;  // rootless: the user's (rootless_state_directory)
-  std::string pasta;            // rootless, if this shell may need a way out: pasta's file; else empty
+  bool own_outside;             // rootless, where the caller's network is not the user's: make one
+  std::string pasta;            // with own_outside, unless MAHIMAHI_WAY_OUT=none: pasta's file; else empty
 };
 
 ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -541,6 +542,9 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   const UserIdentity user = acquire_privileges(info.name, env.get(kRootlessVariable));
   const bool rootless = user.mode == PrivilegeMode::Rootless;
   std::string state_directory, pasta;
+  // Rootless, where this process may not configure the network it is in (the outermost shell:
+  // the host's), an outside of its own stands for it (rootless.hh).
+  const bool own_outside = rootless && !spec.isolated && !can_configure_current_network();
   if (rootless) {
     check_rootless_support(!spec.isolated);
     state_directory = rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
@@ -553,7 +557,7 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
                        " must be pasta (the default: the host's network through pasta) " +
                        "or none (no way out), not \"" + printable(way, 40) + "\"");
     // The outermost shell (which makes an outside of its own) reaches the host through pasta.
-    if (!spec.isolated && way != "none" && !can_configure_current_network()) {
+    if (own_outside && way != "none") {
       try {
         pasta = resolve_command("pasta", env.get("PATH"));
       } catch (const std::exception&) {
@@ -583,9 +587,17 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   if (offload_env && offload_value != "0" && offload_value != "1")
     throw UsageError(std::string(kOffloadVariable) + " must be 0 (no TUN offloads) or 1 (offloads), not \"" +
                      printable(offload_value, 40) + "\"");
-  return ShellPlan{
-      std::move(spec), user, pool, base, std::move(program_path), nice, offload_value != "0", offload_value == "1",
-      state_directory, pasta};
+  return ShellPlan{std::move(spec),
+                   user,
+                   pool,
+                   base,
+                   std::move(program_path),
+                   nice,
+                   offload_value != "0",
+                   offload_value == "1",
+                   state_directory,
+                   own_outside,
+                   pasta};
 }
 
 // The guard's process, forked by the supervisor: into the shell's namespace (as root), then the
@@ -633,11 +645,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (isolated) {
     net = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
   } else {
-    // Rootless, where this process may not configure the network it is in (the outermost
-    // shell: the host's), an outside of its own stands for it (rootless.hh), reaching the
-    // host's network through pasta unless MAHIMAHI_WAY_OUT=none.
+    // A rootless outermost shell's outside, reaching the host's network through pasta unless
+    // MAHIMAHI_WAY_OUT=none.
     std::optional<Ipv4> dns_upstream;
-    if (user.mode == PrivilegeMode::Rootless && !can_configure_current_network()) {
+    if (plan.own_outside) {
       const bool loopback_dns = !loopback_nameservers(read_resolv_conf()).empty();
       if (!plan.pasta.empty()) way_out = WayOut(info.name, plan.pasta, plan.state_directory, loopback_dns);
       enter_own_outside(user.uid, user.gid);
