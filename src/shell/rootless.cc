@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <linux/capability.h>
 #include <linux/nsfs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/ioctl.h>
@@ -259,6 +260,7 @@ std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tm
 namespace {
 
 constexpr char kWayOutGo = 'G', kWayOutReady = 'R', kWayOutFailed = 'E';
+constexpr int kWayOutTxQueueLength = 10000;  // as the shells' own devices (privileged.cc)
 constexpr int kWayOutDeadlineMs = 10'000;
 
 // The monitor: starts pasta when told to, says when pasta has configured the supervisor's
@@ -440,7 +442,18 @@ void WayOut::start() {
   ssize_t n;
   while ((n = ::recv(control_.get(), reply, sizeof reply, 0)) < 0 && errno == EINTR) {
   }
-  if (n >= 1 && reply[0] == kWayOutReady) return;
+  if (n >= 1 && reply[0] == kWayOutReady) {
+    // pasta leaves its device's transmit queue at the kernel's 1000 packets, fewer than the
+    // window it advertises at 1500 bytes a packet: the bursts of an upload overflowed it (0.3
+    // Gbit/s up through a shell here). The outside is ours, its devices pasta's only.
+    if (struct if_nameindex* names = ::if_nameindex()) {
+      for (const struct if_nameindex* i = names; i->if_index != 0; i++) {
+        if (std::string_view(i->if_name) != "lo") set_tx_queue_length(i->if_name, kWayOutTxQueueLength);
+      }
+      ::if_freenameindex(names);
+    }
+    return;
+  }
   const std::string why =
       n > 1 ? std::string(reply + 1, static_cast<size_t>(n - 1)) : "pasta, the shell's way out, failed";
   throw UserError(why + "; set " + kWayOutVariable + "=none for a shell without a way out");
