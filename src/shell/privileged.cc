@@ -55,10 +55,6 @@ bool no_new_privs_set() {
 // user can block a slot (an abstract socket name could be taken by anyone).
 FileDescriptor claim_slot(Ipv4 first) { return claim_address_slot(static_cast<off_t>(first.value / 4)); }
 
-FileDescriptor open_current_namespace() {
-  return FileDescriptor(check_syscall("opening /proc/self/ns/net", ::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC)));
-}
-
 // The kernel's IPv6 autoconfiguration (router solicitations, MLD) would otherwise send packets
 // through the ferry on its own. A kernel without IPv6 has no such file, and no chatter.
 void disable_ipv6(const std::string& device) {
@@ -372,13 +368,13 @@ std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
     net.inner_namespace = std::move(made.net);
     return std::move(made.made);
   }
-  FileDescriptor caller_namespace = open_current_namespace();
+  FileDescriptor caller_namespace = open_own_namespace("net");
   unshare_network_namespace();
   std::vector<FileDescriptor> fds;
   try {
     bring_up("lo");
     fds = configure();
-    net.inner_namespace = open_current_namespace();
+    net.inner_namespace = open_own_namespace("net");
   } catch (...) {
     enter_namespace(caller_namespace);
     throw;
@@ -510,15 +506,7 @@ void set_congestion_control(const std::string& name) {
     write_existing_file(path, name);
   } catch (const SystemError& e) {
     if (e.error() != ENOENT && e.error() != EPERM) throw;
-    auto words = [](const std::string& file) {
-      try {
-        std::string text = read_small_file(file);  // "reno bbr\n"
-        while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-        return text;
-      } catch (const std::exception&) {
-        return std::string("?");
-      }
-    };
+    auto words = [](const std::string& file) { return read_setting(file).value_or("?"); };  // "reno bbr"
     const std::string allowed = words("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
     if (e.error() == ENOENT) {
       throw UserError("--server-congestion-control=" + name + ": this kernel has no congestion control of that name (" +
@@ -594,7 +582,7 @@ void add_isolated_addresses(const ShellNetwork& net, const std::vector<Ipv4>& ad
         false, HelperWait::UntilExited);
     return;
   }
-  FileDescriptor caller_namespace = open_current_namespace();
+  FileDescriptor caller_namespace = open_own_namespace("net");
   enter_namespace(net.inner_namespace);
   try {
     add_addresses("lo", addresses);

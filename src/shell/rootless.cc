@@ -30,26 +30,14 @@ namespace {
 
 const char* const kAlternatives = "; or install the shells setuid root (make install as root does) or run them as root";
 
-std::string trimmed_setting(const std::string& path) {
-  try {
-    std::string text = read_small_file(path);
-    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
-    return text;
-  } catch (const SystemError&) {
-    return "";  // this kernel has no such setting
-  }
-}
+// "" for a setting this kernel does not have.
+std::string trimmed_setting(const std::string& path) { return read_setting(path).value_or(""); }
 
 // The inode of a namespace file, which identifies the namespace.
 ino_t namespace_inode(int fd) {
   struct stat st {};
   check_syscall("stat of a namespace", ::fstat(fd, &st));
   return st.st_ino;
-}
-
-FileDescriptor open_own_namespace(const char* kind) {
-  const std::string path = std::string("/proc/self/ns/") + kind;
-  return FileDescriptor(check_syscall("opening " + path, ::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
 }
 
 bool has_effective_capability(int capability) {
@@ -213,6 +201,11 @@ RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid,
   }
   if (!failure.empty()) throw UserError(failure);
   return result;
+}
+
+FileDescriptor open_own_namespace(const char* kind) {
+  const std::string path = std::string("/proc/self/ns/") + kind;
+  return FileDescriptor(check_syscall("opening " + path, ::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
 }
 
 void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescriptor& net) {

@@ -66,6 +66,9 @@ struct RootlessNamespaces {
 RootlessNamespaces create_rootless_namespaces(uid_t uid, gid_t gid,
                                               const std::function<std::vector<FileDescriptor>()>& configure);
 
+// Opens this process's namespace of `kind` ("net", "user"): /proc/self/ns/KIND.
+FileDescriptor open_own_namespace(const char* kind);
+
 // Joins a rootless shell's namespaces: S (the caller must be in its parent, as the supervisor's
 // children are), then N2.
 void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescriptor& net);

@@ -192,3 +192,13 @@ std::vector<FileDescriptor> receive_descriptors(int socket) {
     throw std::runtime_error("no descriptors received, or some cut off");
   return received;
 }
+
+std::optional<std::string> read_setting(const std::string& path) {
+  try {
+    std::string text = read_small_file(path);
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+    return text;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}

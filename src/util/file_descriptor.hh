@@ -2,6 +2,7 @@
 #pragma once
 // Owning wrapper of a file descriptor, plus small whole-file helpers.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,6 +34,9 @@ class FileDescriptor {
 void write_all(int fd, std::string_view data);
 // Reads a whole (small) file such as a /proc entry; throws SystemError naming the path.
 std::string read_small_file(const std::string& path);
+// A kernel setting's text (/proc/sys/...) without its trailing newline and spaces, or nullopt if
+// it cannot be read (a kernel without that setting).
+std::optional<std::string> read_setting(const std::string& path);
 // Reads a whole file the user named ("-": standard input) of at most max_bytes bytes. Regular
 // files, pipes and FIFOs (e.g. <(command)) are read; opening a FIFO never blocks; a device
 // (/dev/zero, also as standard input unless a terminal), directory or socket is refused. Throws

@@ -63,10 +63,12 @@ rootless_test_way_out_reaches_the_host_and_publishes_nothing() {
   as_rootless_user "$BIN/mm-delay" 0 -- sh -c "python3 -m http.server 5899 --bind 0.0.0.0 >/dev/null 2>&1 & p=\$!
       for i in \$(seq 100); do ss -ltnH 'sport = :5899' | grep -q . && break; sleep 0.05; done
       curl -s -m 2 -o /dev/null -w 'inside %{http_code}' http://127.0.0.1:5899/ > $mark/listening
-      sleep 1.5; kill \$p" > "$mark/out" 2>&1 &
+      for i in \$(seq 200); do [ -e $mark/checked ] && break; sleep 0.05; done; kill \$p" > "$mark/out" 2>&1 &
   wait_until 10 grep -qs inside "$mark/listening" || fail "the command did not listen: $(cat "$mark/out")" || return 1
   local inside seen; inside=$(cat "$mark/listening")
+  # (The server stays up until the host has tried: the command waits for "checked".)
   seen=$(in_world curl -s -m 1 -o /dev/null -w '%{http_code}' "http://$WORLD_IP:5899/")
+  touch "$mark/checked"
   wait
   [ "$inside" = "inside 200" ] || fail "inside the shell: $inside" || return 1
   [ "$seen" = 000 ] || fail "the host reached the command's port 5899 ($seen)" || return 1
