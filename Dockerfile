@@ -19,7 +19,8 @@
 #                            profile denies writes to /proc/sys
 # --network none is enough for replays and emulation of traffic inside the container; leave it
 # out to reach the outside through the shells. Inside, run as root, or as the unprivileged user
-# "mahimahi" (--user mahimahi): the shells are setuid root, as on a shared machine.
+# "mahimahi" (--user mahimahi): the shells are setuid root, as on a shared machine. Or rootless,
+# with no capability added (docs/containers.md): passt (pasta) is installed for the way out.
 
 FROM debian:12 AS build
 RUN apt-get update \
@@ -37,7 +38,7 @@ FROM debian:12
 COPY --from=build /debs /debs
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      /debs/mahimahi_*.deb /debs/mahimahi-data_*.deb curl iproute2 iputils-ping \
+      /debs/mahimahi_*.deb /debs/mahimahi-data_*.deb curl iproute2 iputils-ping passt \
  && rm -rf /debs /var/lib/apt/lists/* \
  && useradd --create-home --shell /bin/bash mahimahi
 CMD ["bash"]

@@ -179,7 +179,8 @@ int main(int argc, char** argv) {
            if (v.empty()) throw UsageError("--destinations needs a file");
            file = std::string(v);
          }},
-        ArgScanner::verbose_option(spec.verbose)};
+        ArgScanner::verbose_option(spec.verbose),
+        ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
     logs.add_options(options);
     meters.add_options(options, true);
     ArgScanner scanner(kInfo, std::move(options));

@@ -82,6 +82,7 @@ struct LinkSettings {
   MeterOptions meters;
   LogOptions logs;
   bool verbose = false;
+  std::optional<int> tcp_ecn;
 };
 
 // Reads mm-link's own arguments into `settings` and returns the user's command. Bad queues and
@@ -97,7 +98,8 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
                                           {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
                                           {"once", false, [&](std::string_view) { settings.once = true; }},
                                           ArgScanner::seed_option(seed),
-                                          ArgScanner::verbose_option(settings.verbose)};
+                                          ArgScanner::verbose_option(settings.verbose),
+                                          ArgScanner::tcp_ecn_option(settings.tcp_ecn)};
   settings.meters.add_options(options, true);
   settings.logs.add_options(options);
   ArgScanner scanner(kInfo, std::move(options));
@@ -161,6 +163,7 @@ int main(int argc, char** argv) {
     ShellSpec spec;
     spec.command = scan_link_arguments(ac, av, settings);
     spec.verbose = settings.verbose;
+    spec.tcp_ecn = settings.tcp_ecn;
     spec.device_kind = "link";
     spec.follows_trace = true;
     spec.tag = link_tag(settings);

@@ -78,7 +78,8 @@ int main(int argc, char** argv) {
          }},
         {"once", false, [&](std::string_view) { once = true; }},
         ArgScanner::seed_option(seed),
-        ArgScanner::verbose_option(spec.verbose)};
+        ArgScanner::verbose_option(spec.verbose),
+        ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
     logs.add_options(options);
     meters.add_options(options, false);
     ArgScanner scanner(kInfo, std::move(options));

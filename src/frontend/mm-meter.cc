@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
     MeterOptions meters;
     ShellSpec spec;
-    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose)};
+    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose),
+                                            ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
     meters.add_options(options, false);
     ArgScanner scanner(kInfo, std::move(options));
     spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });

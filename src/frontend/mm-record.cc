@@ -46,6 +46,10 @@ const ProgramInfo kInfo{
     "                        Math.random and crypto.getRandomValues repeat (the recording keeps\n"
     "                        the page as sent): a page that builds URLs from the clock or at\n"
     "                        random then asks for the same ones in mm-replay --deterministic\n"
+    "  --tcp-ecn=on|accept|off\n"
+    "                        TCP's ECN in the shell and the shells inside (net.ipv4.tcp_ecn):\n"
+    "                        on, asked for and accepted; accept, used when the peer asks; off,\n"
+    "                        never (default: as where the shell starts; the kernel's is accept)\n"
     "  --verbose             a line per connection on standard error, and one saying whether the\n"
     "                        TUN offloads are used\n"
     "  --help, --version\n"
@@ -88,7 +92,8 @@ int main(int argc, char** argv) {
                         {"deterministic", false, [&](std::string_view) { options.deterministic = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
-                        {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }}});
+                        {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }},
+                        ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
       if (dir) return false;
       dir = std::string(word);

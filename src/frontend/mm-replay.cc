@@ -93,6 +93,10 @@ const ProgramInfo kInfo{
     "  --server-slow-start-after-idle=on|off\n"
     "                        whether the servers' TCP restarts slow start after an idle\n"
     "                        period (the kernel's default: on)\n"
+    "  --tcp-ecn=on|accept|off\n"
+    "                        TCP's ECN of the servers, the command and the shells inside\n"
+    "                        (net.ipv4.tcp_ecn): on, asked for and accepted; accept, used when\n"
+    "                        the peer asks; off, never (default: as where mm-replay starts)\n"
     "  --verbose             a summary of requests answered and missed at the end\n"
     "  --help, --version\n"
     "\n"
@@ -436,7 +440,8 @@ ShellSpec parse_command_line(int argc, char** argv) {
               {"single-server", false, [&](std::string_view) { single_server = true; }},
               {"deterministic", false, [&](std::string_view) { deterministic = true; }},
               {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
-              {"verbose", false, [&](std::string_view) { verbose = true; }}});
+              {"verbose", false, [&](std::string_view) { verbose = true; }},
+              ArgScanner::tcp_ecn_option(server_tcp.ecn)});
   ShellSpec spec;
   spec.command = scanner.scan(argc, argv, [&](std::string_view word) {
     if (dir) return false;

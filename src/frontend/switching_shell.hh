@@ -15,7 +15,8 @@ inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, c
     std::vector<std::string> typed;
     std::optional<uint64_t> seed;
     ShellSpec spec;
-    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose)};
+    std::vector<ArgScanner::Option> options{ArgScanner::verbose_option(spec.verbose),
+                                            ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
     if (durations == OnOffGate::Durations::Exponential) {
       options.push_back(ArgScanner::seed_option(seed));
     }

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool fifo = std::strcmp(name, "fq_codel") != 0;
   Nanos now = 0;
   uint64_t arrived = 0, sent = 0;
-  DropCount drops;
+  QueueEvents events;
   uint32_t next_expected = 0;
   while (input.remaining_bytes() > 0) {
     now += input.ConsumeIntegralInRange<Nanos>(0, 50 * kNanosPerMs);
@@ -59,9 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::span<uint8_t> space = queue->reserve();
       FUZZ_CHECK(space.size() >= length);
       write_packet(space, length, flow, static_cast<uint32_t>(arrived));
-      queue->enqueue(now, length, drops);
+      queue->enqueue(now, length, events);
       arrived++;
-    } else if (queue->next(now, drops)) {
+    } else if (queue->next(now, events)) {
       const PacketRing::Record& front = queue->front();
       const std::span<const uint8_t> bytes = queue->front_data();
       FUZZ_CHECK(bytes.size() == front.length && front.arrival <= now);
@@ -74,15 +74,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       queue->pop();
       sent++;
     }
-    if (args.packets) FUZZ_CHECK(arrived - sent - drops.packets <= *args.packets);
+    if (args.packets) FUZZ_CHECK(arrived - sent - events.dropped.packets <= *args.packets);
   }
   // Conservation: what arrived was sent, dropped, or is still queued.
   uint64_t left = 0;
-  while (queue->next(now, drops)) {
+  while (queue->next(now, events)) {
     queue->pop();
     left++;
   }
   FUZZ_CHECK(queue->empty());
-  FUZZ_CHECK(arrived == sent + drops.packets + left);
+  FUZZ_CHECK(arrived == sent + events.dropped.packets + left);
   return 0;
 }

@@ -6,26 +6,19 @@
 
 class CoDelQueue final : public FifoDiscipline {
  public:
-  CoDelQueue(QueueLimits limits, double target_ms, double interval_ms)
-      : limits_(limits),
-        target_ms_(target_ms),
-        interval_ms_(interval_ms),
-        codel_(ms_to_nanos(target_ms), ms_to_nanos(interval_ms)) {}
-  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override {
-    admit_within(limits_, now, length, drops, meta);
+  CoDelQueue(QueueLimits limits, const CoDelParams& params) : limits_(limits), params_(params), codel_(params) {}
+  void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) override {
+    admit_within(limits_, now, length, events, meta);
   }
-  bool next(Nanos now, DropCount& drops) override {
-    codel_.dequeue(ring_, now, [&] { drop_front(drops); });
+  bool next(Nanos now, QueueEvents& events) override {
+    codel_.dequeue(ring_, now, events, [&] { drop_front(events); });
     return !ring_.empty();
   }
   bool drops_when_dequeuing() const override { return true; }
-  std::string description() const override {
-    return "codel [" + limits_.describe() + ", target=" + format_ms(target_ms_) +
-           ", interval=" + format_ms(interval_ms_) + "]";
-  }
+  std::string description() const override { return "codel [" + limits_.describe() + params_.describe() + "]"; }
 
  private:
   QueueLimits limits_;
-  double target_ms_, interval_ms_;
+  CoDelParams params_;
   CoDelState codel_;
 };

@@ -7,9 +7,9 @@
 class DropHeadQueue final : public FifoDiscipline {
  public:
   explicit DropHeadQueue(QueueLimits limits) : limits_(limits) {}
-  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override {
+  void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) override {
     ring_.commit(now, length, meta);
-    while (!ring_.empty() && limits_.exceeded(ring_.bytes(), ring_.packets())) drop_front(drops);
+    while (!ring_.empty() && limits_.exceeded(ring_.bytes(), ring_.packets())) drop_front(events);
   }
   std::string description() const override { return "drophead [" + limits_.describe() + "]"; }
 

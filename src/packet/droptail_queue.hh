@@ -6,8 +6,8 @@
 class DropTailQueue final : public FifoDiscipline {
  public:
   explicit DropTailQueue(QueueLimits limits) : limits_(limits) {}
-  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override {
-    admit_within(limits_, now, length, drops, meta);
+  void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) override {
+    admit_within(limits_, now, length, events, meta);
   }
   std::string description() const override { return "droptail [" + limits_.describe() + "]"; }
 

@@ -8,7 +8,7 @@
 class FifoDiscipline : public QueueDiscipline {
  public:
   std::span<uint8_t> reserve() override { return ring_.reserve(); }
-  bool next(Nanos, DropCount&) override { return !ring_.empty(); }
+  bool next(Nanos, QueueEvents&) override { return !ring_.empty(); }
   const PacketRing::Record& front() const override { return ring_.front(); }
   std::span<const uint8_t> front_data() const override { return ring_.front_data(); }
   void pop() override { ring_.pop(); }
@@ -16,15 +16,15 @@ class FifoDiscipline : public QueueDiscipline {
 
  protected:
   // Admits the reserved packet unless that would exceed the limits (drop-tail).
-  void admit_within(const QueueLimits& limits, Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
+  void admit_within(const QueueLimits& limits, Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) {
     if (limits.exceeded(ring_.bytes() + length, ring_.packets() + 1)) {
-      drops.add(length);
+      events.dropped.add(length);
     } else {
       ring_.commit(now, length, meta);
     }
   }
-  void drop_front(DropCount& drops) {
-    drops.add(ring_.front().length);
+  void drop_front(QueueEvents& events) {
+    events.dropped.add(ring_.front().length);
     ring_.pop();
   }
   PacketRing ring_;

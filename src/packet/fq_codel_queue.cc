@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-void FqCoDelQueue::enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
+void FqCoDelQueue::enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) {
   const uint32_t index = classify(std::span<const uint8_t>(scratch_.get(), length));
   Flow& flow = flows_[index];
   if (!flow.ring) flow.ring = std::make_unique<PacketRing>(8 * 1024, 2048);  // once per flow, then reused
@@ -17,10 +17,10 @@ void FqCoDelQueue::enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_
     flow.deficit = kQuantum;
     new_flows_.push_back(index);
   }
-  while (limits_.exceeded(bytes_, packets_)) drop_from_fattest(drops);
+  while (limits_.exceeded(bytes_, packets_)) drop_from_fattest(events);
 }
 
-bool FqCoDelQueue::next(Nanos now, DropCount& drops) {
+bool FqCoDelQueue::next(Nanos now, QueueEvents& events) {
   if (current_) return true;
   for (;;) {
     std::vector<uint32_t>* list = !new_flows_.empty() ? &new_flows_ : !old_flows_.empty() ? &old_flows_ : nullptr;
@@ -32,7 +32,7 @@ bool FqCoDelQueue::next(Nanos now, DropCount& drops) {
       rotate_to_old(list, index);
       continue;
     }
-    flow.codel.dequeue(*flow.ring, now, [&] { drop_front_of(flow, drops); });
+    flow.codel.dequeue(*flow.ring, now, events, [&] { drop_front_of(flow, events); });
     if (flow.ring->empty()) {
       // An emptied new flow goes to the old list once, so it cannot keep its priority.
       if (list == &new_flows_ && !old_flows_.empty()) {
@@ -67,10 +67,10 @@ uint32_t FqCoDelQueue::classify(std::span<const uint8_t> packet) const {
   return static_cast<uint32_t>(h % flows_.size());
 }
 
-void FqCoDelQueue::drop_from_fattest(DropCount& drops) {
+void FqCoDelQueue::drop_from_fattest(QueueEvents& events) {
   Flow* fattest = nullptr;
   for (auto& f : flows_) {
     if (f.ring && !f.ring->empty() && (!fattest || f.ring->bytes() > fattest->ring->bytes())) fattest = &f;
   }
-  drop_front_of(*fattest, drops);
+  drop_front_of(*fattest, events);
 }

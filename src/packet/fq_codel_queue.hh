@@ -17,16 +17,16 @@
 // fattest flow loses packets from its head.
 class FqCoDelQueue final : public QueueDiscipline {
  public:
-  FqCoDelQueue(QueueLimits limits, double target_ms, double interval_ms, uint32_t flow_count)
-      : limits_(limits), target_ms_(target_ms), interval_ms_(interval_ms), flows_(flow_count) {
-    for (auto& f : flows_) f.codel = CoDelState(ms_to_nanos(target_ms), ms_to_nanos(interval_ms));
+  FqCoDelQueue(QueueLimits limits, const CoDelParams& params, uint32_t flow_count)
+      : limits_(limits), params_(params), flows_(flow_count) {
+    for (auto& f : flows_) f.codel = CoDelState(params);
   }
 
   std::span<uint8_t> reserve() override { return {scratch_.get(), kScratch}; }
 
-  void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) override;
+  void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) override;
 
-  bool next(Nanos now, DropCount& drops) override;
+  bool next(Nanos now, QueueEvents& events) override;
 
   const PacketRing::Record& front() const override { return current_->ring->front(); }
   std::span<const uint8_t> front_data() const override { return current_->ring->front_data(); }
@@ -39,8 +39,7 @@ class FqCoDelQueue final : public QueueDiscipline {
   bool empty() const override { return packets_ == 0; }
   bool drops_when_dequeuing() const override { return true; }
   std::string description() const override {
-    return "fq_codel [" + limits_.describe() + ", target=" + format_ms(target_ms_) +
-           ", interval=" + format_ms(interval_ms_) + ", flows=" + std::to_string(flows_.size()) + "]";
+    return "fq_codel [" + limits_.describe() + params_.describe() + ", flows=" + std::to_string(flows_.size()) + "]";
   }
 
  private:
@@ -60,18 +59,18 @@ class FqCoDelQueue final : public QueueDiscipline {
     old_flows_.push_back(index);
   }
 
-  void drop_front_of(Flow& flow, DropCount& drops) {
+  void drop_front_of(Flow& flow, QueueEvents& events) {
     const uint32_t length = flow.ring->front().length;
-    drops.add(length);
+    events.dropped.add(length);
     bytes_ -= length;
     packets_--;
     flow.ring->pop();
   }
 
-  void drop_from_fattest(DropCount& drops);
+  void drop_from_fattest(QueueEvents& events);
 
   QueueLimits limits_;
-  double target_ms_, interval_ms_;
+  CoDelParams params_;
   std::vector<Flow> flows_;
   std::vector<uint32_t> new_flows_, old_flows_;
   std::unique_ptr<uint8_t[]> scratch_{new uint8_t[kScratch]};

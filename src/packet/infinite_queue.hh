@@ -5,6 +5,6 @@
 
 class InfiniteQueue final : public FifoDiscipline {
  public:
-  void enqueue(Nanos now, uint32_t length, DropCount&, uint32_t meta) override { ring_.commit(now, length, meta); }
+  void enqueue(Nanos now, uint32_t length, QueueEvents&, uint32_t meta) override { ring_.commit(now, length, meta); }
   std::string description() const override { return "infinite"; }
 };

@@ -51,7 +51,8 @@ void LinkLogWriter::add(const LinkEvent& e) {
       line(e.time, '-', e.bytes, (e.time - origin_) / kNanosPerMs - (e.arrival - origin_) / kNanosPerMs, 2);
       break;
     case 'd':
-      line(e.time, 'd', e.packets, e.bytes, 2);
+    case 'm':
+      line(e.time, e.kind, e.packets, e.bytes, 2);
       break;
   }
 }

@@ -7,6 +7,9 @@
 //   T + SIZE          a packet of SIZE bytes arrived
 //   T - SIZE DELAY    a packet left after DELAY ms in the queue and on the link (the delay line)
 //   T d COUNT BYTES   COUNT packets of BYTES bytes in all were dropped
+//   T m COUNT BYTES   COUNT packets of BYTES bytes in all were marked CE by the queue (ECN)
+//                     instead of dropped; each also has its '-' line when it leaves (ours only:
+//                     the original's plot scripts stop at a kind they do not know)
 // T is whole milliseconds since the shell started ("init timestamp"); whole milliseconds keep
 // the original's parsers and plot scripts working (they read integers).
 //
@@ -27,7 +30,7 @@ struct LinkEvent {
   Nanos arrival;  // departures: when the packet arrived
   uint32_t bytes;
   uint32_t packets;
-  char kind;  // '+', '-', 'd'
+  char kind;  // '+', '-', 'd', 'm'
 };
 
 // One producer (a ferry thread), one consumer (the log writer).

@@ -26,9 +26,9 @@ class LinkQueue {
   // The ferry has called release(now) first: every opportunity up to `now` is used.
   void commit(Nanos now, uint32_t length, uint32_t meta = 0) {
     if (log_) log_->push({now, 0, length, 1, '+'});
-    DropCount drops;
-    queue_->enqueue(now, length, drops, meta);
-    log_drops(now, drops);
+    QueueEvents events;
+    queue_->enqueue(now, length, events, meta);
+    log_events(now, events);
   }
 
   Nanos next_departure() const {
@@ -51,9 +51,9 @@ class LinkQueue {
       uint32_t budget = Trace::kOpportunityBytes;
       while (budget > 0) {
         if (!sending_) {
-          DropCount drops;
-          const bool ready = queue_->next(t, drops);
-          log_drops(t, drops);
+          QueueEvents events;
+          const bool ready = queue_->next(t, events);
+          log_events(t, events);
           if (!ready) break;
           const PacketRing::Record& front = queue_->front();
           if (front.length <= budget) {  // wholly within this opportunity: sent from the queue itself
@@ -114,8 +114,10 @@ class LinkQueue {
     }
   }
 
-  void log_drops(Nanos t, const DropCount& drops) {
-    if (log_ && drops.packets) log_->push({t, 0, drops.bytes, drops.packets, 'd'});
+  void log_events(Nanos t, const QueueEvents& events) {
+    if (!log_) return;
+    if (events.dropped.packets) log_->push({t, 0, events.dropped.bytes, events.dropped.packets, 'd'});
+    if (events.marked.packets) log_->push({t, 0, events.marked.bytes, events.marked.packets, 'm'});
   }
 
   OpportunityCursor cursor_;

@@ -27,6 +27,9 @@ class PacketRing {
   std::span<uint8_t> reserve() { return reserve(max_packet_); }
   // Space for a packet of exactly `bytes` (a ring holding copies of known sizes).
   std::span<uint8_t> reserve(size_t bytes);
+  // The packet being written into the last reserve()d space, before commit(): an AQM's look at
+  // (and CE mark of) an arriving packet.
+  std::span<uint8_t> reserved(uint32_t length) { return {buffer_.get() + tail_ + sizeof(Record), length}; }
   // Appends the packet written into the last reserve()d space.
   void commit(Nanos arrival, uint32_t length, uint32_t meta = 0);
 
@@ -38,6 +41,10 @@ class PacketRing {
   const Record& front() const { return *record_at(head_); }
   std::span<const uint8_t> front_data() const {
     return {reinterpret_cast<const uint8_t*>(record_at(head_) + 1), record_at(head_)->length};
+  }
+  // The oldest packet's bytes, writable: an AQM marks it CE in place (packet/ecn.hh).
+  std::span<uint8_t> front_data() {
+    return {reinterpret_cast<uint8_t*>(record_at(head_) + 1), record_at(head_)->length};
   }
   void pop();
 

@@ -4,13 +4,21 @@
 
 #include <algorithm>
 
-void PieQueue::enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta) {
+#include "packet/ecn.hh"
+
+void PieQueue::enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) {
   update(now);
   if (should_drop()) {
-    drops.add(length);
-    return;
+    // RFC 8033 §5.1: an ECN-capable packet is marked rather than dropped while the probability
+    // is at most 10 %; above that, the queue is overloaded and marking would not relieve it.
+    if (ecn_ && probability_ <= kMaxMarkProbability && ecn::mark_ce(ring_.reserved(length))) {
+      events.marked.add(length);
+    } else {
+      events.dropped.add(length);
+      return;
+    }
   }
-  admit_within(limits_, now, length, drops, meta);
+  admit_within(limits_, now, length, events, meta);
 }
 
 // Catches up on every 15 ms update period that has passed.

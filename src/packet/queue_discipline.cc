@@ -51,12 +51,26 @@ double ms_or_default(const std::optional<double>& value, double default_ms, std:
   return *value;
 }
 
+// CoDel's parameters (codel, fq_codel): RFC 8289's defaults, ECN marking on, no CE threshold.
+CoDelParams codel_params(const QueueArgs& args, std::string_view name, std::string_view option) {
+  CoDelParams params{ms_or_default(args.target, kCoDelTargetMs, "target", name, option),
+                     ms_or_default(args.interval, kCoDelIntervalMs, "interval", name, option)};
+  params.ecn = args.ecn.value_or(true);
+  if (args.ce_threshold) {
+    params.ce_threshold_ms = ms_or_default(args.ce_threshold, 0, "ce_threshold", name, option);
+    if (!params.ecn)
+      throw UsageError(std::string(name) + ": ce_threshold marks packets CE, and ecn=0 forbids marking (in " +
+                       std::string(option) + "-args): leave one of them out");
+  }
+  return params;
+}
+
 // Parameters given to the infinite queue: the user meant a queue that takes them.
 [[noreturn]] void refuse_infinite_args(const QueueArgs& args, std::string_view option) {
-  const char* meant = args.flows                            ? "fq_codel"
-                      : (args.qdelay_ref || args.max_burst) ? "pie"
-                      : (args.target || args.interval)      ? "codel"
-                                                            : "droptail";
+  const char* meant = (args.flows || args.ce_threshold)            ? "fq_codel"
+                      : (args.qdelay_ref || args.max_burst)        ? "pie"
+                      : (args.target || args.interval || args.ecn) ? "codel"
+                                                                   : "droptail";
   throw UsageError(std::string(option) + "-args is given but the queue is infinite (" + std::string(option) +
                    "=infinite, the default), which takes no parameters: choose a queue, e.g. " + std::string(option) +
                    "=" + meant);
@@ -76,6 +90,8 @@ void allow_only(const QueueArgs& args, std::initializer_list<std::string_view> a
   check(args.interval.has_value(), "interval");
   check(args.qdelay_ref.has_value(), "qdelay_ref");
   check(args.max_burst.has_value(), "max_burst");
+  check(args.ecn.has_value(), "ecn");
+  check(args.ce_threshold.has_value(), "ce_threshold");
   check(args.flows.has_value(), "flows");
 }
 
@@ -133,9 +149,17 @@ QueueArgs QueueArgs::parse(std::string_view text, std::string_view option) {
       args.max_burst = number;
     else if (name == "flows")
       args.flows = integer();
+    else if (name == "ecn") {
+      if (number != 0 && number != 1)
+        throw UsageError(where + ": ecn must be 1 (mark ECN-capable packets CE instead of dropping them, the " +
+                         "default) or 0 (drop only)");
+      args.ecn = number == 1;
+    } else if (name == "ce_threshold")
+      args.ce_threshold = number;
     else
       throw UsageError(where + ": unknown parameter \"" + std::string(name) +
-                       "\" (known: bytes, packets, target, interval, qdelay_ref, max_burst, flows)");
+                       "\" (known: bytes, packets, target, interval, qdelay_ref, max_burst, ecn, ce_threshold, " +
+                       "flows)");
   }
   return args;
 }
@@ -154,26 +178,24 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, co
   }
   if (name == "codel") {
     // RFC 8289's target (5 ms) and interval (100 ms); Linux's codel limit (1000 packets).
-    allow_only(args, {"bytes", "packets", "target", "interval"}, name, option);
-    return std::make_unique<CoDelQueue>(limits_or_default(args, kAqmDefaultPackets),
-                                        ms_or_default(args.target, kCoDelTargetMs, "target", name, option),
-                                        ms_or_default(args.interval, kCoDelIntervalMs, "interval", name, option));
+    allow_only(args, {"bytes", "packets", "target", "interval", "ecn", "ce_threshold"}, name, option);
+    return std::make_unique<CoDelQueue>(limits_or_default(args, kAqmDefaultPackets), codel_params(args, name, option));
   }
   if (name == "pie") {
     // RFC 8033's QDELAY_REF (15 ms) and MAX_BURST (150 ms); Linux's pie limit (1000 packets).
-    allow_only(args, {"bytes", "packets", "qdelay_ref", "max_burst"}, name, option);
+    allow_only(args, {"bytes", "packets", "qdelay_ref", "max_burst", "ecn"}, name, option);
     return std::make_unique<PieQueue>(limits_or_default(args, kAqmDefaultPackets),
                                       ms_or_default(args.qdelay_ref, kPieQdelayRefMs, "qdelay_ref", name, option),
-                                      ms_or_default(args.max_burst, kPieMaxBurstMs, "max_burst", name, option), seed);
+                                      ms_or_default(args.max_burst, kPieMaxBurstMs, "max_burst", name, option),
+                                      args.ecn.value_or(true), seed);
   }
   if (name == "fq_codel") {
     // Defaults as Linux's fq_codel: 10240 packets, target 5 ms, interval 100 ms, 1024 flows.
-    allow_only(args, {"bytes", "packets", "target", "interval", "flows"}, name, option);
+    allow_only(args, {"bytes", "packets", "target", "interval", "ecn", "ce_threshold", "flows"}, name, option);
     const uint64_t flows = args.flows.value_or(1024);
     if (flows == 0 || flows > 65536) throw UsageError("fq_codel: flows must be between 1 and 65536");
-    return std::make_unique<FqCoDelQueue>(
-        limits_or_default(args, 10240), ms_or_default(args.target, kCoDelTargetMs, "target", name, option),
-        ms_or_default(args.interval, kCoDelIntervalMs, "interval", name, option), static_cast<uint32_t>(flows));
+    return std::make_unique<FqCoDelQueue>(limits_or_default(args, 10240), codel_params(args, name, option),
+                                          static_cast<uint32_t>(flows));
   }
   throw UsageError("unknown queue \"" + std::string(name) + "\" for " + std::string(option) +
                    " (known: infinite, droptail, drophead, codel, pie, fq_codel)");

@@ -14,7 +14,7 @@
 #include "packet/packet_ring.hh"
 #include "util/clock.hh"
 
-struct DropCount {
+struct PacketTally {
   uint32_t packets = 0;
   uint32_t bytes = 0;
   void add(uint32_t length) {
@@ -23,13 +23,25 @@ struct DropCount {
   }
 };
 
-// "bytes=N,packets=N,target=MS,interval=MS,qdelay_ref=MS,max_burst=MS" (any order, any subset).
+// What a discipline did to packets in one call: dropped them, or marked them CE (ECN, RFC
+// 3168) instead; a marked packet stays queued (or is the one sent next).
+struct QueueEvents {
+  PacketTally dropped;
+  PacketTally marked;
+};
+
+// "bytes=N,packets=N,target=MS,interval=MS,qdelay_ref=MS,max_burst=MS,ecn=0|1,ce_threshold=MS,
+// flows=N" (any order, any subset).
 struct QueueArgs {
   std::optional<uint64_t> bytes, packets;
   std::optional<double> target, interval, qdelay_ref, max_burst;  // milliseconds
+  std::optional<bool> ecn;                                        // codel, pie, fq_codel: mark CE (default 1)
+  std::optional<double> ce_threshold;                             // codel, fq_codel: milliseconds
   std::optional<uint64_t> flows;                                  // fq_codel
   static QueueArgs parse(std::string_view text, std::string_view option);
-  bool empty() const { return !bytes && !packets && !target && !interval && !qdelay_ref && !max_burst && !flows; }
+  bool empty() const {
+    return !bytes && !packets && !target && !interval && !qdelay_ref && !max_burst && !ecn && !ce_threshold && !flows;
+  }
 };
 
 class QueueDiscipline {
@@ -39,10 +51,10 @@ class QueueDiscipline {
   virtual std::span<uint8_t> reserve() = 0;
   // The packet read into reserve() arrived at `now`: queue it, or drop it (or others). `meta`
   // is its offload state (packet/offload.hh), kept with it.
-  virtual void enqueue(Nanos now, uint32_t length, DropCount& drops, uint32_t meta = 0) = 0;
+  virtual void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta = 0) = 0;
   // An opportunity at `now` can start a packet: make the one to send the front (an AQM may
   // drop packets first). False if there is none.
-  virtual bool next(Nanos now, DropCount& drops) = 0;
+  virtual bool next(Nanos now, QueueEvents& events) = 0;
   virtual const PacketRing::Record& front() const = 0;
   virtual std::span<const uint8_t> front_data() const = 0;
   virtual void pop() = 0;
@@ -54,8 +66,9 @@ class QueueDiscipline {
 };
 
 // Defaults of the parameters a user leaves out: CoDel's from RFC 8289 (also fq_codel's), PIE's
-// from RFC 8033; codel's and pie's limit, 1000 packets, as Linux's codel and pie qdiscs (a
-// queue that never overflows before the AQM acts: 1000 full packets are 1 s at 12 Mbit/s).
+// from RFC 8033; ECN marking on in all three (ecn=0: drop only, as the original's); codel's and pie's limit, 1000
+// packets, as Linux's codel and pie qdiscs (a queue that never overflows before the AQM acts: 1000 full packets are 1 s
+// at 12 Mbit/s).
 inline constexpr double kCoDelTargetMs = 5, kCoDelIntervalMs = 100;
 inline constexpr double kPieQdelayRefMs = 15, kPieMaxBurstMs = 150;
 inline constexpr uint64_t kAqmDefaultPackets = 1000;

@@ -48,7 +48,8 @@ FileDescriptor open_tun_device() {
   if (!fd.valid()) {
     if (errno == ENOENT || errno == ENODEV || errno == ENXIO) {
       throw UserError("this kernel has no TUN device (/dev/net/tun: " + std::string(std::strerror(errno)) +
-                      "); enable CONFIG_TUN or load the tun module");
+                      "); enable CONFIG_TUN or load the tun module (modprobe tun); in a container, give it the host's: "
+                      "--device /dev/net/tun");
     }
     throw SystemError("/dev/net/tun");
   }

@@ -643,7 +643,9 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   WayOut way_out;  // destroyed after net: the outside's way out ends last
   ShellNetwork net;
   if (isolated) {
-    net = create_isolated_namespace(spec.isolated_tcp);  // empty: the ferry asks for its addresses
+    ServerTcpSettings tcp = spec.isolated_tcp;  // the servers' and the command's: one namespace
+    if (spec.tcp_ecn) tcp.ecn = spec.tcp_ecn;
+    net = create_isolated_namespace(tcp);  // empty: the ferry asks for its addresses
   } else {
     // A rootless outermost shell's outside, reaching the host's network through pasta unless
     // MAHIMAHI_WAY_OUT=none.
@@ -664,7 +666,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 .dns_upstream = dns_upstream,
                                 // Through the way out, MAHIMAHI_BASE leads to the host's servers,
                                 // as it does in the setuid mode.
-                                .base_to_host = way_out.monitor() > 0});
+                                .base_to_host = way_out.monitor() > 0,
+                                .tcp_ecn = spec.tcp_ecn});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }

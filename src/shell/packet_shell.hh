@@ -7,6 +7,7 @@
 //    |- ferry (the user's rights; one thread per direction)
 //    `- command (the user's rights, inside the new namespace)
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -62,7 +63,8 @@ struct ShellSpec {
   // The ferry opens X windows (live graphs): without DISPLAY the shell fails at the start,
   // before any set-up, with this message (which says what to do instead).
   std::string display_needed;
-  bool verbose = false;  // --verbose: say whether the TUN offloads are used, and if not why
+  bool verbose = false;        // --verbose: say whether the TUN offloads are used, and if not why
+  std::optional<int> tcp_ecn;  // --tcp-ecn: net.ipv4.tcp_ecn of the command's namespace (0, 1, 2)
   // Its emulation follows a trace in time (mm-link, mm-delay --delay-trace): the outermost such
   // shell sets MAHIMAHI_CLOCK_BASE for the shells inside it (see trace_start()).
   bool follows_trace = false;

@@ -5,6 +5,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -108,6 +109,14 @@ UserIdentity acquire_privileges(const std::string& program, const char* rootless
   }
   const UserIdentity user{::getuid(), ::getgid(), PrivilegeMode::Setuid};
   if (::geteuid() == 0 && value != "1") {
+    // Root without the capabilities a shell is made with: a container started without them (a
+    // setuid program gets only the bounding set's), or a bounding set narrowed by setpriv.
+    if (!has_effective_capability(CAP_NET_ADMIN) || !has_effective_capability(CAP_SYS_ADMIN)) {
+      throw UserError(
+          std::string("root's rights here come without CAP_NET_ADMIN and CAP_SYS_ADMIN (a container ") +
+          "started without --cap-add NET_ADMIN --cap-add SYS_ADMIN, or a narrowed capability bounding set): " +
+          "give it those, or run it rootless, without either, with " + kRootlessVariable + "=1 (docs/containers.md)");
+    }
     decided_mode = user.uid == 0 ? PrivilegeMode::Root : PrivilegeMode::Setuid;
     return UserIdentity{user.uid, user.gid, decided_mode};
   }
@@ -357,6 +366,23 @@ void allow_ping() {
   write_existing_file("/proc/sys/net/ipv4/ping_group_range", groups);
 }
 
+// net.ipv4.tcp_ecn of the namespace this process is in: only the kernel's three modes.
+constexpr const char* kTcpEcnSetting = "/proc/sys/net/ipv4/tcp_ecn";
+void set_tcp_ecn(int mode) {
+  if (mode < 0 || mode > 2) throw std::invalid_argument("tcp_ecn must be 0, 1 or 2");
+  write_existing_file(kTcpEcnSetting, std::to_string(mode));
+}
+
+// The mode a new namespace gets: the one asked for, else that of the namespace the shell starts
+// in (a new namespace would have the kernel's default, 2), so that `mm-delay --tcp-ecn=on 10
+// mm-link ...` gives the innermost command ECN, and a shell behaves as its host does.
+std::optional<int> tcp_ecn_for_new_namespace(std::optional<int> asked) {
+  if (asked) return asked;
+  const std::optional<std::string> current = read_setting(kTcpEcnSetting);
+  if (current == "0" || current == "1" || current == "2") return *current == "0" ? 0 : *current == "1" ? 1 : 2;
+  return std::nullopt;  // a mode this code does not know (AccECN's, on newer kernels): the default
+}
+
 // Runs `configure` in a new network namespace: rootless, in a child process and the namespaces of
 // rootless.hh (net.command_userns set); otherwise here, returning to the caller's namespace. The
 // descriptors it returns come back either way.
@@ -450,6 +476,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 
   const size_t resolver_count = net.dns.nameservers.size();
+  const std::optional<int> tcp_ecn = tcp_ecn_for_new_namespace(options.tcp_ecn);
   std::vector<FileDescriptor> made = in_new_namespace(net, [&] {
     std::vector<FileDescriptor> fds;
     if (net.offload) {
@@ -465,6 +492,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     configure_point_to_point(kInnerDevice, net.addresses.inner, net.addresses.outer, kTxQueueLength);
     add_default_route(kInnerDevice, net.addresses.outer);
     allow_ping();
+    if (tcp_ecn) set_tcp_ecn(*tcp_ecn);
     for (Ipv4 resolver : net.dns.nameservers) {
       fds.push_back(bound_socket(SOCK_DGRAM, resolver, 53));
       FileDescriptor tcp = bound_socket(SOCK_STREAM, resolver, 53);
@@ -518,10 +546,12 @@ void set_congestion_control(const std::string& name) {
                     allowed + "; choose one of them, or ask the administrator to allow " + name);
   }
 }
+
 }  // namespace
 
 ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp) {
   ShellNetwork net;
+  const std::optional<int> tcp_ecn = tcp_ecn_for_new_namespace(tcp.ecn);
   in_new_namespace(net, [&] {
     write_existing_file("/proc/sys/net/ipv4/ip_unprivileged_port_start", "0");
     allow_ping();
@@ -530,6 +560,7 @@ ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp) {
       write_existing_file("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *tcp.slow_start_after_idle ? "1" : "0");
     }
     if (tcp.initial_window) add_unreachable_default({.congestion = tcp.initial_window});
+    if (tcp_ecn) set_tcp_ecn(*tcp_ecn);
     return std::vector<FileDescriptor>{};
   });
   return net;

@@ -128,6 +128,7 @@ struct ShellNetworkOptions {
   bool refuse_quic = true;
   std::optional<Ipv4> dns_upstream;  // ask this address for every loopback resolver (rootless way out)
   bool base_to_host = false;         // a rootless outside's: add_outside_base_redirect (nat.hh)
+  std::optional<int> tcp_ecn;        // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
 };
 ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);
@@ -167,6 +168,7 @@ struct ServerTcpSettings {
   // namespace gets "unreachable default initcwnd N", and each shell started inside copies it onto
   // its peer route, the route the servers' connections to the command take.
   uint32_t initial_window = 0;
+  std::optional<int> ecn;  // net.ipv4.tcp_ecn: 0, 1 or 2 (mm-replay --tcp-ecn)
 };
 constexpr uint32_t kMaxInitialWindow = 1024;
 

@@ -12,6 +12,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,13 +39,6 @@ ino_t namespace_inode(int fd) {
   struct stat st {};
   check_syscall("stat of a namespace", ::fstat(fd, &st));
   return st.st_ino;
-}
-
-bool has_effective_capability(int capability) {
-  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
-  __user_cap_data_struct data[2]{};
-  if (::syscall(SYS_capget, &header, data) < 0) return false;
-  return (data[capability / 32].effective >> (capability % 32)) & 1;
 }
 
 // Explains a refused unshare(CLONE_NEWUSER) by the setting that refused it.
@@ -82,6 +76,13 @@ constexpr char kMadeDescriptors = 'D', kFailed = 'E';
 
 }  // namespace
 
+bool has_effective_capability(int capability) {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (::syscall(SYS_capget, &header, data) < 0) return false;
+  return (data[capability / 32].effective >> (capability % 32)) & 1;
+}
+
 void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths) {
   const std::string prefix = "cannot run rootless here (no setuid bit, not root): ";
   if (trimmed_setting(paths.max_user_namespaces) == "0") {
@@ -103,6 +104,16 @@ void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths) {
                     "AppArmor profile granting \"userns,\" to the mm-* programs" +
                     kAlternatives);
   }
+  // Each shell writes its own namespaces' settings there (forwarding of its devices, ping); a
+  // container engine mounts it read-only unless told otherwise.
+  struct statvfs fs {};
+  if (::statvfs(paths.proc_sys.c_str(), &fs) == 0 && (fs.f_flag & ST_RDONLY)) {
+    throw UserError(prefix + paths.proc_sys +
+                    " is mounted read-only (a container engine's default), and each shell sets its own "
+                    "namespaces' settings there; run the container with it writable (podman: --security-opt "
+                    "unmask=/proc/sys; docker: --security-opt systempaths=unconfined; docs/containers.md)" +
+                    kAlternatives);
+  }
   if (needs_tun && ::access(paths.tun.c_str(), R_OK | W_OK) != 0) {
     const int error = errno;
     struct stat st {};
@@ -113,8 +124,10 @@ void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths) {
       mode = std::string(" (mode ") + octal + ")";
     }
     if (error == ENOENT) {
-      throw UserError(prefix + paths.tun + " does not exist; an administrator can load the tun module (modprobe tun)" +
-                      kAlternatives);
+      throw UserError(
+          prefix + paths.tun +
+          " does not exist; an administrator can load the tun module (modprobe tun); in a container, give it " +
+          "the host's: --device /dev/net/tun" + kAlternatives);
     }
     throw UserError(prefix + "you may not open " + paths.tun + mode +
                     "; an administrator can make it usable by all (chmod 0666 " + paths.tun +

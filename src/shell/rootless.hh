@@ -39,12 +39,16 @@ struct RootlessSettingPaths {
   std::string unprivileged_userns_clone = "/proc/sys/kernel/unprivileged_userns_clone";
   std::string apparmor_restrict = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
   std::string tun = "/dev/net/tun";
+  std::string proc_sys = "/proc/sys";
 };
 
 // Checks, before anything is made, that the kernel lets this user make user namespaces and (if
-// needs_tun) TUN devices. Throws UserError naming the setting that says no and the alternatives
-// (an administrator's change, the setuid install, root).
+// needs_tun) TUN devices, and that /proc/sys is writable (containers mount it read-only). Throws UserError naming the
+// setting that says no and the alternatives (an administrator's change, the setuid install, root).
 void check_rootless_support(bool needs_tun, const RootlessSettingPaths& paths = {});
+
+// Whether the calling thread has `capability` (CAP_*) in its effective set.
+bool has_effective_capability(int capability);
 
 // Whether this process may configure the network namespace it is in: it has CAP_NET_ADMIN in
 // the user namespace owning it, or that namespace is a child of this process's, owned by its

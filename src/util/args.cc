@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 std::string quoted(std::string_view text) { return "\"" + std::string(text) + "\""; }
@@ -52,6 +53,20 @@ ArgScanner::Option ArgScanner::seed_option(std::optional<uint64_t>& seed) {
 
 ArgScanner::Option ArgScanner::verbose_option(bool& verbose) {
   return {"verbose", false, [&verbose](std::string_view) { verbose = true; }};
+}
+
+ArgScanner::Option ArgScanner::tcp_ecn_option(std::optional<int>& mode) {
+  return {"tcp-ecn", true, [&mode](std::string_view v) {
+            if (v == "on")
+              mode = 1;
+            else if (v == "accept")
+              mode = 2;
+            else if (v == "off")
+              mode = 0;
+            else
+              throw UsageError("--tcp-ecn must be on (TCP asks for ECN and accepts it), accept (only when the peer " +
+                               std::string("asks, the kernel's default) or off, not \"") + printable(v, 40) + "\"");
+          }};
 }
 
 ArgScanner::ArgScanner(const ProgramInfo& info, std::vector<Option> options)

@@ -27,8 +27,14 @@ std::string usage_line(const ProgramInfo& info);
 // The --verbose line of the packet shells' option lists (ArgScanner::verbose_option); a macro
 // so that a help text written as one literal can include it.
 #define MM_VERBOSE_HELP_LINE "  --verbose   say on standard error whether the TUN offloads are used, and if not why\n"
+// The --tcp-ecn line (ArgScanner::tcp_ecn_option).
+#define MM_TCP_ECN_HELP_LINE                                                                       \
+  "  --tcp-ecn=on|accept|off\n"                                                                    \
+  "              TCP's ECN in the shell and the shells inside (net.ipv4.tcp_ecn): on, asked for\n" \
+  "              and accepted; accept, used when the peer asks; off, never (default: as where\n"   \
+  "              the shell starts; the kernel's is accept)\n"
 // The last lines of the shells' option lists in their --help text.
-inline constexpr std::string_view kHelpAndVersionLines = MM_VERBOSE_HELP_LINE
+inline constexpr std::string_view kHelpAndVersionLines = MM_TCP_ECN_HELP_LINE MM_VERBOSE_HELP_LINE
     "  --help      show this help\n"
     "  --version   show the version\n";
 
@@ -48,6 +54,8 @@ class ArgScanner {
   static Option seed_option(std::optional<uint64_t>& seed);
   // --verbose into `verbose`: the option of every packet shell (kVerboseLine).
   static Option verbose_option(bool& verbose);
+  // --tcp-ecn=on|accept|off into `mode` as net.ipv4.tcp_ecn's value (1, 2, 0): every packet shell's.
+  static Option tcp_ecn_option(std::optional<int>& mode);
 
   ArgScanner(const ProgramInfo& info, std::vector<Option> options);
   // positional(word) returns true if it consumed the word, false if its arguments are complete

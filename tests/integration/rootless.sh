@@ -175,6 +175,11 @@ rootless_test_the_kernel_says_no_in_one_message() {
     "echo 0 > /proc/sys/user/max_user_namespaces && MAHIMAHI_ROOTLESS=1 $BIN/mm-delay 10 -- true" 2>&1); status=$?
   [ "$status" = 1 ] && echo "$out" | grep -q "user namespaces are switched off (user.max_user_namespaces = 0).*sysctl" ||
     fail "max_user_namespaces=0: $status '$out'" || return 1
+  # /proc/sys read-only, as container engines mount it (in a throwaway mount namespace).
+  out=$(in_world unshare --mount sh -c "mount --bind -o ro /proc/sys /proc/sys &&
+    setpriv --reuid=$TEST_USER --regid=$TEST_USER --init-groups -- $BIN/mm-delay 10 -- true" 2>&1); status=$?
+  [ "$status" = 1 ] && echo "$out" | grep -q "/proc/sys is mounted read-only.*unmask=/proc/sys.*systempaths=unconfined" &&
+    [ "$(echo "$out" | wc -l)" = 1 ] || fail "read-only /proc/sys: $status '$out'" || return 1
   # The choices of the environment.
   out=$(as_rootless_user env MAHIMAHI_ROOTLESS=0 "$BIN/mm-delay" 10 -- true 2>&1); status=$?
   [ "$status" = 1 ] && echo "$out" | grep -q "needs root's rights with MAHIMAHI_ROOTLESS=0" || fail "ROOTLESS=0: $out" || return 1

@@ -457,6 +457,13 @@ test_bad_input_is_rejected_clearly() {
   rc_msg 1 "needs root's rights with MAHIMAHI_ROOTLESS=0" env AS_USER="$TEST_USER" bash -c '. '"$LIB"'; WORLD='"$WORLD"' in_world env MAHIMAHI_ROOTLESS=0 '"$WORLD_TMP"'/mm-delay-plain 1 true' || return 1
   rc_msg 1 "no_new_privs is set" ip netns exec "$WORLD" setpriv --no-new-privs --reuid="$TEST_USER" --regid="$TEST_USER" \
     --init-groups -- env MAHIMAHI_ROOTLESS=0 "$BIN/mm-delay" 1 true || return 1
+  # Root's rights without the capabilities (a container started without them): say which, and
+  # the two ways on.
+  rc_msg 1 "root's rights here come without CAP_NET_ADMIN and CAP_SYS_ADMIN (a container started" ip netns exec "$WORLD" \
+    setpriv --bounding-set -net_admin --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- "$BIN/mm-delay" 1 true ||
+    return 1
+  rc_msg 1 "root's rights here come without CAP_NET_ADMIN" ip netns exec "$WORLD" setpriv --bounding-set -sys_admin -- \
+    "$BIN/mm-delay" 1 true || return 1
   rc_msg 2 "MAHIMAHI_ROOTLESS must be 1" in_world env MAHIMAHI_ROOTLESS=yes "$BIN/mm-delay" 1 true || return 1
   rc_msg 0 "Usage: mm-delay DELAY-MS" sh -c "'$BIN/mm-delay' --help >&2" || return 1
   rc_msg 0 "mm-loss (mahimahi)" sh -c "'$BIN/mm-loss' --version >&2" || return 1

@@ -12,6 +12,7 @@
 
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
+#include "packet/offload.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
 #include "util/file_descriptor.hh"
@@ -27,9 +28,15 @@ struct AqmRun {
   std::vector<int> flows;
   std::vector<Nanos> drop_times;
   uint32_t dropped = 0;
+  std::vector<Nanos> mark_times;  // CE marks (ECN), as the log's 'm' events say
+  uint32_t marked = 0;
+  uint32_t delivered_ce = 0;   // delivered packets carrying CE
+  uint32_t bad_checksums = 0;  // delivered packets whose IPv4 header checksum is wrong
 };
 
-inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int (*flow_of)(int) = nullptr) {
+// `tos`: the packets' TOS byte (its low two bits: ECN, packet/ecn.hh); their header checksum is valid.
+inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int (*flow_of)(int) = nullptr,
+                   uint8_t tos = 0) {
   Trace trace = Trace::from_argument("rate:12Mbit/s");
   FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
   LinkEventRing events(wake.get());
@@ -40,6 +47,9 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
       if (e.kind == 'd') {
         run.dropped += e.packets;
         for (uint32_t k = 0; k < e.packets; k++) run.drop_times.push_back(e.time);
+      } else if (e.kind == 'm') {
+        run.marked += e.packets;
+        for (uint32_t k = 0; k < e.packets; k++) run.mark_times.push_back(e.time);
       }
     });
   };
@@ -49,6 +59,8 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
       std::memcpy(&arrival, p.data() + 24, sizeof arrival);
       run.sojourns.emplace_back(now, nanos_to_ms(now - arrival));
       run.flows.push_back(p[21]);
+      if ((p[1] & 3) == 3) run.delivered_ce++;
+      if (checksum_fold(checksum_add(p.first(20))) != 0xffff) run.bad_checksums++;
     };
   };
   int i = 0;
@@ -58,9 +70,16 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
     auto space = link.reserve();
     std::memset(space.data(), 0, 32);
     space[0] = 0x45;
+    space[1] = tos;
+    space[2] = 1500 >> 8;
+    space[3] = 1500 & 0xff;
+    space[8] = 64;
     space[9] = 17;
     space[21] = static_cast<uint8_t>(flow_of ? flow_of(i) : 0);  // UDP source port: the flow
     std::memcpy(space.data() + 24, &now, sizeof now);
+    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
+    space[10] = static_cast<uint8_t>(checksum >> 8);
+    space[11] = static_cast<uint8_t>(checksum);
     link.commit(now, 1500);
     collect();
   }

@@ -5,14 +5,14 @@
 #include "queue_test_harness.hh"
 
 TEST(DropHeadQueue, drophead_keeps_the_newest_within_the_limit) {
-  DropCount head_drops;
+  QueueEvents head_events;
   auto head = queue("drophead", "bytes=250");
   for (int i = 0; i < 4; i++) {
     auto s = head->reserve();
     s[0] = static_cast<uint8_t>(i);
-    head->enqueue(i, 100, head_drops);
+    head->enqueue(i, 100, head_events);
   }
-  ASSERT_EQ(head_drops.packets, 2u);
-  ASSERT_TRUE(head->next(10, head_drops));
+  ASSERT_EQ(head_events.dropped.packets, 2u);
+  ASSERT_TRUE(head->next(10, head_events));
   ASSERT_EQ(static_cast<int>(head->front_data()[0]), 2);  // drop-head kept the newest
 }

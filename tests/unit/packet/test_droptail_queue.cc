@@ -5,15 +5,15 @@
 #include "queue_test_harness.hh"
 
 TEST(DropTailQueue, droptail_keeps_the_oldest_within_the_limit) {
-  DropCount drops;
+  QueueEvents events;
   auto tail = queue("droptail", "packets=2");
   for (int i = 0; i < 4; i++) {
     auto s = tail->reserve();
     s[0] = static_cast<uint8_t>(i);
-    tail->enqueue(i, 100, drops);
+    tail->enqueue(i, 100, events);
   }
-  ASSERT_EQ(drops.packets, 2u);
-  ASSERT_EQ(drops.bytes, 200u);
-  ASSERT_TRUE(tail->next(10, drops));
+  ASSERT_EQ(events.dropped.packets, 2u);
+  ASSERT_EQ(events.dropped.bytes, 200u);
+  ASSERT_TRUE(tail->next(10, events));
   ASSERT_EQ(static_cast<int>(tail->front_data()[0]), 0);  // drop-tail kept the oldest
 }

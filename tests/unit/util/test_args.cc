@@ -145,6 +145,10 @@ TEST(Args, run_tool_turns_errors_into_exit_status) {
 
 TEST(Args, shells_help_lines) {
   ASSERT_EQ(std::string(kHelpAndVersionLines),
+            "  --tcp-ecn=on|accept|off\n"
+            "              TCP's ECN in the shell and the shells inside (net.ipv4.tcp_ecn): on, asked for\n"
+            "              and accepted; accept, used when the peer asks; off, never (default: as where\n"
+            "              the shell starts; the kernel's is accept)\n"
             "  --verbose   say on standard error whether the TUN offloads are used, and if not why\n"
             "  --help      show this help\n  --version   show the version\n");
 }
@@ -156,6 +160,18 @@ TEST(Args, verbose_option) {
   ASSERT_FALSE(option.takes_value);
   option.apply("");
   ASSERT_TRUE(verbose);
+}
+
+TEST(Args, tcp_ecn_option) {
+  std::optional<int> mode;
+  const ArgScanner::Option option = ArgScanner::tcp_ecn_option(mode);
+  ASSERT_EQ(option.name, "tcp-ecn");
+  ASSERT_TRUE(option.takes_value);
+  for (auto [word, value] : {std::pair{"on", 1}, std::pair{"accept", 2}, std::pair{"off", 0}}) {
+    option.apply(word);
+    ASSERT_EQ(*mode, value);
+  }
+  EXPECT_THROW_WITH(UsageError, option.apply("1"), "--tcp-ecn must be on (TCP asks for ECN and accepts it)");
 }
 
 TEST(Args, seed_option) {
