@@ -61,8 +61,8 @@ const ProgramInfo kInfo{
     "        PNG per graph into DIR, when the shell ends (without a --meter-* graph: both\n"
     "        throughput graphs); works without a display (SSH, CI)\n"
     "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
-    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" MM_VERBOSE_HELP_LINE
-    "  --help, --version\n"};
+    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" MM_TCP_ECN_HELP_LINE
+        MM_VERBOSE_HELP_LINE "  --help, --version\n"};
 
 struct Direction {
   Direction(const char* n, const char* o) : name(n), option(o) {}

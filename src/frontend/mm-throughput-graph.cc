@@ -18,12 +18,14 @@ const ProgramInfo kInfo{
     "the legend sits below the plot. Prints to standard error, for each log: the average\n"
     "capacity, the average throughput and utilisation, the 95th percentile per-packet queueing\n"
     "delay and signal delay, and drops (\"-\" and the reason where there is no value, e.g. when\n"
-    "no packet was delivered).\n"
+    "no packet was delivered), and the packets the queue marked CE (ECN) if it marked any; the\n"
+    "chart then has their traffic too (\"Marked CE\").\n"
     "\n"
     "Options:\n" +
         std::string(kGraphOptionsHelp) +
         "\n"
-        "CSV columns: log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets\n"
+        "CSV columns: log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets,\n"
+        "marked_packets\n"
         "(a row per bin of each log; times in seconds from the log's base timestamp).\n"
         "Exit status: 0 when the chart was written (also for a log with no packets), 1 when a log\n"
         "cannot be read or an output cannot be written, 2 for a usage error.\n"};

@@ -73,8 +73,24 @@ Chart delay_chart(const std::vector<DelaySource>& sources, const std::string& ti
                    Series::Style::Dots, several ? paler(own) : Color{0.15, 0.35, 0.85}, source.packets};
     chart.series.push_back(std::move(signal));
     chart.series.push_back(std::move(packets));
+    if (!source.marks.empty()) {
+      chart.series.push_back(Series{name_logs ? source.label + ": ECN CE marks" : "ECN CE marks", Series::Style::Dots,
+                                    several ? own : Color{0.1, 0.6, 0.2}, source.marks});
+    }
   }
   return chart;
+}
+
+std::vector<std::pair<double, double>> mark_points(const LinkLog& log) {
+  // Both lists are in time order, as the log is written: one pass.
+  std::vector<std::pair<double, double>> points;
+  size_t d = 0;
+  for (const auto& m : log.marks) {
+    while (d < log.departures.size() && log.departures[d].time < m.time) d++;
+    if (d == log.departures.size()) break;
+    points.emplace_back(m.time / 1000, log.departures[d].delay);
+  }
+  return points;
 }
 
 Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows, const std::string& title,
@@ -88,6 +104,7 @@ Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRo
     for (size_t r = 0; r < rows[i].size(); r++)
       source.signal.emplace_back(rows[i].start_s(r), rows[i].signal_delay_ms[r]);
     for (const auto& d : log.departures) source.packets.emplace_back(d.time / 1000, d.delay);
+    source.marks = mark_points(log);
     sources.push_back(std::move(source));
   }
   Chart chart = delay_chart(sources, title, name_logs);
@@ -112,5 +129,6 @@ std::string delay_csv(const std::vector<LabeledLog>& logs, const std::vector<Del
 std::string delay_summary(const LinkLog& log) {
   const LinkSummary s = summarize(log);
   return "95th percentile per-packet queueing delay: " + delay_text(s.queueing_delay_p95_ms, log) +
-         "\n95th percentile signal delay: " + delay_text(s.signal_delay_p95_ms, log) + "\n";
+         "\n95th percentile signal delay: " + delay_text(s.signal_delay_p95_ms, log) + "\n" +
+         (s.marked_packets ? "Marked packets (ECN CE): " + std::to_string(s.marked_packets) + "\n" : "");
 }

@@ -30,19 +30,27 @@ inline constexpr size_t kMaxDelayRows = 1'000'000;
 
 DelayRows delay_rows(const LinkLog& log);
 
+// The points of DelaySource::marks for a log.
+std::vector<std::pair<double, double>> mark_points(const LinkLog& log);
+
 // What one log, or one direction of a live meter, brings to a delay chart.
 struct DelaySource {
   std::string label;  // its name in the legend, with name_logs
   bool no_events = false, no_departures = false;
   double queueing_delay_p95_ms, signal_delay_p95_ms;       // NaN: none
   std::vector<std::pair<double, double>> signal, packets;  // (s, ms): the signal delay; each packet's at its departure
+  // (s, ms): each CE mark (ECN) at its time, at the delay of the first packet to leave then or
+  // after: the queueing delay at which the queue marked (the marked packet's own for codel and
+  // fq_codel, which mark the packet leaving; for pie, which marks on arrival, the queue's then).
+  std::vector<std::pair<double, double>> marks = {};
 };
 
 // The chart of delay_chart below, from its sources (the live meters' and the logs' one).
 Chart delay_chart(const std::vector<DelaySource>& sources, const std::string& title, bool name_logs);
 
 // One chart of every log, on a logarithmic scale: each packet's delay as a dot at its
-// departure, and the signal delay (filled for one log, a line in the log's colour for several).
+// departure, the signal delay (filled for one log, a line in the log's colour for several), and
+// the CE marks (DelaySource::marks) where the log has any.
 // Legend entries start with the log's label when name_logs is set.
 Chart delay_chart(const std::vector<LabeledLog>& logs, const std::vector<DelayRows>& rows, const std::string& title,
                   bool name_logs);

@@ -91,6 +91,10 @@ LinkLog LinkLog::parse(std::string_view text, const std::string& path) {
         ok = ok && parse_number(rest, b);
         log.drops.push_back({t, a, b});
         break;
+      case 'm':
+        ok = ok && parse_number(rest, b);
+        log.marks.push_back({t, a, b});
+        break;
       default:
         throw UserError(where + "unknown event type '" + std::string(1, kind) + "'");
     }
@@ -156,6 +160,7 @@ LinkSummary summarize(const LinkLog& log) {
   s.queueing_delay_p95_ms = percentile(delays, 95).value_or(none);
   s.signal_delay_p95_ms = percentile(signal_delays(log), 95).value_or(none);
   for (const auto& d : log.drops) s.dropped_packets += static_cast<uint64_t>(d.packets);
+  for (const auto& m : log.marks) s.marked_packets += static_cast<uint64_t>(m.packets);
   return s;
 }
 

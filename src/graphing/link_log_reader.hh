@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // Reads an mm-link log (ours or the original's): header lines "# ...", then "T # BYTES",
-// "T + SIZE", "T - SIZE DELAY" and "T d COUNT BYTES" lines. Times are ms (fractions accepted);
-// they are made relative to the "# base timestamp" when there is one.
+// "T + SIZE", "T - SIZE DELAY", "T d COUNT BYTES" and (ours, ECN) "T m COUNT BYTES" lines. Times are ms (fractions
+// accepted); they are made relative to the "# base timestamp" when there is one.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -31,10 +31,13 @@ struct LinkLog {
   std::vector<Arrival> arrivals;
   std::vector<Departure> departures;
   std::vector<Drop> drops;
+  std::vector<Drop> marks;     // packets marked CE instead of dropped (ECN)
   double first = 0, last = 0;  // time span of all events (ms); 0 and 0 for a log without events
 
   // True for a log with header lines only (a link that neither offered nor carried anything).
-  bool empty() const { return opportunities.empty() && arrivals.empty() && departures.empty() && drops.empty(); }
+  bool empty() const {
+    return opportunities.empty() && arrivals.empty() && departures.empty() && drops.empty() && marks.empty();
+  }
 
   // Bounds, so that reading a log and what is computed from it (a value per ms of its span for
   // the signal delay) stay within memory: a file of at most kMaxFileBytes, event lines of at
@@ -71,6 +74,7 @@ struct LinkSummary {
   double queueing_delay_p95_ms;  // per packet
   double signal_delay_p95_ms;    // per millisecond: how long until something sent then arrives
   uint64_t dropped_packets;
+  uint64_t marked_packets;  // CE marks (ECN)
 };
 LinkSummary summarize(const LinkLog& log);
 

@@ -45,8 +45,11 @@ void MeterSlot::merge(const MeterSlot& other) {
   arrived_bytes += other.arrived_bytes;
   departed_bytes += other.departed_bytes;
   dropped_packets += other.dropped_packets;
+  marked_bytes += other.marked_bytes;
+  marked_packets += other.marked_packets;
   earliest_departure_ms = std::min(earliest_departure_ms, other.earliest_departure_ms);
   delays |= other.delays;
+  mark_delays |= other.mark_delays;
 }
 
 MeterSeries::MeterSeries(Mode mode, double slot_ms, size_t capacity)
@@ -110,6 +113,17 @@ void MeterSeries::drop(double ms, double packets) {
   if (MeterSlot* s = at(ms)) s->dropped_packets += packets;
 }
 
+void MeterSeries::mark_delay(double ms, double delay_ms) {
+  if (MeterSlot* s = at(ms)) s->mark_delays.set(delay_class(delay_ms));
+}
+
+void MeterSeries::mark(double ms, double packets, double bytes) {
+  if (MeterSlot* s = at(ms)) {
+    s->marked_packets += packets;
+    s->marked_bytes += bytes;
+  }
+}
+
 std::vector<double> slot_signal_delays(const MeterSeries& series) {
   std::vector<double> out(series.size(), kNan);
   double next = INFINITY;  // the signal delay at the start of the slot after this one
@@ -164,10 +178,19 @@ void LinkMeter::add_locked(const LinkEvent& e) {
       departures_++;
       delay_counts_[delay_class(delay)]++;
       for (MeterSeries* s : {&live_, &whole_}) s->departure(t, e.bytes, ms(e.arrival), delay);
+      if (pending_mark_ms_) {
+        for (MeterSeries* s : {&live_, &whole_}) s->mark_delay(*pending_mark_ms_, delay);
+        pending_mark_ms_.reset();
+      }
       break;
     }
     case 'd':
       for (MeterSeries* s : {&live_, &whole_}) s->drop(t, e.packets);
+      break;
+    case 'm':
+      marked_bytes_ += e.bytes;
+      for (MeterSeries* s : {&live_, &whole_}) s->mark(t, e.packets, e.bytes);
+      if (!pending_mark_ms_) pending_mark_ms_ = t;
       break;
   }
 }
@@ -193,7 +216,8 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
     bins.first_ms = scope == MeterScope::Live ? std::floor(series.start_ms(0) / bin_ms) * bin_ms : series.start_ms(0);
     bins.end_ms = std::max(series.covered_ms(), bins.first_ms + 1e-3);
     const size_t count = static_cast<size_t>(std::ceil((bins.end_ms - bins.first_ms) / bin_ms));
-    for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets})
+    for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets,
+                    &bins.marked_bytes, &bins.marked_packets})
       v->assign(count, 0);
     for (size_t i = 0; i < series.size(); i++) {
       const size_t bin = std::min(count - 1, static_cast<size_t>((series.start_ms(i) - bins.first_ms) / bin_ms));
@@ -202,12 +226,15 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
       bins.ingress_bytes[bin] += s.arrived_bytes;
       bins.egress_bytes[bin] += s.departed_bytes;
       bins.dropped_packets[bin] += s.dropped_packets;
+      bins.marked_bytes[bin] += s.marked_bytes;
+      bins.marked_packets[bin] += s.marked_packets;
     }
     // A live first bin that starts before the first slot (the start, or the window's oldest
     // slot once it scrolls) holds only part of its time: it is left out.
     if (scope == MeterScope::Live && bins.first_ms < series.start_ms(0) && count > 1) {
       bins.first_ms += bin_ms;
-      for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets})
+      for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets,
+                      &bins.marked_bytes, &bins.marked_packets})
         v->erase(v->begin());
     }
   }
@@ -220,6 +247,7 @@ Chart LinkMeter::throughput_chart(MeterScope scope) const {
                           capacity_mbps,
                           arrived_bytes_ * 8 / seconds / 1e6,
                           departed_bytes_ * 8 / seconds / 1e6,
+                          marked_bytes_ * 8 / seconds / 1e6,
                           std::move(bins)};
   Chart chart = ::throughput_chart(std::vector<ThroughputSource>{std::move(source)},
                                    title_ + " (" + ms_text(bin_ms) + " ms bins)", false);
@@ -258,10 +286,11 @@ Chart LinkMeter::delay_chart(MeterScope scope) const {
     const double start_s = series.start_ms(i) / 1000;
     source.signal.emplace_back(start_s, signal[i]);
     const MeterSlot& s = series.slot(i);
-    if (s.delays.none()) continue;
+    if (s.delays.none() && s.mark_delays.none()) continue;
     const double middle_s = start_s + series.slot_ms() / 2000;
     for (size_t c = 0; c < kDelayClasses; c++) {
       if (s.delays.test(c)) source.packets.emplace_back(middle_s, delay_class_value(c));
+      if (s.mark_delays.test(c)) source.marks.emplace_back(middle_s, delay_class_value(c));
     }
   }
   Chart chart = ::delay_chart(std::vector<DelaySource>{std::move(source)}, title_ + " delay", false);

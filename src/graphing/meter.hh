@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,8 +32,10 @@ double delay_class_value(size_t delay_class);  // the delay a class is drawn at
 // One slot of time: what the link offered and carried in it.
 struct MeterSlot {
   double capacity_bytes = 0, arrived_bytes = 0, departed_bytes = 0, dropped_packets = 0;
-  double earliest_departure_ms = INFINITY;  // of the packets that arrived in this slot
-  std::bitset<kDelayClasses> delays;        // the classes of the delays of the packets that left in it
+  double marked_bytes = 0, marked_packets = 0;  // CE marks (ECN)
+  double earliest_departure_ms = INFINITY;      // of the packets that arrived in this slot
+  std::bitset<kDelayClasses> delays;            // the classes of the delays of the packets that left in it
+  std::bitset<kDelayClasses> mark_delays;       // the delays at which the queue marked CE in it (DelaySource::marks)
   void merge(const MeterSlot& other);
 };
 
@@ -48,6 +51,9 @@ class MeterSeries {
   void arrival(double ms, double bytes);
   void departure(double ms, double bytes, double arrival_ms, double delay_ms);
   void drop(double ms, double packets);
+  void mark(double ms, double packets, double bytes);
+  // A mark's dot at the delay of the first packet to leave at or after it (DelaySource::marks).
+  void mark_delay(double ms, double delay_ms);
   // The link's capacity from covered_ms() up to `ms`: bytes_until(t) is the bytes offered
   // from the start up to t. Also moves covered_ms() to `ms`.
   template <class BytesUntil>
@@ -152,6 +158,8 @@ class LinkMeter {
   bool begun_ = false;  // the series start at the first event or opportunity
   double first_opportunity_ms_ = INFINITY;
   uint64_t departures_ = 0;
+  double marked_bytes_ = 0;
+  std::optional<double> pending_mark_ms_;  // a mark whose dot waits for the next departure
   std::array<uint64_t, kDelayClasses> delay_counts_{};
 };
 

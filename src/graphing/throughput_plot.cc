@@ -49,13 +49,18 @@ ThroughputBins bin_throughput(const LinkLog& log, double bin_ms, std::string_vie
   bins.end_ms = std::max(log.last + 1, log.first + std::min(bin_ms, 1.0));
   bins.bin_ms = bin_ms;
   const size_t count = static_cast<size_t>(bin_count);
-  for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets})
+  for (auto* v : {&bins.capacity_bytes, &bins.ingress_bytes, &bins.egress_bytes, &bins.dropped_packets,
+                  &bins.marked_bytes, &bins.marked_packets})
     v->assign(count, 0);
   auto bin_of = [&](double t) { return std::min(count - 1, static_cast<size_t>((t - log.first) / bin_ms)); };
   for (const auto& o : log.opportunities) bins.capacity_bytes[bin_of(o.time)] += o.bytes;
   for (const auto& a : log.arrivals) bins.ingress_bytes[bin_of(a.time)] += a.bytes;
   for (const auto& d : log.departures) bins.egress_bytes[bin_of(d.time)] += d.bytes;
   for (const auto& d : log.drops) bins.dropped_packets[bin_of(d.time)] += d.packets;
+  for (const auto& m : log.marks) {
+    bins.marked_packets[bin_of(m.time)] += m.packets;
+    bins.marked_bytes[bin_of(m.time)] += m.bytes;
+  }
   return bins;
 }
 
@@ -81,6 +86,11 @@ Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::
                   Series::Style::Line,
                   several ? own : Color{0.8, 0.1, 0.1},
                   {}};
+    // The traffic the queue marked CE instead of dropping (ECN), where it marked any.
+    Series marked{series_label(source, name_logs, "Marked CE", source.marked_mbps),
+                  Series::Style::DottedLine,
+                  several ? own : Color{0.1, 0.6, 0.2},
+                  {}};
     for (size_t k = 0; k < b.size(); k++) {
       // A last bin the log covers for less than half its width is left out of the chart (the
       // CSV keeps it, with its end): over so short a time one packet more or less swings its
@@ -94,6 +104,7 @@ Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::
         capacity.points.emplace_back(x, b.mbps(k, b.capacity_bytes[k]));
         ingress.points.emplace_back(x, b.mbps(k, b.ingress_bytes[k]));
         egress.points.emplace_back(x, b.mbps(k, b.egress_bytes[k]));
+        if (source.marked_mbps > 0) marked.points.emplace_back(x, b.mbps(k, b.marked_bytes[k]));
       }
     }
     if (source.pass_through) {
@@ -105,6 +116,7 @@ Chart throughput_chart(const std::vector<ThroughputSource>& sources, const std::
     if (source.has_capacity) chart.series.push_back(std::move(capacity));
     chart.series.push_back(std::move(ingress));
     chart.series.push_back(std::move(egress));
+    if (source.marked_mbps > 0) chart.series.push_back(std::move(marked));
   }
   return chart;
 }
@@ -118,7 +130,7 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
     // A log without opportunity lines is a shell's without a link (mm-delay, mm-loss).
     sources.push_back({logs[i].label, log.empty(), log.empty() || !log.opportunities.empty(), false,
                        mean_mbps(log, total_bytes(b.capacity_bytes)), mean_mbps(log, total_bytes(b.ingress_bytes)),
-                       mean_mbps(log, total_bytes(b.egress_bytes)), b});
+                       mean_mbps(log, total_bytes(b.egress_bytes)), mean_mbps(log, total_bytes(b.marked_bytes)), b});
   }
   Chart chart = throughput_chart(sources, title, name_logs);
   chart.note = empty_logs_note(logs);
@@ -126,14 +138,15 @@ Chart throughput_chart(const std::vector<LabeledLog>& logs, const std::vector<Th
 }
 
 std::string throughput_csv(const std::vector<LabeledLog>& logs, const std::vector<ThroughputBins>& bins) {
-  std::string csv = "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets\n";
+  std::string csv = "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets,marked_packets\n";
   for (size_t i = 0; i < logs.size(); i++) {
     const ThroughputBins& b = bins[i];
     const std::string label = csv_field(logs[i].label);
     for (size_t k = 0; k < b.size(); k++) {
       csv += label + "," + csv_number(b.start_s(k), 6) + "," + csv_number(b.end_s(k), 6) + "," +
              csv_number(b.mbps(k, b.capacity_bytes[k]), 6) + "," + csv_number(b.mbps(k, b.ingress_bytes[k]), 6) + "," +
-             csv_number(b.mbps(k, b.egress_bytes[k]), 6) + "," + csv_number(b.dropped_packets[k], 0) + "\n";
+             csv_number(b.mbps(k, b.egress_bytes[k]), 6) + "," + csv_number(b.dropped_packets[k], 0) + "," +
+             csv_number(b.marked_packets[k], 0) + "\n";
     }
   }
   return csv;
@@ -165,5 +178,7 @@ std::string throughput_summary(const LinkLog& log) {
   text += "95th percentile per-packet queueing delay: " + delay_text(s.queueing_delay_p95_ms, log) + "\n";
   text += "95th percentile signal delay: " + delay_text(s.signal_delay_p95_ms, log) + "\n";
   text += "Dropped packets: " + std::to_string(s.dropped_packets) + "\n";
+  // Only where the queue marked (ECN): the original's summary lines stay as they were otherwise.
+  if (s.marked_packets) text += "Marked packets (ECN CE): " + std::to_string(s.marked_packets) + "\n";
   return text;
 }

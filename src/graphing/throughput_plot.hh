@@ -19,6 +19,7 @@ struct ThroughputBins {
   double first_ms = 0, end_ms = 0;  // end_ms: the last event's time + 1
   double bin_ms = 0;
   std::vector<double> capacity_bytes, ingress_bytes, egress_bytes, dropped_packets;
+  std::vector<double> marked_bytes, marked_packets;  // CE marks (ECN)
 
   size_t size() const { return capacity_bytes.size(); }
   double start_s(size_t bin) const { return (first_ms + static_cast<double>(bin) * bin_ms) / 1000; }
@@ -39,6 +40,7 @@ struct ThroughputSource {
   bool has_capacity = true;   // false for a shell without a link (mm-delay, mm-loss, mm-meter)
   bool pass_through = false;  // mm-meter: what arrives leaves at once, so one line, "Traffic"
   double capacity_mbps = 0, ingress_mbps = 0, egress_mbps = 0;  // the means the legend gives
+  double marked_mbps = 0;  // of the packets marked CE; 0 (and no series) when none was
   ThroughputBins bins;
 };
 

@@ -71,3 +71,23 @@ TEST(DelayPlot, several_logs_share_a_chart_each_in_its_colour_and_named) {
   const std::string csv = delay_csv(logs, {delay_rows(logs[0].log), delay_rows(logs[1].log)});
   EXPECT_NE(csv.find("\nb,0.001,0.002,,0,,\n"), std::string::npos) << csv;
 }
+
+// Each CE mark is a dot at its time, at the delay of the first packet to leave then or after.
+TEST(DelayPlot, marks_are_dots_at_the_delay_of_the_packet_leaving_then) {
+  const std::string text =
+      "# base timestamp: 0\n0 + 1500\n1 + 1500\n3 m 1 1500\n3 - 1500 3\n5 m 1 1500\n6 - 1500 5\n9 m 1 1500\n";
+  const LinkLog log = LinkLog::parse(text, "m.log");
+  const std::vector<std::pair<double, double>> points = mark_points(log);
+  ASSERT_EQ(points.size(), 2u);  // the last mark has no packet leaving after it
+  EXPECT_EQ(points[0], std::make_pair(0.003, 3.0));
+  EXPECT_EQ(points[1], std::make_pair(0.005, 5.0));
+  const std::vector<LabeledLog> logs = {{"m.log", log}};
+  const Chart chart = delay_chart(logs, {delay_rows(log)}, "", false);
+  ASSERT_EQ(chart.series.size(), 3u);
+  EXPECT_EQ(chart.series[2].label, "ECN CE marks");
+  EXPECT_EQ(chart.series[2].style, Series::Style::Dots);
+  EXPECT_NE(delay_summary(log).find("Marked packets (ECN CE): 3\n"), std::string::npos);
+  // Without marks: no such series.
+  const LinkLog plain = LinkLog::parse("# base timestamp: 0\n0 + 1500\n3 - 1500 3\n", "p.log");
+  EXPECT_EQ(delay_chart({{"p.log", plain}}, {delay_rows(plain)}, "", false).series.size(), 2u);
+}

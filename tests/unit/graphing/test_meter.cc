@@ -238,3 +238,38 @@ TEST(Meter, the_scale_rises_fast_and_falls_slowly) {
   EXPECT_DOUBLE_EQ(lo, 1);
   EXPECT_NEAR(top, 1000, 1e-9);
 }
+
+// A live meter shows marks as mm-throughput-graph and mm-delay-graph show them from the log.
+TEST(Meter, marks_are_shown_as_the_graph_tools_show_them) {
+  const Trace trace = Trace::constant_rate(12e6, "rate:12Mbit/s");
+  LinkMeter meter(&trace, false, 0, "[link] uplink");
+  std::string text = "# base timestamp: 0\n";
+  for (int t = 0; t < 1000; t++) {
+    text += std::to_string(t) + " # 1500\n" + std::to_string(t) + " + 1500\n";
+    meter.add({t * kMs + kMs / 2, 0, 1500, 1, '+'});
+    if (t >= 10) {
+      if (t % 10 == 0) {  // every tenth packet leaves marked, after 10 ms
+        meter.add({t * kMs + kMs / 2, 0, 1500, 1, 'm'});
+        text += std::to_string(t) + " m 1 1500\n";
+      }
+      meter.add({t * kMs + kMs / 2, (t - 10) * kMs + kMs / 2, 1500, 1, '-'});
+      text += std::to_string(t) + " - 1500 10\n";
+    }
+  }
+  meter.advance(1000 * kMs);
+  const LinkLog log = LinkLog::parse(text, "m.log");
+  const Chart throughput = meter.throughput_chart(MeterScope::WholeRun);
+  const Series* marked = find_series(throughput, "Marked CE");
+  ASSERT_TRUE(marked);
+  EXPECT_NE(marked->label.find("(mean 1.1"), std::string::npos) << marked->label;  // 99 marks of 1500 bytes in 1 s
+  const Chart delays = meter.delay_chart(MeterScope::WholeRun);
+  const Series* marks = find_series(delays, "ECN CE marks");
+  ASSERT_TRUE(marks);
+  ASSERT_FALSE(marks->points.empty());
+  for (auto [x, y] : marks->points) EXPECT_EQ(y, 10) << "at " << x;
+  EXPECT_EQ(mark_points(log).size(), 99u);
+  // A meter without marks has neither series.
+  const Saturated plain("[link] uplink", 500);
+  EXPECT_FALSE(find_series(plain.meter.throughput_chart(MeterScope::WholeRun), "Marked CE"));
+  EXPECT_FALSE(find_series(plain.meter.delay_chart(MeterScope::WholeRun), "ECN CE marks"));
+}

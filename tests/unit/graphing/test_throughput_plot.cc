@@ -74,10 +74,10 @@ TEST(ThroughputPlot, csv_holds_the_binned_series_with_one_header_line) {
   const std::vector<LabeledLog> logs = {labeled("d.log", kLog)};
   const std::string csv = throughput_csv(logs, {bin_throughput(logs[0].log, 4, "4")});
   EXPECT_EQ(csv,
-            "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets\n"
-            "d.log,0.000000,0.004000,12.000000,6.000000,3.000000,1\n"
-            "d.log,0.004000,0.008000,12.000000,0.000000,0.000000,0\n"
-            "d.log,0.008000,0.010000,12.000000,0.000000,6.000000,0\n");
+            "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets,marked_packets\n"
+            "d.log,0.000000,0.004000,12.000000,6.000000,3.000000,1,0\n"
+            "d.log,0.004000,0.008000,12.000000,0.000000,0.000000,0,0\n"
+            "d.log,0.008000,0.010000,12.000000,0.000000,6.000000,0,0\n");
   // A label with a comma or a quote is quoted (RFC 4180).
   const std::vector<LabeledLog> odd = {labeled("a,\"b\"", kLog)};
   EXPECT_NE(throughput_csv(odd, {bin_throughput(odd[0].log, 10, "10")}).find("\n\"a,\"\"b\"\"\",0.000000,"),
@@ -101,10 +101,35 @@ TEST(ThroughputPlot, several_logs_share_a_chart_each_in_its_colour_and_named) {
   EXPECT_TRUE(chart.note.empty());
   const std::string csv = throughput_csv(logs, bins);
   EXPECT_NE(csv.find("\nfast.log,0.000000,0.002000,"), std::string::npos);
-  EXPECT_NE(csv.find("\nslow.log,0.004000,0.005000,12.000000,0.000000,12.000000,0\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nslow.log,0.004000,0.005000,12.000000,0.000000,12.000000,0,0\n"), std::string::npos) << csv;
   // One log, not named: the original's legend.
   const Chart one = throughput_chart({logs[0]}, {bins[0]}, "", false);
   EXPECT_EQ(one.title, "Throughput");
   EXPECT_EQ(one.series[0].label, "Capacity (mean 13.33 Mbit/s)");
   EXPECT_EQ(one.series[1].label.rfind("Traffic ingress (mean ", 0), 0u);
+}
+
+// A queue that marks CE (ECN): the 'm' lines are read, binned, drawn as their own series, and
+// counted in the CSV and the summary; a log without them keeps the original's summary.
+TEST(ThroughputPlot, marks_are_a_series_a_column_and_a_summary_line) {
+  const std::string text = std::string(kHeader) +
+                           "0 # 1500\n0 + 1500\n0 + 1500\n1 # 1500\n1 m 1 1500\n1 - 1500 1\n2 # 1500\n2 m 2 3000\n"
+                           "2 - 1500 2\n3 # 1500\n";
+  const std::vector<LabeledLog> logs = {labeled("m.log", text)};
+  ASSERT_EQ(logs[0].log.marks.size(), 2u);
+  const std::vector<ThroughputBins> bins = {bin_throughput(logs[0].log, 2, "2")};
+  const Chart chart = throughput_chart(logs, bins, "", false);
+  ASSERT_EQ(chart.series.size(), 4u);
+  EXPECT_EQ(chart.series[3].label, "Marked CE (mean 12.00 Mbit/s)");  // 4500 bytes over 3 ms
+  EXPECT_EQ(chart.series[3].style, Series::Style::DottedLine);
+  ASSERT_EQ(chart.series[3].points.size(), 2u);
+  EXPECT_DOUBLE_EQ(chart.series[3].points[0].second, 6);  // 1500 bytes in the first 2 ms
+  const std::string csv = throughput_csv(logs, bins);
+  EXPECT_NE(csv.find("\nm.log,0.000000,0.002000,12.000000,12.000000,6.000000,0,1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\nm.log,0.002000,0.004000,12.000000,0.000000,6.000000,0,2\n"), std::string::npos) << csv;
+  EXPECT_NE(throughput_summary(logs[0].log).find("Dropped packets: 0\nMarked packets (ECN CE): 3\n"),
+            std::string::npos);
+  EXPECT_EQ(throughput_summary(LinkLog::parse(kLog, "d.log")).find("Marked"), std::string::npos);
+  // A malformed mark line is refused as the other kinds are.
+  EXPECT_THROW_WITH(UserError, LinkLog::parse(std::string(kHeader) + "1 m 1\n", "bad.log"), "malformed 'm' line");
 }
