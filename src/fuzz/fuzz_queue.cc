@@ -2,8 +2,9 @@
 // libFuzzer target: mm-link's queue arguments (QueueArgs::parse, make_queue_discipline) and then
 // the discipline they build, driven by the input: packets of chosen sizes arriving at chosen
 // times, and opportunities taking them. Checks what every discipline promises: a limit of
-// packets= or bytes= is never exceeded, packets leave in arrival order (per flow for fq_codel:
-// not checked there), and every packet is sent, dropped or still queued.
+// packets= or bytes= is never exceeded, packets leave in arrival order (per flow for fq_codel,
+// per queue for dualpi2: not checked there), every packet is sent, dropped or still queued, a
+// mark (ECN) only ever sets CE on an ECN-capable packet and keeps its header checksum valid.
 #include <fuzzer/FuzzedDataProvider.h>
 
 #include <cstdint>
@@ -11,21 +12,28 @@
 #include <string>
 
 #include "fuzz/fuzz_check.hh"
+#include "packet/ecn.hh"
+#include "packet/offload.hh"
 #include "packet/queue_discipline.hh"
 #include "util/exception.hh"
 
 namespace {
 
-// A minimal IPv4/TCP header, so that fq_codel can tell flows apart by their ports.
+// A minimal IPv4/TCP header with a valid checksum, so that fq_codel can tell flows apart by
+// their ports; the flow's number is also its ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE).
 void write_packet(std::span<uint8_t> space, uint32_t length, uint16_t flow, uint32_t serial) {
   std::memset(space.data(), 0, std::min<size_t>(length, 40));
   if (length >= 40) {
     space[0] = 0x45;
+    space[1] = static_cast<uint8_t>(flow & 3);
     space[2] = static_cast<uint8_t>(length >> 8);
     space[3] = static_cast<uint8_t>(length);
     space[9] = 6;  // TCP
     space[20] = static_cast<uint8_t>(flow >> 8);
     space[21] = static_cast<uint8_t>(flow);
+    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
+    space[10] = static_cast<uint8_t>(checksum >> 8);
+    space[11] = static_cast<uint8_t>(checksum);
   }
   if (length >= 44) std::memcpy(space.data() + 40, &serial, 4);
 }
@@ -34,8 +42,8 @@ void write_packet(std::span<uint8_t> space, uint32_t length, uint16_t flow, uint
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FuzzedDataProvider input(data, size);
-  static const char* const kNames[] = {"infinite", "droptail", "drophead", "codel", "pie", "fq_codel"};
-  const char* name = kNames[input.ConsumeIntegralInRange<int>(0, 5)];
+  static const char* const kNames[] = {"infinite", "droptail", "drophead", "codel", "pie", "fq_codel", "dualpi2"};
+  const char* name = kNames[input.ConsumeIntegralInRange<int>(0, 6)];
   const std::string arguments = input.ConsumeRandomLengthString(200);
   std::unique_ptr<QueueDiscipline> queue;
   QueueArgs args;
@@ -46,7 +54,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   FUZZ_CHECK(!queue->description().empty());
-  const bool fifo = std::strcmp(name, "fq_codel") != 0;
+  const bool fifo = std::strcmp(name, "fq_codel") != 0 && std::strcmp(name, "dualpi2") != 0;
   Nanos now = 0;
   uint64_t arrived = 0, sent = 0;
   QueueEvents events;
@@ -65,6 +73,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const PacketRing::Record& front = queue->front();
       const std::span<const uint8_t> bytes = queue->front_data();
       FUZZ_CHECK(bytes.size() == front.length && front.arrival <= now);
+      if (front.length >= 40) {
+        // Its flow's ECN field, or CE set on an ECN-capable one; the header still valid.
+        const uint8_t sent_ecn = bytes[1] & 3, written = bytes[21] & 3;
+        FUZZ_CHECK(sent_ecn == written || (written != ecn::kNotEct && sent_ecn == ecn::kCe));
+        FUZZ_CHECK(checksum_fold(checksum_add(bytes.first(20))) == 0xffff);
+      }
       if (fifo && front.length >= 44) {
         uint32_t serial;
         std::memcpy(&serial, bytes.data() + 40, 4);

@@ -10,6 +10,7 @@
 #include "packet/codel_queue.hh"
 #include "packet/drophead_queue.hh"
 #include "packet/droptail_queue.hh"
+#include "packet/dualpi2_queue.hh"
 #include "packet/fq_codel_queue.hh"
 #include "packet/infinite_queue.hh"
 #include "packet/pie_queue.hh"
@@ -67,7 +68,10 @@ CoDelParams codel_params(const QueueArgs& args, std::string_view name, std::stri
 
 // Parameters given to the infinite queue: the user meant a queue that takes them.
 [[noreturn]] void refuse_infinite_args(const QueueArgs& args, std::string_view option) {
-  const char* meant = (args.flows || args.ce_threshold)            ? "fq_codel"
+  const bool dualpi2 = args.tupdate || args.alpha || args.beta || args.step_thresh || args.coupling_factor ||
+                       args.min_qlen_step || args.c_protection || args.drop_overload;
+  const char* meant = dualpi2                                      ? "dualpi2"
+                      : (args.flows || args.ce_threshold)          ? "fq_codel"
                       : (args.qdelay_ref || args.max_burst)        ? "pie"
                       : (args.target || args.interval || args.ecn) ? "codel"
                                                                    : "droptail";
@@ -93,6 +97,14 @@ void allow_only(const QueueArgs& args, std::initializer_list<std::string_view> a
   check(args.ecn.has_value(), "ecn");
   check(args.ce_threshold.has_value(), "ce_threshold");
   check(args.flows.has_value(), "flows");
+  check(args.tupdate.has_value(), "tupdate");
+  check(args.alpha.has_value(), "alpha");
+  check(args.beta.has_value(), "beta");
+  check(args.step_thresh.has_value(), "step_thresh");
+  check(args.min_qlen_step.has_value(), "min_qlen_step");
+  check(args.coupling_factor.has_value(), "coupling_factor");
+  check(args.c_protection.has_value(), "c_protection");
+  check(args.drop_overload.has_value(), "drop_overload");
 }
 
 }  // namespace
@@ -156,10 +168,32 @@ QueueArgs QueueArgs::parse(std::string_view text, std::string_view option) {
       args.ecn = number == 1;
     } else if (name == "ce_threshold")
       args.ce_threshold = number;
-    else
+    else if (name == "tupdate")
+      args.tupdate = number;
+    else if (name == "alpha")
+      args.alpha = number;
+    else if (name == "beta")
+      args.beta = number;
+    else if (name == "step_thresh")
+      args.step_thresh = number;
+    else if (name == "coupling_factor")
+      args.coupling_factor = number;
+    else if (name == "min_qlen_step")
+      args.min_qlen_step = integer();
+    else if (name == "c_protection") {
+      args.c_protection = integer();
+      if (*args.c_protection > 100)
+        throw UsageError(where + ": c_protection is the classic queue's weight in %, from 0 to 100");
+    } else if (name == "drop_overload") {
+      if (number != 0 && number != 1)
+        throw UsageError(where + ": drop_overload must be 1 (drop L4S packets as classic ones on overload, the " +
+                         "default) or 0 (mark them)");
+      args.drop_overload = number == 1;
+    } else
       throw UsageError(where + ": unknown parameter \"" + std::string(name) +
                        "\" (known: bytes, packets, target, interval, qdelay_ref, max_burst, ecn, ce_threshold, " +
-                       "flows)");
+                       "flows, tupdate, alpha, beta, step_thresh, min_qlen_step, coupling_factor, c_protection, " +
+                       "drop_overload)");
   }
   return args;
 }
@@ -197,6 +231,34 @@ std::unique_ptr<QueueDiscipline> make_queue_discipline(std::string_view name, co
     return std::make_unique<FqCoDelQueue>(limits_or_default(args, 10240), codel_params(args, name, option),
                                           static_cast<uint32_t>(flows));
   }
+  if (name == "dualpi2") {
+    // Linux's sch_dualpi2 defaults (DualPi2Params).
+    allow_only(args,
+               {"bytes", "packets", "target", "tupdate", "alpha", "beta", "step_thresh", "min_qlen_step",
+                "coupling_factor", "c_protection", "drop_overload"},
+               name, option);
+    DualPi2Params p;
+    p.limits = limits_or_default(args, 10000);
+    p.target_ms = ms_or_default(args.target, p.target_ms, "target", name, option);
+    p.tupdate_ms = ms_or_default(args.tupdate, p.tupdate_ms, "tupdate", name, option);
+    p.step_thresh_ms = ms_or_default(args.step_thresh, p.step_thresh_ms, "step_thresh", name, option);
+    // Gains beyond a MHz would make p' jump from 0 to 1 within a microsecond of delay.
+    for (auto [value, parameter] : {std::pair{args.alpha, "alpha"}, std::pair{args.beta, "beta"}}) {
+      if (value && *value > 1e6)
+        throw UsageError("dualpi2: " + std::string(parameter) + " must be at most 1000000 Hz (in " +
+                         std::string(option) + "-args)");
+    }
+    p.alpha = args.alpha.value_or(p.alpha);
+    p.beta = args.beta.value_or(p.beta);
+    if (args.coupling_factor && (*args.coupling_factor <= 0 || *args.coupling_factor > 1000))
+      throw UsageError("dualpi2: coupling_factor must be more than 0 and at most 1000 (in " + std::string(option) +
+                       "-args; Linux's default, 2, gives window fairness at equal round trips)");
+    p.coupling_factor = args.coupling_factor.value_or(p.coupling_factor);
+    p.min_qlen_step = args.min_qlen_step.value_or(p.min_qlen_step);
+    p.c_protection = static_cast<uint32_t>(args.c_protection.value_or(p.c_protection));
+    p.drop_overload = args.drop_overload.value_or(p.drop_overload);
+    return std::make_unique<DualPi2Queue>(p, seed);
+  }
   throw UsageError("unknown queue \"" + std::string(name) + "\" for " + std::string(option) +
-                   " (known: infinite, droptail, drophead, codel, pie, fq_codel)");
+                   " (known: infinite, droptail, drophead, codel, pie, fq_codel, dualpi2)");
 }

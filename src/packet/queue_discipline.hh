@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
 // The queue in front of a trace-driven link (mm-link --uplink-queue / --downlink-queue):
-// infinite, droptail, drophead, codel, pie and fq_codel (one file each, e.g. codel_queue.hh), built by
+// infinite, droptail, drophead, codel, pie, fq_codel and dualpi2 (one file each, e.g. codel_queue.hh), built by
 // make_queue_discipline from the options' name and parameters. The link asks next() when an
 // opportunity can start sending a packet, then takes front() and pop()s it.
 #include <cstdint>
@@ -31,16 +31,23 @@ struct QueueEvents {
 };
 
 // "bytes=N,packets=N,target=MS,interval=MS,qdelay_ref=MS,max_burst=MS,ecn=0|1,ce_threshold=MS,
-// flows=N" (any order, any subset).
+// flows=N,tupdate=MS,alpha=HZ,beta=HZ,step_thresh=MS,min_qlen_step=N,coupling_factor=K,
+// c_protection=PERCENT,drop_overload=0|1" (any order, any subset).
 struct QueueArgs {
   std::optional<uint64_t> bytes, packets;
   std::optional<double> target, interval, qdelay_ref, max_burst;  // milliseconds
   std::optional<bool> ecn;                                        // codel, pie, fq_codel: mark CE (default 1)
   std::optional<double> ce_threshold;                             // codel, fq_codel: milliseconds
   std::optional<uint64_t> flows;                                  // fq_codel
+  // dualpi2 (with target): times in ms, alpha and beta in Hz, c_protection in %.
+  std::optional<double> tupdate, alpha, beta, step_thresh, coupling_factor;
+  std::optional<uint64_t> min_qlen_step, c_protection;
+  std::optional<bool> drop_overload;
   static QueueArgs parse(std::string_view text, std::string_view option);
   bool empty() const {
-    return !bytes && !packets && !target && !interval && !qdelay_ref && !max_burst && !ecn && !ce_threshold && !flows;
+    return !bytes && !packets && !target && !interval && !qdelay_ref && !max_burst && !ecn && !ce_threshold && !flows &&
+           !tupdate && !alpha && !beta && !step_thresh && !coupling_factor && !min_qlen_step && !c_protection &&
+           !drop_overload;
   }
 };
 

@@ -34,9 +34,10 @@ struct AqmRun {
   uint32_t bad_checksums = 0;  // delivered packets whose IPv4 header checksum is wrong
 };
 
-// `tos`: the packets' TOS byte (its low two bits: ECN, packet/ecn.hh); their header checksum is valid.
+// `tos`: the packets' TOS byte (its low two bits: ECN, packet/ecn.hh), or tos_of(flow) if given;
+// their header checksum is valid.
 inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int (*flow_of)(int) = nullptr,
-                   uint8_t tos = 0) {
+                   uint8_t tos = 0, uint8_t (*tos_of)(int flow) = nullptr) {
   Trace trace = Trace::from_argument("rate:12Mbit/s");
   FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
   LinkEventRing events(wake.get());
@@ -70,7 +71,7 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
     auto space = link.reserve();
     std::memset(space.data(), 0, 32);
     space[0] = 0x45;
-    space[1] = tos;
+    space[1] = tos_of ? tos_of(flow_of ? flow_of(i) : 0) : tos;
     space[2] = 1500 >> 8;
     space[3] = 1500 & 0xff;
     space[8] = 64;
