@@ -78,3 +78,59 @@ test_codel_marks_reno_with_ecn_instead_of_dropping() {
   echo "  queue ecn=0: $1 Mbit/s, $2 marked, $3 dropped"
   [ "$2" = 0 ] && [ "$3" -gt 5 ] || fail "codel ecn=0: $2 marks, $3 drops" || return 1
 }
+
+# A udp-flow receiver (tests/tools/udp_flow.cc) in the world on PORT, its report into FILE;
+# sets FLOW_RECEIVER to its pid.
+flow_receiver_start() {  # PORT FILE [LATE-MS]
+  ip netns exec "$WORLD" "$UDP_FLOW" receive "$1" ${3:+"$3"} > "$2" 2>&1 &
+  FLOW_RECEIVER=$!
+  wait_until 10 listening "$WORLD" udp "$1" || { echo "udp-flow receiver on port $1 did not start" >&2; return 1; }
+}
+# Ends it; prints its report's "received N ce C delay_p50_ms A delay_p99_ms B late L late_ce M"
+# as "N C A B L M".
+# Called in a command substitution (a subshell, which cannot wait for the receiver): waits for
+# the report's line instead.
+flow_receiver_report() {  # FILE
+  kill -TERM "$FLOW_RECEIVER"
+  wait_until 10 grep -q '^received ' "$1" ||
+    { echo "the udp-flow receiver said: $(cat "$1")" >&2; echo "0 0 0 0 0 0"; return 1; }
+  awk '{ print $2, $4, $6, $8, $10, $12 }' "$1"
+}
+
+test_dualpi2_l4s_udp_beside_reno() {
+  local dir=$WORLD_TMP/dualpi2 tcp_port udp_port out reno status marks
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  tcp_port=$(free_port) && iperf_server "$tcp_port" || return 1
+  udp_port=$(free_port) && flow_receiver_start "$udp_port" "$dir/udp" || return 1
+  in_world ip tcp_metrics flush all 2>/dev/null || true
+  # A smooth UDP flow marking ECT(1) (L4S) at half of a 48 Mbit/s link's rate, beside a Reno
+  # flow without ECN (the classic queue), 4 ms of round trip. The L4S packets' queueing delay
+  # includes the rest of the classic packet on the link when they arrive, and for one in ten
+  # one more (the round robin's turn for classic traffic): 0.25 ms each at 48 Mbit/s, 1 ms at
+  # 12 Mbit/s, where mm-link's opportunities also come only every millisecond.
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-delay" 2 "$BIN/mm-link" rate:48Mbit/s rate:1Gbit/s \
+    --uplink-queue=dualpi2 --uplink-log="$dir/mix.log" -- sh -c "
+      '$UDP_FLOW' send \$MAHIMAHI_BASE $udp_port 24 1000 10 1 &
+      iperf3 -C reno -c \$MAHIMAHI_BASE -p $tcp_port -t 10 -f k; wait")
+  reno=$(echo "$out" | iperf_receiver_mbits)
+  set -- $(flow_receiver_report "$dir/udp")
+  marks=$(awk '$1 !~ /^#/ && $2 == "m" { n += $3 } END { print n + 0 }' "$dir/mix.log")
+  echo "  Reno $reno Mbit/s; L4S UDP: $1 received, $2 with CE ($marks marks in the log), queueing delay p50 $3 ms, p99 $4 ms"
+  check_range "Reno's goodput beside L4S UDP at 24 Mbit/s (Mbit/s; 40 % of the link is 19.2)" "$reno" 19.2 24.8 ||
+    return 1
+  # 10 s of 24 Mbit/s in 1028-byte IP packets: 29183 datagrams.
+  [ "$1" -gt 29000 ] || fail "only $1 of the 29183 L4S datagrams arrived" || return 1
+  check_range "L4S queueing delay p99 (ms)" "$4" 0 2 || return 1
+  # Reno's packets are not ECN-capable: every mark is one of the L4S flow's.
+  [ "$2" = "$marks" ] && [ "$2" -gt 0 ] || fail "$2 CE at the receiver, $marks marks in the log" || return 1
+  # Alone at one and a half times the link's rate, the L4S queue builds: every datagram that
+  # waited more than the 1 ms step (over 1.5 ms beyond the fastest trip: the step, and an
+  # opportunity of the link's) leaves marked.
+  udp_port=$(free_port) && flow_receiver_start "$udp_port" "$dir/alone" 1.5 || return 1
+  AS_USER=$TEST_USER in_world "$BIN/mm-link" rate:48Mbit/s rate:1Gbit/s --uplink-queue=dualpi2 -- \
+    sh -c "'$UDP_FLOW' send \$MAHIMAHI_BASE $udp_port 72 1000 2 1"; status=$?
+  set -- $(flow_receiver_report "$dir/alone")
+  [ "$status" = 0 ] || fail "the shell of the L4S flow alone exited $status" || return 1
+  echo "  L4S UDP alone at 72 Mbit/s: $1 received, $2 with CE; $5 waited over 1.5 ms, $6 of them with CE"
+  [ "$5" -gt 1000 ] && [ "$6" = "$5" ] || fail "the step: $6 of the $5 late datagrams marked" || return 1
+}
