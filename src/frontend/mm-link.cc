@@ -51,6 +51,11 @@ const ProgramInfo kInfo{
     "        dualpi2 packets=10000,target=15,tupdate=16,alpha=0.16,beta=3.2,step_thresh=1,\n"
     "        min_qlen_step=0,coupling_factor=2,c_protection=10,drop_overload=1 (RFC 9332, Linux's);\n"
     "        1000 packets is the limit of Linux's codel and pie: the AQM, not the limit, drops\n"
+    "  --uplink-overhead=SPEC, --downlink-overhead=SPEC\n"
+    "        the link-layer framing each packet costs on the link: none (default: 1500 bytes of IP\n"
+    "        packets per opportunity, as the original), ethernet (38 bytes a packet, 84 at least),\n"
+    "        atm (AAL5's 8 bytes, in 48-byte cells of 53 bytes), or bytes=N,min=N,cell=N,cellovh=N\n"
+    "        (after a profile's name, or alone; e.g. atm,bytes=40 for PPPoE over LLC)\n"
     "  --once      end the shell (and COMMAND) when both traces have been played once\n"
     "              (a warning at the start if a trace lasts less than a second);\n"
     "              exit status 124 if the traces ran out before COMMAND ended\n"
@@ -76,6 +81,7 @@ struct Direction {
   std::string trace;
   std::string queue = "infinite";
   QueueArgs args;
+  LinkOverhead overhead;  // --uplink-overhead / --downlink-overhead
 };
 
 // What the command line chose, handed to the ferry process.
@@ -97,14 +103,18 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
   Direction& down = settings.down;
   std::optional<std::string> up_args, down_args;
   std::optional<uint64_t> seed;
-  std::vector<ArgScanner::Option> options{{"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
-                                          {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
-                                          {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
-                                          {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
-                                          {"once", false, [&](std::string_view) { settings.once = true; }},
-                                          ArgScanner::seed_option(seed),
-                                          ArgScanner::verbose_option(settings.verbose),
-                                          ArgScanner::tcp_ecn_option(settings.tcp_ecn)};
+  std::vector<ArgScanner::Option> options{
+      {"uplink-queue", true, [&](std::string_view v) { up.queue = v; }},
+      {"downlink-queue", true, [&](std::string_view v) { down.queue = v; }},
+      {"uplink-queue-args", true, [&](std::string_view v) { up_args = v; }},
+      {"downlink-queue-args", true, [&](std::string_view v) { down_args = v; }},
+      {"uplink-overhead", true, [&](std::string_view v) { up.overhead = LinkOverhead::parse(v, "--uplink-overhead"); }},
+      {"downlink-overhead", true,
+       [&](std::string_view v) { down.overhead = LinkOverhead::parse(v, "--downlink-overhead"); }},
+      {"once", false, [&](std::string_view) { settings.once = true; }},
+      ArgScanner::seed_option(seed),
+      ArgScanner::verbose_option(settings.verbose),
+      ArgScanner::tcp_ecn_option(settings.tcp_ecn)};
   settings.meters.add_options(options, true);
   settings.logs.add_options(options);
   ArgScanner scanner(kInfo, std::move(options));
@@ -151,10 +161,11 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
   uint64_t seeds = settings.base_seed;
   auto make = [&](const Direction& d, const Trace& trace, int index) {
     auto queue = make_queue_discipline(d.queue, d.args, d.option, Random::splitmix(seeds));
-    LinkEventRing* ring =
-        watch.direction(index, settings.meters.metered(index), trace.name(), "queue: " + queue->description(),
-                        link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
-    return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring);
+    const std::string queue_line =
+        "queue: " + queue->description() + (d.overhead.none() ? "" : ", overhead: " + d.overhead.describe());
+    LinkEventRing* ring = watch.direction(index, settings.meters.metered(index), trace.name(), queue_line,
+                                          link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
+    return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring, d.overhead);
   };
   LinkQueue uplink = make(up, up_trace, 0);
   LinkQueue downlink = make(down, down_trace, 1);

@@ -3,21 +3,24 @@
 // One direction of mm-link: a queue discipline in front of a link whose delivery opportunities
 // come from a trace. Accounting is by bytes: each opportunity carries 1500 bytes; a packet may
 // span several, small packets share one, bytes an opportunity cannot use are lost, and a
-// packet cannot use an opportunity that passed before it arrived. The packet being sent is
+// packet cannot use an opportunity that passed before it arrived. A packet costs its IP bytes,
+// or with a link-layer overhead (link_overhead.hh) its bytes on that link's wire. The packet being sent is
 // copied out of the queue, so that the discipline only ever holds waiting packets.
 #include <algorithm>
 #include <memory>
 #include <span>
 
 #include "packet/link_log.hh"
+#include "packet/link_overhead.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
 #include "util/clock.hh"
 
 class LinkQueue {
  public:
-  LinkQueue(const Trace& trace, Nanos start, bool once, std::unique_ptr<QueueDiscipline> queue, LinkEventRing* log)
-      : cursor_(trace, start, once), queue_(std::move(queue)), log_(log) {}
+  LinkQueue(const Trace& trace, Nanos start, bool once, std::unique_ptr<QueueDiscipline> queue, LinkEventRing* log,
+            const LinkOverhead& overhead = {})
+      : cursor_(trace, start, once), queue_(std::move(queue)), log_(log), overhead_(overhead) {}
 
   static constexpr bool kWholeSuperPackets = false;  // bytes, queue limits and AQM per wire packet
 
@@ -35,7 +38,7 @@ class LinkQueue {
     const Nanos end = cursor_.end();  // a --once link wakes at its end, even when idle
     if (!sending_ && queue_->empty()) return cursor_.exhausted() ? kNever : end;
     if (!sending_ && queue_->drops_when_dequeuing()) return std::min(cursor_.next(), end);
-    const uint64_t needed = sending_ ? remaining_ : queue_->front().length;
+    const uint64_t needed = sending_ ? remaining_ : overhead_.charged(queue_->front().length);
     const uint64_t opportunities = (needed + Trace::kOpportunityBytes - 1) / Trace::kOpportunityBytes;
     return std::min(cursor_.nth(std::max<uint64_t>(opportunities, 1)), end);
   }
@@ -56,9 +59,10 @@ class LinkQueue {
           log_events(t, events);
           if (!ready) break;
           const PacketRing::Record& front = queue_->front();
-          if (front.length <= budget) {  // wholly within this opportunity: sent from the queue itself
+          const uint32_t cost = overhead_.charged(front.length);
+          if (cost <= budget) {  // wholly within this opportunity: sent from the queue itself
             depart(send, t, queue_->front_data(), front.meta, front.arrival);
-            budget -= front.length;
+            budget -= cost;
             queue_->pop();
             continue;
           }
@@ -98,7 +102,7 @@ class LinkQueue {
     sending_meta_ = queue_->front().meta;
     std::copy_n(queue_->front_data().data(), sending_length_, sending_buffer_.get());
     queue_->pop();
-    remaining_ = sending_length_;
+    remaining_ = overhead_.charged(sending_length_);
     sending_ = true;
   }
 
@@ -123,6 +127,7 @@ class LinkQueue {
   OpportunityCursor cursor_;
   std::unique_ptr<QueueDiscipline> queue_;
   LinkEventRing* log_;
+  LinkOverhead overhead_;
   std::unique_ptr<uint8_t[]> sending_buffer_{new uint8_t[65536]};
   bool sending_ = false;
   uint32_t sending_length_ = 0;

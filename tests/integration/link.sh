@@ -544,3 +544,18 @@ print(f"  news: median PLT {plt['plain']:.0f} ms replayed, {plt['preset']:.0f} m
 sys.exit(0 if plt["preset"] > plt["plain"] + 3 * 60 else 1)
 PY
 }
+
+# Link-layer overhead: Ethernet's 38 bytes a packet leave 1448 bytes of data in each 1538 on
+# the link; ATM's cells (1500 + 8 bytes in 32 cells of 53) 1448 in 1696. An ordinary user.
+test_link_overhead_charges_each_packet_its_framing() {
+  local g expected spec status=0
+  for spec in ethernet:1538 atm:1696; do
+    expected=$(awk -v w="${spec#*:}" 'BEGIN { printf "%.3f", 12 * 1448 / w }')
+    g=$(AS_USER=$TEST_USER link_goodput rate:1Gbit/s rate:12Mbit/s down 5 --downlink-overhead="${spec%:*}")
+    check_range "goodput down through 12 Mbit/s with --downlink-overhead=${spec%:*} (Mbit/s; ideal $expected)" "$g" \
+      "$(awk -v i="$expected" 'BEGIN { print i * 0.99 }')" "$(awk -v i="$expected" 'BEGIN { print i * 1.01 }')" || status=1
+  done
+  rc_msg 2 "--uplink-overhead: unknown profile \"wifi\"" in_world "$BIN/mm-link" --uplink-overhead=wifi rate:1Mbit/s \
+    rate:1Mbit/s true || status=1
+  return $status
+}

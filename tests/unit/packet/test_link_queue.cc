@@ -5,9 +5,11 @@
 #include <vector>
 
 #include "expect.hh"
+#include "packet/link_overhead.hh"
 #include "packet/link_queue.hh"
 #include "packet/queue_discipline.hh"
 #include "packet/trace.hh"
+#include "util/exception.hh"
 
 namespace {
 const Nanos ms = kNanosPerMs;
@@ -22,8 +24,8 @@ struct LinkHarness {
   Trace trace;
   LinkQueue link;
   std::vector<Sent> sent;
-  LinkHarness(Trace t, std::unique_ptr<QueueDiscipline> q, bool once = false)
-      : trace(std::move(t)), link(trace, 0, once, std::move(q), nullptr) {}
+  LinkHarness(Trace t, std::unique_ptr<QueueDiscipline> q, bool once = false, const LinkOverhead& overhead = {})
+      : trace(std::move(t)), link(trace, 0, once, std::move(q), nullptr, overhead) {}
   void arrive(Nanos now, uint32_t length) {
     run_until(now);
     auto space = link.reserve();
@@ -135,4 +137,65 @@ TEST(LinkQueue, idle_fast_link_skips_whole_periods) {
   OpportunityCursor once(three, 0, true);
   once.skip_periods_until(1000 * kNanosPerMs);
   ASSERT_EQ(once.next(), kNanosPerMs);  // --once: nothing skipped here
+}
+
+// Link-layer overhead: each packet costs its framing on the link's opportunities.
+TEST(LinkQueue, overhead_charges_each_packet_its_framing) {
+  // Ethernet: 1000 packets of 1500 IP bytes cost 1538 bytes each: 1,538,000 bytes of 1500-byte
+  // opportunities, the last one leaving at the 1026th millisecond.
+  {
+    LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false,
+                  LinkOverhead::parse("ethernet", "--downlink-overhead"));
+    for (int i = 0; i < 1000; i++) h.arrive(i, 1500);
+    h.run_until(3000 * ms);
+    ASSERT_EQ(h.sent.size(), 1000u);
+    ASSERT_EQ(h.sent.back().time, 1026 * ms);  // ceil(1538000 / 1500)
+  }
+  // Small packets cost Ethernet's least frame: 100 packets of 40 bytes cost 84 each, 17 to an
+  // opportunity (17 * 84 = 1428), where without overhead 37 fit.
+  for (auto [spec, per_opportunity] : {std::pair{"ethernet", 17u}, std::pair{"none", 37u}}) {
+    LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false,
+                  LinkOverhead::parse(spec, "--uplink-overhead"));
+    for (int i = 0; i < 100; i++) h.arrive(0, 40);
+    h.run_until(ms);
+    ASSERT_EQ(h.sent.size(), per_opportunity) << spec;
+  }
+  // ATM: 1500 + 8 bytes in 32 cells of 53: 1696 bytes a packet.
+  {
+    LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false,
+                  LinkOverhead::parse("atm", "--downlink-overhead"));
+    for (int i = 0; i < 1000; i++) h.arrive(0, 1500);
+    h.run_until(3000 * ms);
+    ASSERT_EQ(h.sent.size(), 1000u);
+    ASSERT_EQ(h.sent.back().time, 1131 * ms);  // ceil(1696000 / 1500)
+  }
+}
+
+TEST(LinkQueue, overhead_profiles_and_their_parameters) {
+  const LinkOverhead none = LinkOverhead::parse("none", "--uplink-overhead");
+  ASSERT_TRUE(none.none());
+  for (uint32_t length : {1u, 40u, 1500u, 65535u}) ASSERT_EQ(none.charged(length), length);
+  const LinkOverhead ethernet = LinkOverhead::parse("ethernet", "--uplink-overhead");
+  ASSERT_EQ(ethernet.charged(1500), 1538u);
+  ASSERT_EQ(ethernet.charged(20), 84u);
+  ASSERT_EQ(ethernet.charged(46), 84u);  // a 64-byte frame exactly: 46 + 18, then preamble and gap
+  ASSERT_EQ(ethernet.charged(47), 85u);
+  ASSERT_EQ(ethernet.describe(), "ethernet [bytes=38, min=84]");
+  const LinkOverhead atm = LinkOverhead::parse("atm", "--uplink-overhead");
+  ASSERT_EQ(atm.charged(40), 53u);   // 48 bytes: one cell
+  ASSERT_EQ(atm.charged(41), 106u);  // 49: two
+  ASSERT_EQ(atm.describe(), "atm [bytes=8, cell=48, cellovh=5]");
+  // A profile with its bytes changed, and parameters alone (netem's "rate R 20 100 4").
+  ASSERT_EQ(LinkOverhead::parse("atm,bytes=40", "--uplink-overhead").charged(1500), 33u * 53);  // 1540 bytes
+  const LinkOverhead custom = LinkOverhead::parse("bytes=20,cell=100,cellovh=4", "--uplink-overhead");
+  ASSERT_EQ(custom.charged(1500), 16u * 104);
+  ASSERT_EQ(custom.describe(), "custom [bytes=20, cell=100, cellovh=4]");
+  EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("wifi", "--uplink-overhead"),
+                    "--uplink-overhead: unknown profile \"wifi\" (known: none, ethernet, atm");
+  EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("bytes=-1", "--uplink-overhead"),
+                    "bytes must be a whole number of bytes from 0 to 65535");
+  EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("cellovh=5", "--uplink-overhead"), "cellovh needs cell");
+  EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("bytes=1,ethernet", "--uplink-overhead"),
+                    "a profile's name comes first");
+  EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("", "--uplink-overhead"), "unknown profile");
 }
