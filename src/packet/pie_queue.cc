@@ -10,13 +10,14 @@ void PieQueue::enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t
   update(now);
   if (should_drop()) {
     // RFC 8033 §5.1: an ECN-capable packet is marked rather than dropped while the probability
-    // is at most 10 %; above that, the queue is overloaded and marking would not relieve it.
-    if (ecn_ && probability_ <= kMaxMarkProbability && ecn::mark_ce(ring_.reserved(length))) {
-      events.marked.add(length);
-    } else {
+    // is at most 10 %; above that, the queue is overloaded and marking would not relieve it. A
+    // packet the limit refuses is a drop, not a mark.
+    const bool room = !limits_.exceeded(ring_.bytes() + length, ring_.packets() + 1);
+    if (!room || !ecn_ || probability_ > kMaxMarkProbability || !ecn::mark_ce(ring_.reserved(length))) {
       events.dropped.add(length);
       return;
     }
+    events.marked.add(length);
   }
   admit_within(limits_, now, length, events, meta);
 }

@@ -25,6 +25,8 @@ class PieQueue final : public FifoDiscipline {
         burst_allowance_(max_burst_) {}
 
   void enqueue(Nanos now, uint32_t length, QueueEvents& events, uint32_t meta) override;
+  // For tests: the drop (or, up to 10 %, mark) probability.
+  double drop_probability() const { return probability_; }
   std::string description() const override {
     return "pie [" + limits_.describe() + ", qdelay_ref=" + format_ms(qdelay_ref_ms_) +
            ", max_burst=" + format_ms(max_burst_ms_) + ", ecn=" + (ecn_ ? "1" : "0") + "]";

@@ -10,7 +10,7 @@
 #include "util/text.hh"
 
 namespace {
-constexpr const char* kQueueTypes[] = {"infinite", "droptail", "drophead", "codel", "pie", "fq_codel"};
+constexpr const char* kQueueTypes[] = {"infinite", "droptail", "drophead", "codel", "pie", "fq_codel", "dualpi2"};
 
 std::string joined(const std::vector<double>& values) {
   std::string text;
@@ -137,9 +137,10 @@ std::string parse_queue_spec(std::string_view text) {
     throw UsageError("--queue is longer than " + std::to_string(kMaxQueueSpec) + " characters");
   const std::string_view type = text.substr(0, text.find(':'));
   if (std::find(std::begin(kQueueTypes), std::end(kQueueTypes), type) == std::end(kQueueTypes)) {
-    throw UsageError("--queue \"" + std::string(text) +
-                     "\": the queue type is one of infinite, droptail, drophead, codel, pie, fq_codel, optionally "
-                     "followed by :ARGS as mm-link's --uplink-queue-args take them (e.g. droptail:packets=100)");
+    throw UsageError(
+        "--queue \"" + std::string(text) +
+        "\": the queue type is one of infinite, droptail, drophead, codel, pie, fq_codel, dualpi2, optionally "
+        "followed by :ARGS as mm-link's --uplink-queue-args take them (e.g. droptail:packets=100)");
   }
   if (type.size() < text.size()) {
     const std::string_view args = text.substr(type.size() + 1);

