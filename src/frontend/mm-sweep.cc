@@ -48,6 +48,8 @@ const ProgramInfo kInfo{
     "  --rtts LIST         minimum round-trip times in ms (default 30,120,300)\n"
     "  --loss LIST         loss rates, 0 to 0.99, each direction (default 0)\n"
     "  --queue TYPE[:ARGS] mm-link's queue, both directions (e.g. droptail:packets=100)\n"
+    "  --tcp-ecn MODE      mm-replay --tcp-ecn MODE (on, accept or off): TCP's ECN in the\n"
+    "                      replay and every shell inside, for the queues' ECN marking\n"
     "  --http2             mm-replay --http2 (h2 on every HTTPS server); loads hint --http2\n"
     "  --protocols LIST    every configuration once per protocol, of h1 (mm-pageload\n"
     "                      --no-http2), h2 (as --http2) and h3 (mm-replay --http3, mm-pageload\n"
@@ -74,7 +76,7 @@ const ProgramInfo kInfo{
     "interrupted it.\n"};
 
 struct Options {
-  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, runs,
+  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, tcp_ecn, runs,
       baseline_runs, timeout, jobs, protocols;
   bool http2 = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
@@ -161,6 +163,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.rtts.has_value(), "--rtts"},
                                                  {o.loss.has_value(), "--loss"},
                                                  {o.queue.has_value(), "--queue"},
+                                                 {o.tcp_ecn.has_value(), "--tcp-ecn"},
                                                  {o.runs.has_value(), "--runs"},
                                                  {o.baseline_runs.has_value(), "--baseline-runs"},
                                                  {o.timeout.has_value(), "--timeout"},
@@ -203,6 +206,12 @@ int sweep(const Options& o) {
   s.rtts_ms = parse_number_list(o.rtts.value_or("30,120,300"), "--rtts", 0, kMaxRttMs);
   s.losses = parse_number_list(o.loss.value_or("0"), "--loss", 0, kMaxLoss);
   if (o.queue) s.queue = parse_queue_spec(*o.queue);
+  if (o.tcp_ecn) {
+    if (*o.tcp_ecn != "on" && *o.tcp_ecn != "accept" && *o.tcp_ecn != "off")
+      throw UsageError("--tcp-ecn must be on, accept or off (as the shells' --tcp-ecn), not \"" +
+                       printable(*o.tcp_ecn, 40) + "\"");
+    s.tcp_ecn = *o.tcp_ecn;
+  }
   if (o.http2 && o.protocols)
     throw UsageError("--http2 is --protocols h2: give one of them (--protocols h1,h2,h3 runs all three)");
   if (o.protocols) s.protocols = parse_protocol_list(*o.protocols);
@@ -307,6 +316,7 @@ int run(int argc, char** argv) {
                              {"rtts", true, value(o.rtts)},
                              {"loss", true, value(o.loss)},
                              {"queue", true, value(o.queue)},
+                             {"tcp-ecn", true, value(o.tcp_ecn)},
                              {"runs", true, value(o.runs)},
                              {"baseline-runs", true, value(o.baseline_runs)},
                              {"timeout", true, value(o.timeout)},

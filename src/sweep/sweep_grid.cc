@@ -173,6 +173,7 @@ std::vector<Configuration> sweep_configurations(const SweepSettings& settings) {
 std::vector<std::string> load_command(const SweepSettings& settings, const Configuration& config,
                                       const SweepPrograms& programs, const std::string& json_path) {
   std::vector<std::string> argv = {programs.replay, settings.recording};
+  if (!settings.tcp_ecn.empty()) argv.push_back("--tcp-ecn=" + settings.tcp_ecn);  // the shells inside inherit it
   if (config.variant.single_server) argv.push_back("--single-server");
   if (config.variant.protocol_kind == Protocol::kH2) argv.push_back("--http2");
   if (config.variant.protocol_kind == Protocol::kH3) argv.push_back("--http3");
@@ -233,6 +234,7 @@ nlohmann::json sweep_manifest(const SweepSettings& s) {
                              {"configurations", configs}};
   // Only when it differs from "runs": a sweep without the option has the manifest it always had.
   if (s.baseline_loads() != s.runs) manifest["baseline_runs"] = s.baseline_loads();
+  if (!s.tcp_ecn.empty()) manifest["tcp_ecn"] = s.tcp_ecn;  // likewise
   if (!legacy_protocols(s.protocols)) manifest["protocols"] = protocol_list(s.protocols);
   return manifest;
 }
@@ -290,6 +292,7 @@ std::vector<std::string> job_lines(const std::string& program, const SweepSettin
                        shell_quote(s.url) + " --rates " + joined(s.rates_mbps) + " --rtts " + joined(s.rtts_ms) +
                        " --loss " + joined(s.losses);
   if (!s.queue.empty()) common += " --queue " + shell_quote(s.queue);
+  if (!s.tcp_ecn.empty()) common += " --tcp-ecn " + s.tcp_ecn;
   if (s.protocols == std::vector<Protocol>{Protocol::kH2}) {
     common += " --http2";
   } else if (!legacy_protocols(s.protocols)) {

@@ -56,7 +56,8 @@ struct SweepSettings {
   std::string recording;  // the recording directory, as an absolute path
   std::string url;
   std::vector<double> rates_mbps, rtts_ms, losses;
-  std::string queue;                                  // "" (mm-link's default) or TYPE[:ARGS], both directions
+  std::string queue;    // "" (mm-link's default) or TYPE[:ARGS], both directions
+  std::string tcp_ecn;  // "" (as where mm-sweep runs) or on|accept|off: mm-replay --tcp-ecn, for every shell inside
   std::vector<Protocol> protocols = {Protocol::kH1};  // each configuration once per protocol
   bool single_server = false;
   std::vector<Variant> variants() const;

@@ -17,7 +17,7 @@ namespace fs = std::filesystem;
 namespace {
 const std::string kManifestName = "sweep.json";
 // The fields two sweeps must share to be merged: the rest (grid lists, protocol) is combined.
-const char* const kMergeKeys[] = {"url", "runs", "timeout_s", "queue", "match_user_agent"};
+const char* const kMergeKeys[] = {"url", "runs", "timeout_s", "queue", "tcp_ecn", "match_user_agent"};
 
 nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
   const std::string text =
@@ -183,8 +183,8 @@ ResultStore merge_results(const fs::path& out, const std::vector<fs::path>& inpu
         throw UserError("cannot merge " + store.dir().string() + " with " + stores.front().dir().string() +
                         ": their sweeps differ in \"" + key + "\" (" + m.value(key, nlohmann::json()).dump() + " and " +
                         merged.value(key, nlohmann::json()).dump() +
-                        "); merge only sweeps of the same page with the same --runs, --timeout, --queue and "
-                        "--match-user-agent");
+                        "); merge only sweeps of the same page with the same --runs, --timeout, --queue, --tcp-ecn "
+                        "and --match-user-agent");
     }
     for (const char* key : {"rates_mbps", "rtts_ms", "loss"}) merged[key] = union_of(merged[key], m[key]);
     // The baseline's loads of every input are kept: as many runs as the one with the most.

@@ -183,3 +183,24 @@ TEST(SweepGrid, three_protocols_make_each_configuration_three_times_with_their_c
   s.protocols = {Protocol::kH3};
   EXPECT_EQ(sweep_manifest(s)["protocols"], "h3");
 }
+
+// --tcp-ecn: mm-replay's, right after the recording (every shell inside inherits it), in the
+// manifest and the emitted jobs only when given, and a key that merged sweeps must share.
+TEST(SweepGrid, tcp_ecn_goes_to_mm_replay) {
+  SweepSettings s = small_sweep();
+  const auto configs = sweep_configurations(s);
+  const auto plain = load_command(s, configs[0], SweepPrograms{}, "/r/a.json");
+  EXPECT_EQ(std::count_if(plain.begin(), plain.end(), [](const std::string& w) { return w.starts_with("--tcp-ecn"); }),
+            0);
+  EXPECT_FALSE(sweep_manifest(s).contains("tcp_ecn"));
+  const nlohmann::json before = sweep_manifest(s);
+  s.tcp_ecn = "on";
+  for (const Configuration& c : configs) {
+    const auto argv = load_command(s, c, SweepPrograms{}, "/r/a.json");
+    ASSERT_GE(argv.size(), 3u);
+    EXPECT_EQ(argv[2], "--tcp-ecn=on");
+  }
+  EXPECT_EQ(sweep_manifest(s)["tcp_ecn"], "on");
+  EXPECT_EQ(manifest_differences(before, sweep_manifest(s)), std::vector<std::string>{"tcp_ecn"});
+  EXPECT_NE(job_lines("mm-sweep", s, "out/")[0].find(" --tcp-ecn on "), std::string::npos);
+}
