@@ -149,9 +149,11 @@ test_sweep_interrupted_resumes_without_redoing_loads() {
 test_sweep_emitted_jobs_run_apart_and_merge() {
   sweep_recording || return 1
   local home; home=$(sweep_home); local res=$home/res-jobs
+  # With the L4S queue and TCP's ECN on (mm-replay --tcp-ecn, inherited by the shells inside).
   sweep_run --recording "$home/rec" --rates 25 --rtts 20,100 --runs 1 --timeout 40 --out "$res" \
-    --emit-jobs "$home/jobs.txt" 2>/dev/null || fail "--emit-jobs failed" || return 1
+    --queue dualpi2 --tcp-ecn on --emit-jobs "$home/jobs.txt" 2>/dev/null || fail "--emit-jobs failed" || return 1
   [ "$(wc -l < "$home/jobs.txt")" = 3 ] || fail "jobs: $(cat "$home/jobs.txt")" || return 1
+  [ "$(grep -c -- " --queue dualpi2 --tcp-ecn on " "$home/jobs.txt")" = 3 ] || fail "jobs: $(cat "$home/jobs.txt")" || return 1
   # Each line names the emitting mm-sweep by its full path; --job-program names another (quoted).
   [ "$(grep -c "^$BIN/mm-sweep --recording " "$home/jobs.txt")" = 3 ] || fail "not by its full path: $(cat "$home/jobs.txt")" || return 1
   local other
@@ -176,6 +178,7 @@ test_sweep_emitted_jobs_run_apart_and_merge() {
   done
   sweep_left_nothing || return 1
   sweep_run --merge "$res" "$res"/parts/* 2>"$home/merge.err" || fail "merge: $(cat "$home/merge.err")" || return 1
+  grep -q '"tcp_ecn": *"on"' "$res/sweep.json" || fail "the merged manifest has no tcp_ecn" || return 1
   [ "$(tail -n +2 "$res/loads.csv" | wc -l)" = 2 ] || fail "loads.csv: $(cat "$res/loads.csv")" || return 1
   [ "$(summary_value "$res" h1-multi-25mbit-100ms-loss0 loads_ok)" = 1 ] &&
     [ -n "$(summary_value "$res" h1-multi-25mbit-100ms-loss0 plt_ratio_to_optimal)" ] &&
