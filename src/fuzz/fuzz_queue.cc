@@ -31,9 +31,7 @@ void write_packet(std::span<uint8_t> space, uint32_t length, uint16_t flow, uint
     space[9] = 6;  // TCP
     space[20] = static_cast<uint8_t>(flow >> 8);
     space[21] = static_cast<uint8_t>(flow);
-    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
-    space[10] = static_cast<uint8_t>(checksum >> 8);
-    space[11] = static_cast<uint8_t>(checksum);
+    set_ip_checksum(space.data(), 20);
   }
   if (length >= 44) std::memcpy(space.data() + 40, &serial, 4);
 }

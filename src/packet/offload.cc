@@ -19,11 +19,6 @@ constexpr uint32_t kMaxIpLength = 65535;
 // IP and TCP header bytes of a TCP/IPv4 packet without IP options (what the coalescer merges).
 uint32_t tcp4_headers(const uint8_t* ip) { return 20 + (ip[32] >> 4) * 4u; }
 
-void set_ip_checksum(uint8_t* ip, uint32_t header_length) {
-  store_be16(ip + 10, 0);
-  store_be16(ip + 10, static_cast<uint16_t>(~checksum_fold(checksum_add({ip, header_length}))));
-}
-
 // The TCP checksum field of a segment whose checksum the kernel completes (NEEDS_CSUM).
 void set_partial_tcp_checksum(uint8_t* ip, uint32_t ip_header_length, uint32_t tcp_length) {
   store_be16(ip + ip_header_length + 16, checksum_fold(pseudo_header_sum({ip, 20}, tcp_length)));
@@ -99,6 +94,11 @@ uint64_t pseudo_header_sum(std::span<const uint8_t> ip_packet, uint32_t transpor
   const uint8_t* ip = ip_packet.data();
   return uint64_t{load_be16(ip + 12)} + load_be16(ip + 14) + load_be16(ip + 16) + load_be16(ip + 18) + ip[9] +
          transport_length;
+}
+
+void set_ip_checksum(uint8_t* ip, uint32_t header_length) {
+  store_be16(ip + 10, 0);
+  store_be16(ip + 10, static_cast<uint16_t>(~checksum_fold(checksum_add({ip, header_length}))));
 }
 
 void complete_checksum(std::span<uint8_t> packet, uint32_t csum_start, uint32_t csum_offset) {

@@ -63,6 +63,8 @@ uint64_t checksum_add(std::span<const uint8_t> bytes, uint64_t sum = 0);
 uint16_t checksum_fold(uint64_t sum);
 // The sum of the TCP/UDP pseudo-header of an IPv4 packet for a transport length.
 uint64_t pseudo_header_sum(std::span<const uint8_t> ip_packet, uint32_t transport_length);
+// Writes the IPv4 header checksum of the header_length bytes at `ip`.
+void set_ip_checksum(uint8_t* ip, uint32_t header_length);
 // Completes a partial checksum (NEEDS_CSUM) in place, as the kernel would: for a packet that
 // cannot be handed on with its header.
 void complete_checksum(std::span<uint8_t> packet, uint32_t csum_start, uint32_t csum_offset);

@@ -78,9 +78,7 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
     space[9] = 17;
     space[21] = static_cast<uint8_t>(flow_of ? flow_of(i) : 0);  // UDP source port: the flow
     std::memcpy(space.data() + 24, &now, sizeof now);
-    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
-    space[10] = static_cast<uint8_t>(checksum >> 8);
-    space[11] = static_cast<uint8_t>(checksum);
+    set_ip_checksum(space.data(), 20);
     link.commit(now, 1500);
     collect();
   }

@@ -24,7 +24,7 @@ inline std::vector<uint8_t> tcp_packet(uint32_t payload, uint32_t sequence, uint
   p[9] = 6;
   store_be32(&p[12], 0x0a000001);
   store_be32(&p[16], 0x0a000002);
-  store_be16(&p[10], static_cast<uint16_t>(~checksum_fold(checksum_add({p.data(), 20}))));
+  set_ip_checksum(p.data(), 20);
   uint8_t* tcp = &p[20];
   store_be16(tcp, source_port);
   store_be16(tcp + 2, 5201);

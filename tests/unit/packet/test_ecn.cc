@@ -16,9 +16,7 @@ const Nanos ms = kNanosPerMs;
 // A 20-byte IPv4 header with TOS `tos` and a valid checksum.
 std::array<uint8_t, 20> header(uint8_t tos) {
   std::array<uint8_t, 20> h{0x45, tos, 0, 60, 0x12, 0x34, 0x40, 0, 64, 6, 0, 0, 198, 51, 100, 1, 100, 64, 0, 2};
-  const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(h)));
-  h[10] = static_cast<uint8_t>(checksum >> 8);
-  h[11] = static_cast<uint8_t>(checksum);
+  set_ip_checksum(h.data(), 20);
   return h;
 }
 bool checksum_valid(std::span<const uint8_t> h) { return checksum_fold(checksum_add(h.first(20))) == 0xffff; }
@@ -130,9 +128,7 @@ uint32_t marks_at_standing_delay(
     std::memset(space.data(), 0, 20);
     space[0] = 0x45;
     space[1] = tos;
-    const uint16_t checksum = static_cast<uint16_t>(~checksum_fold(checksum_add(space.first(20))));
-    space[10] = static_cast<uint8_t>(checksum >> 8);
-    space[11] = static_cast<uint8_t>(checksum);
+    set_ip_checksum(space.data(), 20);
     q.enqueue(now, 1500, events, 0);
   };
   for (int i = 0; i < standing_ms; i++) arrive();
