@@ -35,6 +35,10 @@ const ProgramInfo kInfo{
     "  --ca FILE             also trust this CA certificate (PEM) besides your mahimahi CA\n"
     "  --window WxH          the viewport (default 1366x768)\n"
     "  --browser PATH        the Chromium binary (default: chromium in PATH)\n"
+    "  --wait-for-url        no URL operand: start the browser, then read the URL from standard\n"
+    "                        input (one line: URL, or URL TAB User-Agent TAB Accept-Language,\n"
+    "                        which the browser then presents) and load it once; the load's\n"
+    "                        time leaves out the browser's start (mm-cumulus-remote's use)\n"
     "  --help                show this help\n"
     "  --version             show the version\n"
     "\n"
@@ -93,6 +97,7 @@ int run(int argc, char** argv) {
                  options.browser.http3_forced = true;
                }},
               {"http3-discovery", false, [&](std::string_view) { options.http3_discovery = true; }},
+              {"wait-for-url", false, [&](std::string_view) { options.wait_for_url = true; }},
               {"ca", true,
                [&](std::string_view value) {
                  if (value.empty()) throw UsageError("--ca needs a file name");
@@ -115,7 +120,14 @@ int run(int argc, char** argv) {
     return true;
   };
   for (const std::string& word : scanner.scan(argc, argv, add_url)) add_url(word);
-  if (options.urls.empty()) throw UsageError("give at least one URL");
+  if (options.wait_for_url) {
+    if (!options.urls.empty())
+      throw UsageError("--wait-for-url reads the URL from standard input: give no URL operand");
+    if (options.runs != 1) throw UsageError("--wait-for-url makes one load: no --runs");
+    if (options.http3_discovery) throw UsageError("--wait-for-url and --http3-discovery do not go together");
+  } else if (options.urls.empty()) {
+    throw UsageError("give at least one URL");
+  }
   if (options.http3_discovery && options.browser.http3_forced)
     throw UsageError("--http3 and --http3-discovery are two ways to reach HTTP/3: give one");
   if (options.urls.size() * static_cast<size_t>(options.runs) > static_cast<size_t>(kMaxRuns)) {

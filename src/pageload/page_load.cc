@@ -2,7 +2,10 @@
 // One page load over DevTools (see page_load.hh).
 #include "pageload/page_load.hh"
 
+#include <poll.h>
+#include <sys/signalfd.h>
 #include <sys/time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -120,8 +123,8 @@ json evaluate_json(DevToolsPipe& pipe, const std::string& session, const char* s
 // The state of one load while its events arrive.
 class LoadRun {
  public:
-  LoadRun(const LoadOptions& options, Browser& browser, LoadResult& result)
-      : options_(options), browser_(browser), pipe_(browser.pipe()), result_(result) {}
+  LoadRun(const LoadOptions& options, Browser& browser, LoadResult& result, int interrupt_fd = -1)
+      : options_(options), browser_(browser), pipe_(browser.pipe()), result_(result), interrupt_fd_(interrupt_fd) {}
 
   void run();
 
@@ -132,11 +135,13 @@ class LoadRun {
   void read_load_timing(Nanos deadline);
   void read_page_metrics(Nanos deadline);
   void finish();
+  std::string wait_for_url(Nanos deadline);
 
   const LoadOptions& options_;
   Browser& browser_;
   DevToolsPipe& pipe_;
   LoadResult& result_;
+  int interrupt_fd_;
   std::string session_;
   std::string loader_id_;  // the navigation's, which is also its document request's id
   bool committed_ = false;
@@ -235,12 +240,49 @@ void LoadRun::read_page_metrics(Nanos deadline) {
   result_.lcp_ms = number_at(metrics, {"lcp"});
 }
 
+// Reads the line of --wait-for-url from standard input, waiting as long as it takes (an interrupt
+// ends the wait), and presents its User-Agent and Accept-Language. Returns the URL.
+std::string LoadRun::wait_for_url(Nanos deadline) {
+  std::string line;
+  for (;;) {
+    pollfd fds[2] = {{0, POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+    if (::poll(fds, interrupt_fd_ >= 0 ? 2 : 1, -1) < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("poll");
+    }
+    if (interrupt_fd_ >= 0 && (fds[1].revents & POLLIN)) {
+      signalfd_siginfo info;
+      if (::read(interrupt_fd_, &info, sizeof info) == sizeof info) throw Interrupted(static_cast<int>(info.ssi_signo));
+    }
+    if (!(fds[0].revents & (POLLIN | POLLHUP))) continue;
+    char c;
+    const ssize_t n = ::read(0, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || c == '\n') break;
+    if (line.size() > 3 * kMaxWaitedLine) throw UsageError("--wait-for-url: the line on standard input is too long");
+    line += c;
+  }
+  const WaitedUrl waited = parse_waited_url(line);
+  (void)deadline;
+  if (!waited.user_agent.empty() || !waited.accept_language.empty()) {
+    json params = {{"userAgent", waited.user_agent}};
+    if (!waited.accept_language.empty()) params["acceptLanguage"] = waited.accept_language;
+    pipe_.call("Emulation.setUserAgentOverride", params, session_, monotonic_now() + kCommandWait);
+  }
+  return waited.url;
+}
+
 void LoadRun::run() {
   set_up(monotonic_now() + kCommandWait);
+  std::string url = options_.url;
+  if (options_.wait_for_url) {
+    url = wait_for_url(monotonic_now() + kCommandWait);
+    result_.url = url;
+  }
   result_.started = iso8601_from_us(static_cast<uint64_t>(wall_ms_now() * 1e3));
   const Nanos start = monotonic_now();
   const Nanos deadline = start + options_.timeout;
-  const int navigate = pipe_.send("Page.navigate", {{"url", options_.url}}, session_);
+  const int navigate = pipe_.send("Page.navigate", {{"url", url}}, session_);
   bool navigating = true;
 
   for (;;) {
@@ -373,7 +415,7 @@ LoadResult load_page(const LoadOptions& options, BrowserProfileTemplate& profile
     const fs::path directory = profiles.new_load_directory();
     if (!options.http3_discovery) {
       browser = std::make_unique<Browser>(options.browser, directory, interrupt_fd, monotonic_now() + ready_wait);
-      LoadRun(options, *browser, result).run();
+      LoadRun(options, *browser, result, interrupt_fd).run();
       return result;
     }
     LoadOptions priming = options;
@@ -421,6 +463,33 @@ LoadResult load_page(const LoadOptions& options, BrowserProfileTemplate& profile
 }
 
 // ---- The pure parts
+
+WaitedUrl parse_waited_url(const std::string& line) {
+  WaitedUrl waited;
+  std::string* fields[] = {&waited.url, &waited.user_agent, &waited.accept_language};
+  size_t field = 0;
+  for (const char c : line) {
+    if (c == '\t') {
+      if (++field == 3) throw UsageError("--wait-for-url: more than three tab-separated fields on standard input");
+      continue;
+    }
+    if (c == '\r') continue;
+    fields[field]->push_back(c);
+  }
+  if (waited.url.empty()) throw UsageError("--wait-for-url: no URL on standard input");
+  if (waited.url.size() > kMaxWaitedLine || waited.user_agent.size() > kMaxWaitedLine ||
+      waited.accept_language.size() > kMaxWaitedLine)
+    throw UsageError("--wait-for-url: a field on standard input is longer than " + std::to_string(kMaxWaitedLine) +
+                     " bytes");
+  for (const std::string* f : fields)
+    for (const char c : *f)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+        throw UsageError("--wait-for-url: control bytes on standard input");
+  const std::string lower = ascii_lowercase(waited.url.substr(0, 8));
+  if (!lower.starts_with("http://") && !lower.starts_with("https://"))
+    throw UsageError("--wait-for-url: " + printable(waited.url, 200) + " is not an http:// or https:// URL");
+  return waited;
+}
 
 std::optional<std::string> url_origin(const std::string& url) {
   const size_t colon = url.find("://");

@@ -27,7 +27,20 @@ struct LoadOptions {
   // accepts the local CA over QUIC for the hosts the first load met but forces nothing, makes the
   // measured load, going to QUIC where an Alt-Svc said so (mm-replay --advertise-h3, or recorded).
   bool http3_discovery = false;
+  // The URL comes on standard input once the browser is ready (mm-pageload --wait-for-url, the
+  // ready loader of mm-cumulus-remote): one line, "URL" or "URL<TAB>User-Agent<TAB>Accept-Language",
+  // the last two (if not empty) presented by the browser for this load. `url` is ignored.
+  bool wait_for_url = false;
 };
+
+inline constexpr size_t kMaxWaitedLine = 8192;  // each field of the line
+
+// A line of --wait-for-url's input: URL, User-Agent, Accept-Language (the last two may be empty).
+struct WaitedUrl {
+  std::string url, user_agent, accept_language;
+};
+// Splits it (a UsageError naming what is wrong: no URL, bad URL, too long).
+WaitedUrl parse_waited_url(const std::string& line);
 
 // The hosts of the https origins among `origins` ("https://a.test:443" -> "a.test"), once each.
 std::vector<std::string> https_hosts(const std::map<std::string, std::string>& origins);

@@ -172,13 +172,16 @@ int run_pageload(const PageloadOptions& options) {
   load.browser.program = browser_program(options.browser.program);
   load.timeout = seconds_to_nanos(options.timeout_seconds);
   load.http3_discovery = options.http3_discovery;
+  load.wait_for_url = options.wait_for_url;
   std::vector<LoadResult> loads;
   write_outputs(options, loads);  // an unwritable file fails now, not after the loads
   BrowserProfileTemplate profiles(trusted_certificates(options));
 
-  const size_t total = options.urls.size() * static_cast<size_t>(options.runs);
+  // --wait-for-url: one load, of the URL that standard input brings.
+  const std::vector<std::string> urls = options.wait_for_url ? std::vector<std::string>{""} : options.urls;
+  const size_t total = urls.size() * static_cast<size_t>(options.runs);
   try {
-    for (const std::string& url : options.urls) {
+    for (const std::string& url : urls) {
       for (int run = 1; run <= options.runs; run++) {
         load.url = url;
         load.run = run;

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "cumulus/bulk.hh"
+
+#include "http/start_line.hh"
+#include "util/text.hh"
+
+namespace {
+constexpr size_t kFrameHeader = 5;
+constexpr size_t kMaxResponseHead = 16384;
+
+bool unreserved(unsigned char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+         c == '_' || c == '~';
+}
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// A header value as the request may carry it: printable bytes (and tabs), bounded.
+std::string header_value(std::string_view value) {
+  std::string out;
+  for (const char c : value.substr(0, kMaxBulkHeaderValue)) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u >= 0x20 && u != 0x7f) out += c;
+  }
+  return out;
+}
+
+std::string one_line(std::string_view value) {
+  std::string out(value);
+  for (char& c : out)
+    if (c == '\r' || c == '\n') c = ' ';
+  return out;
+}
+}  // namespace
+
+std::string percent_encode(std::string_view text) {
+  static const char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if (unreserved(u)) {
+      out += c;
+    } else {
+      out += '%';
+      out += kHex[u >> 4];
+      out += kHex[u & 15];
+    }
+  }
+  return out;
+}
+
+std::optional<std::string> percent_decode(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); i++) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    if (i + 2 >= text.size()) return std::nullopt;
+    const int high = hex_value(text[i + 1]), low = hex_value(text[i + 2]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high * 16 + low);
+    i += 2;
+  }
+  return out;
+}
+
+std::string encode_bulk_request(const BulkRequest& request, std::string_view host) {
+  std::string out = "GET " + std::string(kBulkPath) + "?url=" + percent_encode(request.url) + " HTTP/1.1\r\n";
+  out += "Host: " + header_value(host) + "\r\n";
+  if (!request.user_agent.empty()) out += "User-Agent: " + header_value(request.user_agent) + "\r\n";
+  if (!request.accept_language.empty()) out += "Accept-Language: " + header_value(request.accept_language) + "\r\n";
+  out += "\r\n";
+  return out;
+}
+
+std::optional<BulkRequest> parse_bulk_request(std::string_view head, std::string* why) {
+  auto refuse = [why](std::string reason) -> std::optional<BulkRequest> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  if (head.size() > kMaxBulkRequest)
+    return refuse("the request is longer than " + std::to_string(kMaxBulkRequest) + " bytes");
+  const size_t line_end = head.find("\r\n");
+  if (line_end == std::string_view::npos) return refuse("no request line");
+  const RequestLine line = split_request_line(head.substr(0, line_end));
+  if (line.method != "GET" || !line.version.starts_with("HTTP/1.")) return refuse("not a GET request line");
+  const std::string prefix = std::string(kBulkPath) + "?url=";
+  if (!line.target.starts_with(prefix)) return refuse("not " + std::string(kBulkPath) + "?url=...");
+  const std::optional<std::string> url = percent_decode(line.target.substr(prefix.size()));
+  if (!url) return refuse("a malformed %-escape in the URL");
+  if (url->size() > kMaxBulkUrl) return refuse("the URL is longer than " + std::to_string(kMaxBulkUrl) + " bytes");
+  if (!(url->starts_with("http://") || url->starts_with("https://")) || url->size() < 9)
+    return refuse("the URL is not http:// or https://");
+  for (const char c : *url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f) return refuse("the URL holds spaces or control bytes");
+  BulkRequest request;
+  request.url = *url;
+  size_t pos = line_end + 2;
+  while (pos < head.size()) {
+    const size_t end = head.find("\r\n", pos);
+    if (end == std::string_view::npos || end == pos) break;
+    const std::string_view field = head.substr(pos, end - pos);
+    pos = end + 2;
+    const size_t colon = field.find(':');
+    if (colon == std::string_view::npos) return refuse("a header line without a colon");
+    const std::string_view name = field.substr(0, colon);
+    const std::string value = header_value(trim_blanks(field.substr(colon + 1)));
+    if (equals_ignoring_case(name, "User-Agent")) request.user_agent = value;
+    if (equals_ignoring_case(name, "Accept-Language")) request.accept_language = value;
+  }
+  return request;
+}
+
+std::string bulk_response_head() {
+  return "HTTP/1.1 200 OK\r\nContent-Type: " + std::string(kBulkContentType) +
+         "\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n";
+}
+
+std::string bulk_error_response(int status, std::string_view reason, std::string_view text) {
+  const std::string body = std::string(text) + "\n";
+  return "HTTP/1.1 " + std::to_string(status) + " " + std::string(reason) +
+         "\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+std::string encode_bulk_frame(BulkFrameKind kind, std::string_view payload) {
+  std::string out;
+  out.reserve(kFrameHeader + payload.size());
+  out += static_cast<char>(kind);
+  const auto n = static_cast<uint32_t>(payload.size());
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+  out.append(payload);
+  return out;
+}
+
+std::string encode_bulk_end(const std::map<std::string, std::string>& fields) {
+  std::string out;
+  for (const auto& [key, value] : fields) out += one_line(key) + "=" + one_line(value) + "\n";
+  return out;
+}
+
+std::map<std::string, std::string> parse_bulk_end(std::string_view payload) {
+  std::map<std::string, std::string> fields;
+  size_t pos = 0;
+  while (pos < payload.size() && fields.size() < 64) {
+    size_t end = payload.find('\n', pos);
+    if (end == std::string_view::npos) end = payload.size();
+    const std::string_view line = payload.substr(pos, end - pos);
+    pos = end + 1;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    fields.emplace(std::string(line.substr(0, eq)), std::string(line.substr(eq + 1, kMaxBulkHeaderValue)));
+  }
+  return fields;
+}
+
+bool BulkDecoder::take_head() {
+  const size_t end = buffer_.find("\r\n\r\n");
+  if (end == std::string::npos) {
+    if (buffer_.size() > kMaxResponseHead) {
+      error_ = "the Remote Proxy's answer has no header section within " + std::to_string(kMaxResponseHead) + " bytes";
+      return false;
+    }
+    return true;
+  }
+  const std::string status_line = buffer_.substr(0, buffer_.find("\r\n"));
+  if (!status_line.starts_with("HTTP/1.1 200") && !status_line.starts_with("HTTP/1.0 200")) {
+    error_ = "the Remote Proxy answered \"" + printable(status_line, 200) + "\"";
+    const std::string body = buffer_.substr(end + 4, 300);
+    if (!body.empty()) error_ += ": " + printable(trim_blanks(body), 300);
+    return false;
+  }
+  if (ascii_lowercase(buffer_.substr(0, end)).find(kBulkContentType) == std::string::npos) {
+    error_ = "the Remote Proxy's answer is not " + std::string(kBulkContentType);
+    return false;
+  }
+  offset_ = end + 4;
+  head_done_ = true;
+  return true;
+}
+
+bool BulkDecoder::feed(std::string_view data) {
+  if (!error_.empty()) return false;
+  bytes_ += data.size();
+  if (ended_) {
+    if (!data.empty()) error_ = "bytes after the end frame";
+    return data.empty();
+  }
+  // What was taken is dropped before more is appended: the buffer holds at most a frame and a read.
+  if (offset_ > 0 && offset_ == buffer_.size()) {
+    buffer_.clear();
+    offset_ = 0;
+  } else if (offset_ > (1u << 20) && offset_ * 2 > buffer_.size()) {
+    buffer_.erase(0, offset_);
+    offset_ = 0;
+  }
+  buffer_.append(data);
+  if (!head_done_ && !take_head()) return false;
+  if (head_done_ && buffer_.size() - offset_ >= kFrameHeader) {
+    const auto kind = static_cast<BulkFrameKind>(buffer_[offset_]);
+    if (kind != BulkFrameKind::Pair && kind != BulkFrameKind::End) {
+      error_ = "a frame of unknown kind " + std::to_string(static_cast<unsigned char>(buffer_[offset_]));
+      return false;
+    }
+    uint32_t n = 0;
+    for (size_t i = 1; i < kFrameHeader; i++) n = (n << 8) | static_cast<unsigned char>(buffer_[offset_ + i]);
+    if (n > kMaxBulkFrame) {
+      error_ = "a frame of " + std::to_string(n) + " bytes (at most " + std::to_string(kMaxBulkFrame) + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
+std::optional<BulkDecoder::Frame> BulkDecoder::next() {
+  if (!head_done_ || !error_.empty() || ended_) return std::nullopt;
+  if (buffer_.size() - offset_ < kFrameHeader) return std::nullopt;
+  uint32_t n = 0;
+  for (size_t i = 1; i < kFrameHeader; i++) n = (n << 8) | static_cast<unsigned char>(buffer_[offset_ + i]);
+  const auto kind = static_cast<BulkFrameKind>(buffer_[offset_]);
+  if (kind != BulkFrameKind::Pair && kind != BulkFrameKind::End) {
+    error_ = "a frame of unknown kind";
+    return std::nullopt;
+  }
+  if (n > kMaxBulkFrame) {
+    error_ = "a frame beyond the limit";
+    return std::nullopt;
+  }
+  if (buffer_.size() - offset_ - kFrameHeader < n) {
+    if (buffer_.capacity() < offset_ + kFrameHeader + n) buffer_.reserve(offset_ + kFrameHeader + n);
+    return std::nullopt;
+  }
+  Frame frame{kind, buffer_.substr(offset_ + kFrameHeader, n)};
+  offset_ += kFrameHeader + n;
+  if (kind == BulkFrameKind::End) {
+    ended_ = true;
+    if (offset_ != buffer_.size()) error_ = "bytes after the end frame";
+  }
+  return frame;
+}

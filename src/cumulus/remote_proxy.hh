@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#pragma once
+// Cumulus's Remote Proxy (the paper's §5.2), mm-cumulus-remote: near the servers, it loads each
+// page a Local Proxy asks for in an unmodified headless browser and streams every
+// request/response pair the browser exchanged with the servers back as the bulk response
+// (cumulus/bulk.hh), as soon as each is whole.
+//
+// A load is made of our own programs, as the paper made it of RecordShell: the browser is
+// mm-pageload's (a fresh profile, the user's CA trusted), inside mm-record (which ends TLS and
+// writes each pair, as the servers sent it, into a directory of its own), inside the shells
+// that give the Remote Proxy its own path to the servers (mm-delay by default). Each new file is
+// sent as a frame (inotify tells when mm-record links it) and then removed. One load runs at a
+// time; the next waits. So that the browser's start is not part of a page load, one loader
+// waits ready ahead (its shells and browser started, mm-pageload --wait-for-url); the request's
+// URL, User-Agent and Accept-Language are written to it, and the next one is started when the
+// load ends.
+//
+// Bounded: at most kMaxWaitingLoads requests wait; a load ends at mm-pageload's --timeout; a
+// client that goes away ends its load (the loader is stopped); every loader is stopped and
+// reaped when the proxy ends.
+#include <netinet/in.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "util/clock.hh"
+#include "util/file_descriptor.hh"
+
+inline constexpr size_t kMaxWaitingLoads = 16;
+
+struct RemoteProxyOptions {
+  FileDescriptor listener;  // listening already
+  // The loader's command line up to the URL: shells, mm-record DIR --, mm-pageload and its
+  // options; "{dir}" in any word is replaced by the load's recording directory.
+  std::vector<std::string> loader;
+  std::filesystem::path work_directory;  // private: the loads' recording directories
+  bool verbose = false;
+  std::function<void(const std::string&)> say;  // one line for standard error (no newline)
+};
+
+class RemoteProxy {
+ public:
+  explicit RemoteProxy(RemoteProxyOptions options);
+  ~RemoteProxy();  // stops and reaps every loader
+  RemoteProxy(const RemoteProxy&) = delete;
+  RemoteProxy& operator=(const RemoteProxy&) = delete;
+
+  // Serves until `stop_fd` is readable (a signalfd, a pidfd of the command), then stops every
+  // loader. Returns the number of loads served.
+  uint64_t run(int stop_fd);
+
+  struct Loader;
+  struct Client;
+
+ private:
+  void accept_all();
+  void handle_client(Client& c);
+  void start_next_load();
+  void start_spare();
+  void watch_directory();
+  void send_new_pairs();
+  void finish_load();
+  void drain_stderr(Loader& l);
+  void flush_client(Client& c);
+  void end_client(Client& c);
+
+  RemoteProxyOptions options_;
+  int epoll_fd_ = -1;
+  FileDescriptor epoll_;
+  std::vector<std::unique_ptr<Client>> clients_;  // in arrival order; the front's load runs
+  std::unique_ptr<Loader> spare_, current_;
+  FileDescriptor inotify_;
+  uint64_t next_load_ = 1, loads_ = 0;
+  std::string buffer_;
+};

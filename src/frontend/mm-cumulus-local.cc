@@ -1,0 +1,161 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// mm-cumulus-local [OPTION]... [--] [COMMAND...]: Cumulus's Local Proxy around COMMAND (a
+// browser): its page loads come from the Remote Proxy's bulk responses.
+#include <arpa/inet.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <iostream>
+#include <optional>
+#include <thread>
+
+#include "cumulus/local_proxy.hh"
+#include "packet/queues.hh"
+#include "shell/ferry_pair.hh"
+#include "shell/packet_shell.hh"
+#include "tls/certificate_authority.hh"
+#include "util/exception.hh"
+#include "util/text.hh"
+
+namespace {
+const ProgramInfo kInfo{"mm-cumulus-local", "[OPTION]... [--] [COMMAND...]",
+                        "Runs COMMAND (a browser; default: your login shell) in a new network namespace behind\n"
+                        "Cumulus's Local Proxy (the Mahimahi paper's remote dependency resolution). Every TCP\n"
+                        "connection goes to the proxy, which ends TLS with certificates of your local CA (see\n"
+                        "mm-ca). A navigation to a page sends one bulk request for its URL to the Remote Proxy\n"
+                        "(mm-cumulus-remote), whose browser, near the servers, loads the page and streams every\n"
+                        "response to this proxy as it arrives; the browser's requests are answered from that bulk\n"
+                        "response. A request the bulk did not bring waits while the bulk is still coming, then goes\n"
+                        "to its server through the shells around this one, as do requests other than GET and HEAD.\n"
+                        "If the Remote Proxy fails, stalls or cannot be reached, the page loads from its servers\n"
+                        "and a line on standard error says why. UDP to port 443 (QUIC) is refused, so that\n"
+                        "browsers use TCP. A line per page load says what the bulk brought and what the Remote\n"
+                        "Proxy's load cost it (its time and CPU).\n"
+                        "\n"
+                        "Options:\n"
+                        "  --remote=ADDRESS:PORT the Remote Proxy (default: $MAHIMAHI_CUMULUS_REMOTE, which\n"
+                        "                        mm-cumulus-remote sets for its command)\n"
+                        "  --ca-dir=DIR          the CA to use (default: $MAHIMAHI_CA_DIR, else\n"
+                        "                        ~/.local/share/mahimahi/ca)\n"
+                        "  --upstream-ca=FILE    also trust FILE's CAs (PEM) for servers reached directly, besides\n"
+                        "                        the system's CAs and your local CA\n"
+                        "  --insecure-upstream   do not check the certificates of servers reached directly\n"
+                        "  --cache-limit=MB      the most a page load's bulk response may keep in memory (default\n"
+                        "                        512; what does not fit is fetched from its server)\n"
+                        "  --stall-timeout=S     a bulk response that brings nothing for S seconds is given up\n"
+                        "                        (default 10; 1 to 600)\n" MM_TCP_ECN_HELP_LINE
+                        "  --verbose             a line per request sent to a server, and one saying whether the\n"
+                        "                        TUN offloads are used\n"
+                        "  --help, --version\n"
+                        "\n"
+                        "Example (a replayed page, the Remote Proxy beside the servers, the browser behind a link):\n"
+                        "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 mm-link 14 14 -- \\\n"
+                        "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
+
+// "ADDRESS:PORT" (an IPv4 literal and a port) as a socket address.
+std::optional<sockaddr_in> parse_remote(const std::string& text) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size() || text.size() > 64) return std::nullopt;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  if (::inet_pton(AF_INET, text.substr(0, colon).c_str(), &a.sin_addr) != 1) return std::nullopt;
+  const std::string port = text.substr(colon + 1);
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return std::nullopt;
+  const unsigned long value = std::stoul(port);
+  if (value == 0 || value > 65535) return std::nullopt;
+  a.sin_port = htons(static_cast<uint16_t>(value));
+  return a;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
+    std::optional<std::string> ca_dir, remote;
+    LocalProxyOptions options;
+    ShellSpec spec;
+    ArgScanner scanner(kInfo,
+                       {{"remote", true, [&](std::string_view v) { remote = std::string(v); }},
+                        {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
+                        {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
+                        {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
+                        {"cache-limit", true,
+                         [&](std::string_view v) {
+                           const uint64_t mb = parse_unsigned(v, "--cache-limit");
+                           if (mb < 1 || mb > 65536)
+                             throw UsageError("--cache-limit must be 1 to 65536 (MB), not " + std::string(v));
+                           options.max_cache_bytes = mb << 20;
+                         }},
+                        {"stall-timeout", true,
+                         [&](std::string_view v) {
+                           const double s = parse_nonnegative(v, "--stall-timeout");
+                           if (s < 1 || s > 600)
+                             throw UsageError("--stall-timeout must be 1 to 600 (seconds), not " + std::string(v));
+                           options.stall_timeout = static_cast<Nanos>(s * 1e9);
+                         }},
+                        {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }},
+                        ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
+    spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });
+    if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+    if (remote && !parse_remote(*remote))
+      throw UsageError("--remote=" + printable(*remote, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
+    spec.device_kind = "cumulus";
+    spec.tag = "[cumulus] ";
+    spec.intercept_tcp = true;
+    spec.refuse_quic = true;
+    spec.ferry = [ca_dir, remote, options](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
+      // The user's rights from here on: the CA and the environment are read as the user.
+      try {
+        LocalProxyOptions proxy_options = options;
+        std::string where;
+        if (remote) {
+          where = *remote;
+        } else if (const char* env = std::getenv("MAHIMAHI_CUMULUS_REMOTE"); env && *env) {
+          where = env;
+          if (!parse_remote(where))
+            throw UserError("MAHIMAHI_CUMULUS_REMOTE=" + printable(where, 80) +
+                            " is not ADDRESS:PORT (an IPv4 address and a port)");
+        } else {
+          throw UserError(
+              "no Remote Proxy: give --remote=ADDRESS:PORT, or run inside mm-cumulus-remote, which sets "
+              "MAHIMAHI_CUMULUS_REMOTE");
+        }
+        proxy_options.remote = *parse_remote(where);
+        proxy_options.remote_text = where;
+        proxy_options.say = [](const std::string& line) { std::cerr << "mm-cumulus-local: " << line << std::endl; };
+        const char* bundle = std::getenv("SSL_CERT_FILE");
+        if (proxy_options.upstream_ca_file.empty() && bundle && *bundle) proxy_options.upstream_ca_file = bundle;
+        CertificateAuthority ca = CertificateAuthority::load_or_create(
+            ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
+        ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
+        LocalProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, proxy_options);
+        std::thread proxy_thread([&proxy] { proxy.run(); });
+        DelayQueue uplink(0), downlink(0);
+        int status = 1;
+        try {
+          status = run_ferry_pair(endpoints, uplink, downlink, ready);
+        } catch (...) {
+          proxy.stop();
+          proxy_thread.join();
+          throw;
+        }
+        proxy.stop();
+        proxy_thread.join();
+        const LocalProxyTotals t = proxy.totals();
+        if (t.page_loads > 0 || options.verbose) {
+          std::cerr << "mm-cumulus-local: " << count_of(t.page_loads, "page load") << ", "
+                    << count_of(t.from_cache, "request") << " answered from bulk responses ("
+                    << count_of(t.bulk_pairs, "object") << ", " << (t.bulk_bytes >> 10) << " KiB), " << t.forwarded
+                    << " sent to servers";
+          if (t.bulk_failures) std::cerr << "; " << count_of(t.bulk_failures, "bulk response") << " failed";
+          if (t.failed_connections) std::cerr << "; " << count_of(t.failed_connections, "connection") << " failed";
+          std::cerr << std::endl;
+        }
+        return status;
+      } catch (const std::exception& e) {
+        std::cerr << "mm-cumulus-local: " << e.what() << std::endl;
+        return 1;
+      }
+    };
+    return spec;
+  });
+}
