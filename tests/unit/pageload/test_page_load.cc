@@ -4,6 +4,7 @@
 // the command line's checks (window, URLs) and Chromium's arguments.
 #include <gtest/gtest.h>
 
+#include "expect.hh"
 #include "pageload/chromium.hh"
 #include "pageload/page_load.hh"
 #include "pageload/pageload_tool.hh"
@@ -175,4 +176,20 @@ TEST(NetworkTally, HttpsResponsesNotOverH3AreCountedPerOriginAndProtocol) {
             "asked for HTTP/3, but https://b.test:443 answered 2 requests over h2; https://d.test:8443 answered 1 "
             "request over h1 (is the replay running with --http3?)");
   EXPECT_EQ(http3_shortfall({}), "");
+}
+
+TEST(PageLoad, waited_url_line_gives_url_user_agent_and_language) {
+  const WaitedUrl plain = parse_waited_url("https://a.test/x?y");
+  EXPECT_EQ(plain.url, "https://a.test/x?y");
+  EXPECT_TRUE(plain.user_agent.empty());
+  const WaitedUrl full = parse_waited_url("http://a.test/\tMozilla/5.0 (X11)\tfr, en;q=0.5\r");
+  EXPECT_EQ(full.url, "http://a.test/");
+  EXPECT_EQ(full.user_agent, "Mozilla/5.0 (X11)");
+  EXPECT_EQ(full.accept_language, "fr, en;q=0.5");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url(""), "no URL on standard input");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url("\tagent"), "no URL on standard input");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url("file:///etc/passwd"), "is not an http:// or https:// URL");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url("http://a.test/\ta\tb\tc"), "more than three");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url("http://a.test/\x01"), "control bytes");
+  EXPECT_THROW_WITH(UsageError, parse_waited_url("http://a.test/" + std::string(kMaxWaitedLine, 'a')), "longer than");
 }

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// RemoteProxy with a loader of the test's own (a shell script standing for mm-delay, mm-record
+// and mm-pageload: it makes its directory, reads its line, links record files in, exits): the
+// pairs stream as frames in the order they appear, then the end with the load's status; a
+// failing loader's words reach the end frame; a bad request gets a 400; a client that goes away
+// stops its load. Loopback only.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cumulus/bulk.hh"
+#include "cumulus/remote_proxy.hh"
+#include "expect.hh"
+#include "recording/record_file.hh"
+#include "temp_files.hh"
+#include "util/exception.hh"
+
+namespace fs = std::filesystem;
+
+namespace {
+FileDescriptor loopback_listener(sockaddr_in* address) {
+  FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
+  *address = {};
+  address->sin_family = AF_INET;
+  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  check_syscall("bind", ::bind(fd.get(), reinterpret_cast<const sockaddr*>(address), sizeof *address));
+  check_syscall("listen", ::listen(fd.get(), 16));
+  socklen_t length = sizeof *address;
+  check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(address), &length));
+  return fd;
+}
+
+RecordedPair sample_pair(const std::string& path) {
+  RecordedPair p;
+  p.ip = "10.0.0.1";
+  p.port = 80;
+  p.request.first_line = "GET " + path + " HTTP/1.1";
+  p.request.headers = {{"Host", "a.test"}};
+  p.response.first_line = "HTTP/1.1 200 OK";
+  p.response.headers = {{"Content-Length", "4"}};
+  p.response.body = "body";
+  return p;
+}
+
+// Runs a RemoteProxy whose loader is `script` (sh -c SCRIPT DIR: $1 is the load's directory).
+struct Harness {
+  TempDir tmp;
+  sockaddr_in address{};
+  int stop[2] = {-1, -1};
+  std::vector<std::string> said;
+  std::unique_ptr<RemoteProxy> proxy;
+  std::thread runner;
+
+  explicit Harness(const std::string& script) {
+    check_syscall("pipe", ::pipe(stop));
+    RemoteProxyOptions options;
+    options.listener = loopback_listener(&address);
+    options.loader = {"/bin/sh", "-c", script, "loader", "{dir}"};
+    fs::create_directory(tmp.path / "work");
+    options.work_directory = tmp.path / "work";
+    options.say = [this](const std::string& line) { said.push_back(line); };
+    proxy = std::make_unique<RemoteProxy>(std::move(options));
+    runner = std::thread([this] { proxy->run(stop[0]); });
+  }
+  ~Harness() {
+    (void)!::write(stop[1], "x", 1);
+    runner.join();
+    proxy.reset();
+    ::close(stop[0]);
+    ::close(stop[1]);
+  }
+
+  FileDescriptor connect_client() {
+    FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+    check_syscall("connect", ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address));
+    return fd;
+  }
+
+  // Everything the proxy sends until it closes (at most 20 s).
+  static std::string read_all(int fd) {
+    std::string all;
+    char buffer[65536];
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 20000) <= 0) break;
+      const ssize_t n = ::read(fd, buffer, sizeof buffer);
+      if (n <= 0) break;
+      all.append(buffer, static_cast<size_t>(n));
+    }
+    return all;
+  }
+};
+
+std::vector<BulkDecoder::Frame> frames_of(const std::string& stream, std::string* error) {
+  BulkDecoder decoder;
+  std::vector<BulkDecoder::Frame> frames;
+  if (!decoder.feed(stream)) *error = decoder.error();
+  while (auto frame = decoder.next()) frames.push_back(std::move(*frame));
+  return frames;
+}
+
+std::string load_request(const std::string& url) {
+  return encode_bulk_request({url, "TestAgent/1", "de"}, "127.0.0.1:1");
+}
+}  // namespace
+
+TEST(RemoteProxy, streams_each_pair_then_the_end_with_the_loads_status) {
+  TempDir files;
+  for (const std::string name : {"one", "two", "three"}) {
+    std::ofstream(files.path / name, std::ios::binary) << serialize_pair(sample_pair("/" + name));
+  }
+  // The loader reports its line, then links the records in one after the other, as mm-record does.
+  Harness h("mkdir \"$1\" && read -r line && printf '%s\\n' \"$line\" > " + (files.path / "line").string() +
+            " && for f in one two three; do cp " + files.path.string() +
+            "/$f \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$f\";"
+            " sleep 0.05; done; echo 'mm-pageload: [1/1] http://a.test/ run 1: ok  PLT 42 ms' >&2");
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request("http://a.test/");
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_TRUE(error.empty()) << error;
+  ASSERT_EQ(frames.size(), 4u);
+  const char* order[] = {"/one", "/two", "/three"};
+  for (size_t i = 0; i < 3; i++) {
+    ASSERT_EQ(frames[i].kind, BulkFrameKind::Pair);
+    std::string why;
+    std::optional<RecordedPair> pair = parse_owned_pair(std::string(frames[i].payload), &why);
+    ASSERT_TRUE(pair) << why;
+    EXPECT_EQ(pair->request.first_line, std::string("GET ") + order[i] + " HTTP/1.1");
+  }
+  ASSERT_EQ(frames[3].kind, BulkFrameKind::End);
+  const auto end = parse_bulk_end(frames[3].payload);
+  EXPECT_EQ(end.at("status"), "ok");
+  EXPECT_EQ(end.at("pairs"), "3");
+  EXPECT_EQ(end.at("load_ms"), "42");
+  EXPECT_TRUE(end.contains("cpu_ms"));
+  std::string line;
+  std::getline(std::ifstream(files.path / "line"), line);
+  EXPECT_EQ(line, "http://a.test/\tTestAgent/1\tde");
+  // The load's directory is gone; the next loader waits ready.
+  EXPECT_FALSE(fs::exists(h.tmp.path / "work" / "load-1"));
+}
+
+TEST(RemoteProxy, a_failing_loader_is_an_error_end_with_its_words) {
+  Harness h("mkdir \"$1\"; read -r line; echo 'chromium: cannot open display' >&2; exit 3");
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request("https://b.test/");
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_EQ(frames.size(), 1u) << error;
+  const auto end = parse_bulk_end(frames[0].payload);
+  EXPECT_EQ(end.at("status"), "error");
+  EXPECT_EQ(end.at("reason"), "the loader exited with status 3: chromium: cannot open display");
+}
+
+TEST(RemoteProxy, a_request_that_is_not_a_load_gets_400) {
+  Harness h("mkdir \"$1\"; read -r line");
+  FileDescriptor client = h.connect_client();
+  const std::string request = "GET /index.html HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  const std::string answer = Harness::read_all(client.get());
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 400 Bad Request\r\n")) << answer;
+  EXPECT_NE(answer.find("not /cumulus/1/load"), std::string::npos);
+}
+
+TEST(RemoteProxy, a_client_that_goes_away_stops_its_load) {
+  TempDir files;
+  const fs::path marker = files.path / "stopped";
+  // The loader would take a minute; SIGTERM ends it (and it says so).
+  Harness h("trap 'touch " + marker.string() +
+            "; kill $!; exit 143' TERM; mkdir \"$1\"; read -r line; sleep 60 & wait");
+  {
+    FileDescriptor client = h.connect_client();
+    const std::string request = load_request("http://slow.test/");
+    ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+    char head[16];
+    pollfd p{client.get(), POLLIN, 0};
+    ASSERT_EQ(::poll(&p, 1, 10000), 1);
+    ASSERT_GT(::read(client.get(), head, sizeof head), 0);  // the load began
+  }
+  for (int i = 0; i < 200 && !fs::exists(marker); i++) ::usleep(50'000);
+  EXPECT_TRUE(fs::exists(marker));
+}
