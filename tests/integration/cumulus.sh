@@ -1,0 +1,180 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Integration tests of Cumulus (mm-cumulus-remote, mm-cumulus-local): page loads of the bundled
+# corpus in Chromium through the two proxies, the Remote Proxy beside mm-replay's servers and
+# the Local Proxy behind an emulated link; what happens when the Remote Proxy fails, cannot be
+# reached, cuts its bulk response or stalls (the page still loads, from its servers, with a
+# line on standard error); the refusals; nothing left running. Sourced by tests/run-all.
+
+cumulus_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+
+# A home for the test user with the corpus and a trusted CA.
+cumulus_home() {
+  CUMULUS_HOME=$WORLD_TMP/cumulus-home
+  [ -f "$CUMULUS_HOME/.ready" ] && return 0
+  mkdir -p "$CUMULUS_HOME"
+  cp -r "$cumulus_top/corpus" "$CUMULUS_HOME/corpus"
+  chown -R "$TEST_USER" "$CUMULUS_HOME"
+  cumulus_as_user "$BIN/mm-ca" trust >/dev/null || { fail "mm-ca trust failed"; return 1; }
+  touch "$CUMULUS_HOME/.ready"
+}
+cumulus_as_user() { AS_USER=$TEST_USER in_world env HOME="$CUMULUS_HOME" MAHIMAHI_CA_DIR="$CUMULUS_HOME/ca" "$@"; }
+
+# The corpus was recorded with one Chromium: another one's User-Agent is not matched by replay.
+cumulus_ua_flag() {
+  local recorded installed
+  recorded=$("$BIN/mm-recording" show "$CUMULUS_HOME/corpus/news" \
+    "$("$BIN/mm-recording" ls "$CUMULUS_HOME/corpus/news" | awk 'NR == 2 { print $NF }')" |
+    sed -n 's|^User-Agent: .*Chrome/\([0-9]*\)\..*|\1|p')
+  installed=$(chromium --version 2>/dev/null | sed -n 's/^Chromium \([0-9]*\)\..*/\1/p')
+  [ "$recorded" = "$installed" ] || echo --ignore-user-agent
+}
+
+# No Chromium, loader or proxy of the test user is left (the Remote Proxy's run in namespaces of
+# their own, inside the world's).
+cumulus_nothing_running() { ! pgrep -u "$TEST_USER" -f 'chrom|mm-cumulus|mm-pageload|mm-record|mm-delay' >/dev/null; }
+cumulus_check_nothing_running() {
+  wait_until 15 cumulus_nothing_running ||
+    { fail "left running: $(pgrep -a -u "$TEST_USER" -f 'chrom|mm-cumulus|mm-pageload|mm-record|mm-delay' | cut -c1-120 | head -3)"; return 1; }
+  echo "  nothing left running"
+}
+
+# A field of mm-cumulus-local's closing line: answered / forwarded.
+cumulus_answered() { sed -n 's/^mm-cumulus-local: .* \([0-9]*\) requests\{0,1\} answered from bulk responses.*/\1/p' "$1"; }
+cumulus_forwarded() { sed -n 's/^mm-cumulus-local: .* \([0-9]*\) sent to servers.*/\1/p' "$1"; }
+
+# A corpus page loaded through Cumulus at 100 ms RTT: Chromium's load is complete, every object
+# comes from the bulk response, the Remote Proxy reports its load with its CPU time.
+test_cumulus_page_loads_in_chromium_through_both_proxies() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  cumulus_home || return 1
+  local ua; ua=$(cumulus_ua_flag)
+  local name url out objects answered forwarded
+  for name in news app; do
+    url=$(awk -v n="$name" '$1 == n { print $2 }' "$cumulus_top/corpus/pages")
+    out=$CUMULUS_HOME/load-$name
+    objects=$("$BIN/mm-recording" ls --wide "$CUMULUS_HOME/corpus/$name" | awk 'NR > 1 { print $1, $2, $3, $4 }' | sort -u | wc -l)
+    cumulus_as_user timeout 180 "$BIN/mm-replay" "$CUMULUS_HOME/corpus/$name" $ua \
+      "$BIN/mm-cumulus-remote" -- "$BIN/mm-delay" 50 "$BIN/mm-cumulus-local" -- \
+      "$BIN/mm-pageload" --csv "$out.csv" "$url" > "$out.summary" 2> "$out.err" ||
+      fail "$name: exit status $?: $(grep -v '^\[' "$out.err" | tail -5)" || return 1
+    [ "$(csv_field "$out.csv" 1 status)" = ok ] || fail "$name: the load was not ok: $(tail -3 "$out.err")" || return 1
+    grep -q "^mm-cumulus-remote: load 1 ok: " "$out.err" ||
+      fail "$name: no line from the Remote Proxy for its load: $(tail -5 "$out.err")" || return 1
+    grep -Eq "^mm-cumulus-local: $url: bulk response of [0-9]+ objects, .*the Remote Proxy's load ok, [0-9.]+ ms, CPU [0-9]+ ms" "$out.err" ||
+      fail "$name: no bulk line with the remote load and CPU: $(grep mm-cumulus "$out.err" | tail -5)" || return 1
+    answered=$(cumulus_answered "$out.err") forwarded=$(cumulus_forwarded "$out.err")
+    [ -n "$answered" ] || fail "$name: no closing line: $(tail -3 "$out.err")" || return 1
+    # Every object the page needs came in the bulk: at most the favicon or a late beacon goes to its server.
+    [ "$answered" -ge $((objects - 2)) ] && [ "$forwarded" -le 2 ] ||
+      fail "$name: $answered of $objects recorded objects answered from the bulk, $forwarded sent to servers" || return 1
+    echo "  $name ($objects objects): PLT $(csv_field "$out.csv" 1 plt_ms) ms, $answered answered from the bulk, $forwarded sent to servers; $(sed -n 's/^mm-cumulus-remote: load 1 ok: //p' "$out.err")"
+  done
+  cumulus_check_nothing_running
+}
+
+# curl through the Local Proxy: HTTPS ended with the user's CA, the body exactly what the origin
+# sent (as replayed), a POST goes to the server; and with mm-cumulus-remote's browser unable to
+# start, the page comes from its server and the failure is one line.
+test_cumulus_failing_remote_browser_falls_back_to_servers() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  cumulus_home || return 1
+  local out=$CUMULUS_HOME/fail url
+  url=$(awk '$1 == "app" { print $2 }' "$cumulus_top/corpus/pages")
+  # The Remote Proxy's browser is /bin/false: every load it makes fails at once.
+  cumulus_as_user timeout 120 "$BIN/mm-replay" "$CUMULUS_HOME/corpus/app" --ignore-user-agent \
+    "$BIN/mm-cumulus-remote" --browser=/bin/false -- "$BIN/mm-delay" 10 "$BIN/mm-cumulus-local" -- \
+    sh -c 'curl -sS --compressed --cacert "$MAHIMAHI_CA_DIR/ca.pem" -o "$1.page" -w "%{http_code}\n" "$2" &&
+           curl -sS --cacert "$MAHIMAHI_CA_DIR/ca.pem" -o /dev/null -w "%{http_code}\n" -d x=1 "$2"' sh "$out" "$url" \
+    > "$out.codes" 2> "$out.err" || fail "exit status $?: $(tail -5 "$out.err")" || return 1
+  [ "$(head -1 "$out.codes")" = 200 ] || fail "the page's status was $(head -1 "$out.codes"): $(tail -5 "$out.err")" || return 1
+  # The POST reached the replay (which has no such pair: its explained 404), not the cache.
+  [ "$(sed -n 2p "$out.codes")" = 404 ] || fail "the POST got $(sed -n 2p "$out.codes")" || return 1
+  grep -q "the Remote Proxy's load error" "$out.err" ||
+    fail "no line saying the Remote Proxy's load failed: $(grep mm-cumulus "$out.err" | tail -5)" || return 1
+  [ "$(cumulus_forwarded "$out.err")" = 2 ] || fail "expected 2 requests sent to servers: $(tail -2 "$out.err")" || return 1
+  grep -q '<title' "$out.page" || fail "the page has no title: $(head -c 200 "$out.page")" || return 1
+  echo "  $(grep "the Remote Proxy's load error" "$out.err" | head -1 | cut -c1-160)"
+  cumulus_check_nothing_running
+}
+
+# A fake Remote Proxy in the replay's namespace (on every address: the Local Proxy, inside
+# mm-delay, reaches it at a replayed server's): MODE cut sends the head and half a frame, then
+# closes; stall sends the head and then nothing; refuse is no server at all.
+cumulus_fake_remote() {  # MODE PORT
+  /usr/bin/python3 -c '
+import socket, sys, time
+mode, port = sys.argv[1], int(sys.argv[2])
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("0.0.0.0", port)); s.listen(4)
+open(sys.argv[3], "w").close()
+c, _ = s.accept(); c.recv(65536)
+c.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-mahimahi-cumulus\r\nConnection: close\r\n\r\n")
+if mode == "cut":
+    c.sendall(b"P\x00\x00\x10\x00" + b"x" * 100); c.close()
+else:
+    time.sleep(30)
+' "$@"
+}
+
+test_cumulus_cut_stalled_or_unreachable_remote_loads_from_servers() {
+  cumulus_home || return 1
+  local out=$CUMULUS_HOME/cut mode url
+  url=$(awk '$1 == "news" { print $2 }' "$cumulus_top/corpus/pages")
+  for mode in cut stall refuse; do
+    rm -f "$out.ready"
+    # The fake remote starts in the replay's namespace, then the Local Proxy (behind mm-delay) is told of it.
+    cumulus_as_user timeout 60 "$BIN/mm-replay" "$CUMULUS_HOME/corpus/news" --ignore-user-agent -- bash -c '
+      mode=$1 out=$2 url=$3 bin=$4 lib=$5
+      ip=$(getent hosts "$(echo "$url" | cut -d/ -f3)" | awk "{ print \$1; exit }")
+      if [ "$mode" != refuse ]; then
+        . "$lib"; cumulus_fake_remote "$mode" 8463 "$out.ready" & fake=$!
+        for i in $(seq 100); do [ -f "$out.ready" ] && break; sleep 0.05; done
+      fi
+      "$bin/mm-delay" 10 "$bin/mm-cumulus-local" --remote="$ip:8463" --stall-timeout=1 -- \
+        curl -sS -o "$out.page" -w "%{http_code}\n" "$url"
+      status=$?; [ -z "${fake:-}" ] || kill "$fake" 2>/dev/null; exit $status' \
+      sh "$mode" "$out" "$url" "$BIN" "$cumulus_top/tests/integration/cumulus.sh" > "$out.code" 2> "$out.err" ||
+      fail "$mode: exit status $?: $(tail -5 "$out.err")" || return 1
+    [ "$(cat "$out.code")" = 200 ] || fail "$mode: the page's status was $(cat "$out.code")" || return 1
+    cmp -s "$out.page" <(cumulus_replayed_page "$url") || fail "$mode: the page differs from the replayed one" || return 1
+    local said
+    case $mode in
+      cut) said="the Remote Proxy closed the bulk response before its end" ;;
+      stall) said="the Remote Proxy sent nothing for 1 s" ;;
+      refuse) said="cannot connect to the Remote Proxy at [0-9.]*:8463: Connection refused" ;;
+    esac
+    grep -q "^mm-cumulus-local: $url: $said; what the page still needs goes to its origins$" "$out.err" ||
+      fail "$mode: expected \"$said\": $(grep mm-cumulus "$out.err" | tail -3)" || return 1
+    echo "  $mode: $(grep "$said" "$out.err" | head -1)"
+  done
+  cumulus_check_nothing_running
+}
+
+# The page as the replay serves it to curl directly (what the Local Proxy must pass on unchanged).
+cumulus_replayed_page() {
+  cumulus_as_user "$BIN/mm-replay" "$CUMULUS_HOME/corpus/news" --ignore-user-agent -- curl -sS "$1"
+}
+
+test_cumulus_refusals_name_the_input() {
+  cumulus_home || return 1
+  rc_msg 1 "no Remote Proxy: give --remote=ADDRESS:PORT, or run inside mm-cumulus-remote" \
+    cumulus_as_user "$BIN/mm-cumulus-local" -- true || return 1
+  rc_msg 2 "--remote=nowhere is not ADDRESS:PORT" cumulus_as_user "$BIN/mm-cumulus-local" --remote=nowhere -- true || return 1
+  rc_msg 1 "MAHIMAHI_CUMULUS_REMOTE=10.1.2.3 is not ADDRESS:PORT" \
+    cumulus_as_user env MAHIMAHI_CUMULUS_REMOTE=10.1.2.3 "$BIN/mm-cumulus-local" -- true || return 1
+  rc_msg 2 "--stall-timeout must be 1 to 600" cumulus_as_user "$BIN/mm-cumulus-local" --stall-timeout=0 -- true || return 1
+  rc_msg 2 "--listen=1.2.3 is not ADDRESS:PORT" cumulus_as_user "$BIN/mm-cumulus-remote" --listen=1.2.3 -- true || return 1
+  rc_msg 2 "--uplink-trace and --downlink-trace go together" \
+    cumulus_as_user "$BIN/mm-cumulus-remote" --uplink-trace=x -- true || return 1
+  # Where nothing but loopback exists, the Remote Proxy has no address to be reached at.
+  rc_msg 1 "no address to be reached at" \
+    cumulus_as_user unshare -rn "$BIN/mm-cumulus-remote" -- true || return 1
+  # The command's exit status is the Remote Proxy's, and the environment tells the Local Proxy.
+  local got
+  got=$(cumulus_as_user "$BIN/mm-replay" "$CUMULUS_HOME/corpus/news" "$BIN/mm-cumulus-remote" -- \
+    sh -c 'echo "$MAHIMAHI_CUMULUS_REMOTE"; exit 7' 2>/dev/null)
+  [ $? = 7 ] || fail "mm-cumulus-remote did not exit with its command's status 7" || return 1
+  echo "$got" | grep -Eq '^[0-9.]+:[0-9]+$' || fail "MAHIMAHI_CUMULUS_REMOTE was \"$got\"" || return 1
+  echo "  refusals named; MAHIMAHI_CUMULUS_REMOTE=$got; status 7 passed on"
+  cumulus_check_nothing_running
+}
