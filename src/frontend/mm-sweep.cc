@@ -52,8 +52,13 @@ const ProgramInfo kInfo{
     "                      replay and every shell inside, for the queues' ECN marking\n"
     "  --http2             mm-replay --http2 (h2 on every HTTPS server); loads hint --http2\n"
     "  --protocols LIST    every configuration once per protocol, of h1 (mm-pageload\n"
-    "                      --no-http2), h2 (as --http2) and h3 (mm-replay --http3, mm-pageload\n"
-    "                      --http3: QUIC to every https origin), e.g. h1,h2,h3 (default h1)\n"
+    "                      --no-http2), h2 (as --http2), h3 (mm-replay --http3, mm-pageload\n"
+    "                      --http3: QUIC to every https origin) and cumulus (mm-cumulus-remote\n"
+    "                      beside the replay's servers, the browser in mm-cumulus-local inside\n"
+    "                      the link; its optimal is h1's), e.g. h1,h2,h3,cumulus (default h1)\n"
+    "  --cumulus           add cumulus to the protocols (--protocols, else h1); RESULTS/cumulus.csv\n"
+    "                      then gives each Cumulus load's bulk response and the Remote Proxy's\n"
+    "                      load time and CPU time\n"
     "  --single-server     mm-replay --single-server\n"
     "  --match-user-agent  do not pass mm-replay --ignore-user-agent\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
@@ -78,7 +83,7 @@ const ProgramInfo kInfo{
 struct Options {
   std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, tcp_ecn, runs,
       baseline_runs, timeout, jobs, protocols;
-  bool http2 = false, single_server = false, match_user_agent = false, merge = false;
+  bool http2 = false, cumulus = false, single_server = false, match_user_agent = false, merge = false;
   std::vector<std::string> operands;
 };
 
@@ -121,7 +126,8 @@ int default_jobs() {
 SweepPrograms find_programs() {
   const char* path = std::getenv("PATH");
   SweepPrograms p;
-  for (std::string* program : {&p.replay, &p.delay, &p.loss, &p.link, &p.pageload}) {
+  for (std::string* program :
+       {&p.replay, &p.delay, &p.loss, &p.link, &p.pageload, &p.cumulus_remote, &p.cumulus_local}) {
     try {
       *program = resolve_program(*program, path);
     } catch (const StatusError& e) {
@@ -169,6 +175,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.timeout.has_value(), "--timeout"},
                                                  {o.jobs.has_value(), "--jobs"},
                                                  {o.http2, "--http2"},
+                                                 {o.cumulus, "--cumulus"},
                                                  {o.protocols.has_value(), "--protocols"},
                                                  {o.single_server, "--single-server"},
                                                  {o.match_user_agent, "--match-user-agent"}}) {
@@ -216,6 +223,11 @@ int sweep(const Options& o) {
     throw UsageError("--http2 is --protocols h2: give one of them (--protocols h1,h2,h3 runs all three)");
   if (o.protocols) s.protocols = parse_protocol_list(*o.protocols);
   if (o.http2) s.protocols = {Protocol::kH2};
+  if (o.cumulus) {
+    if (std::find(s.protocols.begin(), s.protocols.end(), Protocol::kCumulus) != s.protocols.end())
+      throw UsageError("--cumulus adds cumulus to --protocols, which lists it already: give one of them");
+    s.protocols.push_back(Protocol::kCumulus);
+  }
   s.single_server = o.single_server;
   s.match_user_agent = o.match_user_agent;
   if (o.runs) {
@@ -322,6 +334,7 @@ int run(int argc, char** argv) {
                              {"timeout", true, value(o.timeout)},
                              {"jobs", true, value(o.jobs)},
                              {"http2", false, flag(o.http2)},
+                             {"cumulus", false, flag(o.cumulus)},
                              {"protocols", true, value(o.protocols)},
                              {"single-server", false, flag(o.single_server)},
                              {"match-user-agent", false, flag(o.match_user_agent)},

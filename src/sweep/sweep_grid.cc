@@ -36,6 +36,8 @@ const char* pageload_protocol_flag(Protocol p) {
       return "--http2";
     case Protocol::kH3:
       return "--http3";
+    case Protocol::kCumulus:
+      return "--no-http2";  // the Local Proxy speaks HTTP/1.1 to the browser
   }
   return "--no-http2";
 }
@@ -60,6 +62,8 @@ std::string protocol_name(Protocol protocol) {
       return "h2";
     case Protocol::kH3:
       return "h3";
+    case Protocol::kCumulus:
+      return "cumulus";
   }
   return "h1";
 }
@@ -77,9 +81,11 @@ std::vector<Protocol> parse_protocol_list(std::string_view text) {
       p = Protocol::kH2;
     } else if (word == "h3") {
       p = Protocol::kH3;
+    } else if (word == "cumulus") {
+      p = Protocol::kCumulus;
     } else {
       throw UsageError("--protocols \"" + std::string(text).substr(0, 100) +
-                       "\": a comma-separated list of h1, h2 and h3 (e.g. --protocols h1,h2,h3)");
+                       "\": a comma-separated list of h1, h2, h3 and cumulus (e.g. --protocols h1,h2,h3,cumulus)");
     }
     if (std::find(protocols.begin(), protocols.end(), p) != protocols.end())
       throw UsageError("--protocols lists " + std::string(word) + " twice");
@@ -178,6 +184,8 @@ std::vector<std::string> load_command(const SweepSettings& settings, const Confi
   if (config.variant.protocol_kind == Protocol::kH2) argv.push_back("--http2");
   if (config.variant.protocol_kind == Protocol::kH3) argv.push_back("--http3");
   if (!settings.match_user_agent) argv.push_back("--ignore-user-agent");
+  const bool cumulus = config.variant.protocol_kind == Protocol::kCumulus;
+  if (cumulus) argv.insert(argv.end(), {programs.cumulus_remote, "--"});
   if (config.emulated) {
     argv.insert(argv.end(), {programs.delay, number_text(config.rtt_ms / 2)});
     if (config.loss > 0) {
@@ -195,6 +203,10 @@ std::vector<std::string> load_command(const SweepSettings& settings, const Confi
           argv.push_back(std::string("--") + direction + "-queue-args=" + settings.queue.substr(colon + 1));
       }
     }
+  }
+  if (cumulus) {
+    if (config.emulated) argv.push_back("--");  // the end of mm-link's options (the remote's ended already)
+    argv.push_back(programs.cumulus_local);
   }
   argv.insert(argv.end(), {"--", programs.pageload, "--runs", "1", "--timeout", number_text(settings.timeout_s),
                            "--json", json_path, pageload_protocol_flag(config.variant.protocol_kind), settings.url});
@@ -248,13 +260,14 @@ std::vector<Configuration> manifest_configurations(const nlohmann::json& manifes
     throw bad("no \"format\": \"mm-sweep 1\"");
   const auto list = manifest.find("configurations");
   if (list == manifest.end() || !list->is_array()) throw bad("no list of configurations");
-  if (list->size() > kMaxConfigurations * 4 + 4) throw bad("too many configurations");
+  if (list->size() > kMaxConfigurations * 5 + 5) throw bad("too many configurations");
   std::vector<Configuration> configs;
   for (const nlohmann::json& j : *list) {
     try {
       Configuration c;
       const std::string protocol = j.at("protocol").get<std::string>(), servers = j.at("servers").get<std::string>();
-      if ((protocol != "h1" && protocol != "h2" && protocol != "h3") || (servers != "multi" && servers != "single"))
+      if ((protocol != "h1" && protocol != "h2" && protocol != "h3" && protocol != "cumulus") ||
+          (servers != "multi" && servers != "single"))
         throw bad("a configuration's protocol or servers is unknown");
       c.variant = Variant{parse_protocol_list(protocol).front(), servers == "single"};
       c.emulated = j.at("emulated").get<bool>();

@@ -24,10 +24,12 @@ inline constexpr size_t kMaxUrl = 8192;
 
 // The protocol a configuration's loads use: HTTP/1.1 (mm-pageload --no-http2), HTTP/2 (mm-replay
 // --http2, mm-pageload --http2), HTTP/3 (mm-replay --http3, mm-pageload --http3: QUIC forced to
-// every https origin; plain-HTTP origins stay HTTP/1.1).
-enum class Protocol { kH1, kH2, kH3 };
-std::string protocol_name(Protocol protocol);  // "h1", "h2", "h3"
-// --protocols LIST: "h1,h2,h3" in any order, each once, at least one; in the order given.
+// every https origin; plain-HTTP origins stay HTTP/1.1), or Cumulus (the paper's §5.2: the
+// Remote Proxy beside the replay's servers, mm-cumulus-remote, outside the emulated link; the
+// browser behind mm-cumulus-local inside it, speaking HTTP/1.1 to the Local Proxy).
+enum class Protocol { kH1, kH2, kH3, kCumulus };
+std::string protocol_name(Protocol protocol);  // "h1", "h2", "h3", "cumulus"
+// --protocols LIST: "h1,h2,h3,cumulus" in any order, each once, at least one; in the order given.
 // UsageError naming the option otherwise.
 std::vector<Protocol> parse_protocol_list(std::string_view text);
 
@@ -87,12 +89,15 @@ std::vector<Configuration> sweep_configurations(const SweepSettings& settings);
 // The program paths a load's command line names (found in PATH by the frontend).
 struct SweepPrograms {
   std::string replay = "mm-replay", delay = "mm-delay", loss = "mm-loss", link = "mm-link", pageload = "mm-pageload";
+  std::string cumulus_remote = "mm-cumulus-remote", cumulus_local = "mm-cumulus-local";
 };
 
 // argv (program first) of one load of `config`, writing its result to json_path:
 //   mm-replay DIR [--single-server] [--http2|--http3] [--ignore-user-agent] [mm-delay RTT/2
 //   [mm-loss uplink P downlink P] mm-link rate:RMbit/s rate:RMbit/s [queue options]] --
 //   mm-pageload --runs 1 --timeout S --json FILE --no-http2|--http2|--http3 URL
+// Cumulus: mm-replay DIR ... mm-cumulus-remote -- [the emulation shells] -- mm-cumulus-local --
+//   mm-pageload ... --no-http2 URL
 std::vector<std::string> load_command(const SweepSettings& settings, const Configuration& config,
                                       const SweepPrograms& programs, const std::string& json_path);
 

@@ -153,7 +153,7 @@ TEST(SweepGrid, emitted_jobs_are_one_quoted_command_per_configuration) {
 
 TEST(SweepGrid, three_protocols_make_each_configuration_three_times_with_their_commands) {
   EXPECT_EQ(parse_protocol_list("h3,h1"), (std::vector<Protocol>{Protocol::kH3, Protocol::kH1}));
-  EXPECT_THROW_WITH(UsageError, parse_protocol_list("h1,h4"), "a comma-separated list of h1, h2 and h3");
+  EXPECT_THROW_WITH(UsageError, parse_protocol_list("h1,h4"), "a comma-separated list of h1, h2, h3 and cumulus");
   EXPECT_THROW_WITH(UsageError, parse_protocol_list("h2,h2"), "lists h2 twice");
   EXPECT_THROW_WITH(UsageError, parse_protocol_list(""), "--protocols");
   SweepSettings s = small_sweep();
@@ -203,4 +203,46 @@ TEST(SweepGrid, tcp_ecn_goes_to_mm_replay) {
   EXPECT_EQ(sweep_manifest(s)["tcp_ecn"], "on");
   EXPECT_EQ(manifest_differences(before, sweep_manifest(s)), std::vector<std::string>{"tcp_ecn"});
   EXPECT_NE(job_lines("mm-sweep", s, "out/")[0].find(" --tcp-ecn on "), std::string::npos);
+}
+
+// Cumulus: the Remote Proxy right inside mm-replay (outside the emulated link), the Local Proxy
+// right around mm-pageload (inside it), the browser on HTTP/1.1 to the Local Proxy.
+TEST(SweepGrid, cumulus_loads_run_through_both_proxies) {
+  EXPECT_EQ(parse_protocol_list("h1,cumulus"), (std::vector<Protocol>{Protocol::kH1, Protocol::kCumulus}));
+  SweepSettings s = small_sweep();
+  s.rates_mbps = {14};
+  s.rtts_ms = {120};
+  s.protocols = {Protocol::kH1, Protocol::kCumulus};
+  const auto configs = sweep_configurations(s);
+  ASSERT_EQ(configs.size(), 4u);
+  EXPECT_EQ(configs[3].id(), "cumulus-multi-14mbit-120ms-loss0");
+  const auto argv = load_command(s, configs[3], SweepPrograms{}, "/r/c.json");
+  const std::vector<std::string> expected = {"mm-replay",
+                                             s.recording,
+                                             "--ignore-user-agent",
+                                             "mm-cumulus-remote",
+                                             "--",
+                                             "mm-delay",
+                                             "60",
+                                             "mm-link",
+                                             "rate:14Mbit/s",
+                                             "rate:14Mbit/s",
+                                             "--",
+                                             "mm-cumulus-local",
+                                             "--",
+                                             "mm-pageload",
+                                             "--runs",
+                                             "1",
+                                             "--timeout",
+                                             "30",
+                                             "--json",
+                                             "/r/c.json",
+                                             "--no-http2",
+                                             s.url};
+  EXPECT_EQ(argv, expected);
+  const auto baseline = load_command(s, configs[1], SweepPrograms{}, "/r/b.json");
+  EXPECT_EQ(std::vector<std::string>(baseline.begin() + 3, baseline.begin() + 8),
+            (std::vector<std::string>{"mm-cumulus-remote", "--", "mm-cumulus-local", "--", "mm-pageload"}));
+  EXPECT_EQ(sweep_manifest(s)["protocols"], "h1,cumulus");
+  EXPECT_EQ(manifest_configurations(sweep_manifest(s), "m").at(3).variant.protocol_kind, Protocol::kCumulus);
 }

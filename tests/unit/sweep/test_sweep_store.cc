@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "expect.hh"
+#include "sweep/sweep_report.hh"
 #include "sweep/sweep_store.hh"
 #include "temp_files.hh"
 #include "util/exception.hh"
@@ -103,4 +104,36 @@ TEST(SweepStore, merge_combines_protocols_and_refuses_conflicting_loads) {
   ResultStore::open_for_sweep(dir.path / "b", sweep_manifest(other));
   EXPECT_THROW_WITH(UserError, merge_results(dir.path / "ab", {dir.path / "h1", dir.path / "b"}),
                     "their sweeps differ in \"url\"");
+}
+
+// What RESULTS/cumulus.csv takes from a Cumulus load's log.
+TEST(SweepReport, cumulus_log_gives_the_bulk_and_the_remote_load) {
+  const std::string log =
+      "mm-cumulus-remote: listening on 10.79.1.2:42299\n"
+      "mm-cumulus-local: http://www.news.test/: bulk response of 46 objects, 404 KiB in 1616 ms; the Remote Proxy's "
+      "load ok, 534 ms, CPU 2143 ms\n"
+      "mm-pageload: [1/1] http://www.news.test/ run 1: ok  PLT 1494 ms\n"
+      "mm-cumulus-local: 1 page load, 45 requests answered from bulk responses (46 objects, 404 KiB), 1 sent to "
+      "servers\n";
+  const CumulusLoadLog parsed = parse_cumulus_log(log);
+  EXPECT_EQ(parsed.bulk_objects, 46);
+  EXPECT_EQ(parsed.bulk_kib, 404);
+  EXPECT_EQ(parsed.bulk_ms, 1616);
+  EXPECT_EQ(parsed.remote_status, "ok");
+  EXPECT_EQ(parsed.remote_load_ms, 534);
+  EXPECT_EQ(parsed.remote_cpu_ms, 2143);
+  EXPECT_EQ(parsed.answered, 45);
+  EXPECT_EQ(parsed.forwarded, 1);
+  EXPECT_EQ(cumulus_csv_row("cumulus-multi-unemulated", 2, parsed),
+            "cumulus-multi-unemulated,2,ok,534,2143,46,404,1616,45,1,\n");
+
+  const CumulusLoadLog failed = parse_cumulus_log(
+      "mm-cumulus-local: http://a.test/: the Remote Proxy sent nothing for 10 s; what the page still needs goes to "
+      "its origins\nmm-cumulus-local: 1 page load, 0 requests answered from bulk responses (0 objects, 0 KiB), 12 sent "
+      "to servers; 1 bulk response failed\n");
+  EXPECT_EQ(failed.remote_status, "");
+  EXPECT_EQ(failed.bulk_failure, "the Remote Proxy sent nothing for 10 s");
+  EXPECT_EQ(failed.forwarded, 12);
+  EXPECT_FALSE(failed.remote_cpu_ms);
+  EXPECT_EQ(cumulus_csv_header().substr(0, 40), "configuration,run,remote_status,remote_l");
 }

@@ -167,3 +167,21 @@ TEST(SweepPlots, merged_protocols_share_charts_and_loss_gets_its_own_axis) {
   EXPECT_DOUBLE_EQ(by_loss.series[1].points[1].first, 2);
   EXPECT_DOUBLE_EQ(by_loss.series[1].points[1].second, 4.2);
 }
+
+// Cumulus's optimal is the page's: h1's baseline, not the unemulated Cumulus load.
+TEST(SweepSummary, cumulus_takes_the_optimal_of_h1s_baseline) {
+  const Configuration h1_base{Variant{}, false, 0, 0, 0};
+  const Configuration cumulus_base{Variant{Protocol::kCumulus, false}, false, 0, 0, 0};
+  const Configuration cumulus{Variant{Protocol::kCumulus, false}, true, 8, 100, 0};
+  std::map<std::string, std::vector<LoadResult>> loads;
+  loads[h1_base.id()] = {load_of(kOk, 250, 1e6)};
+  loads[cumulus_base.id()] = {load_of(kOk, 900, 1e6)};
+  loads[cumulus.id()] = {load_of(kOk, 2700, 1e6)};
+  const auto rows = summarize({h1_base, cumulus_base, cumulus}, loads);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_DOUBLE_EQ(*rows[2].optimal_plt_ms, 100 + 1000 + 250);
+  EXPECT_DOUBLE_EQ(*rows[2].plt_ratio, 2);
+  // Without an h1 baseline, its own.
+  const auto alone = summarize({cumulus_base, cumulus}, loads);
+  EXPECT_DOUBLE_EQ(*alone[1].optimal_plt_ms, 100 + 1000 + 900);
+}
