@@ -19,7 +19,8 @@
 //        mm-record (so the response's body is what the origin sent: compressed as sent, chunked
 //        if it was sent chunked).
 //   'E'  the end of the load: "key=value" lines (status=ok|timeout|error, reason=..., pairs=N,
-//        bytes=N, load_ms=..., cpu_ms=...). Nothing follows it.
+//        bytes=N, load_ms=..., cpu_ms=..., wall_ms=...). Nothing follows it; a load that failed
+//        ends so too, with status=error or timeout and the reason.
 //
 // Anything else (another status, a frame of an unknown kind or beyond kMaxBulkFrame, a stream
 // cut before 'E') is a failed bulk: the Local Proxy forwards what it still needs to the origins.

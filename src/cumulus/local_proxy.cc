@@ -25,11 +25,12 @@
 #include "util/text.hh"
 
 namespace {
-constexpr uint64_t kListenerKey = 0, kStopKey = 1, kBulkKey = 2;
+constexpr uint64_t kListenerKey = 0, kStopKey = 1, kBulkKey = 2, kReadyKey = 3;
 constexpr uint64_t kUpstreamBit = 1;  // key = id << 1 | 1 for a client's upstream connection
 constexpr size_t kReadSize = 64 * 1024;
 constexpr size_t kHighWater = 256 * 1024;
 constexpr Nanos kConnectTimeout = 10 * kNanosPerSec;
+constexpr Nanos kStopWait = 10 * kNanosPerSec;  // the most the shell's end waits for a bulk response
 
 std::string address_text(const sockaddr_in& a) {
   char ip[INET_ADDRSTRLEN] = "?";
@@ -159,11 +160,21 @@ void LocalProxy::stop() {
 LocalProxyTotals LocalProxy::totals() const { return totals_; }
 
 void LocalProxy::run() {
+  open_ready_connection();
   epoll_event events[256];
+  // When the shell ends (its command is done) while a bulk response is still coming, the proxy
+  // waits for its end, at most stop_wait: the Remote Proxy's load then gets reported (its time
+  // and CPU time) although the browser finished first. Its clients are closed at once.
+  Nanos stop_deadline = kNever;
   for (;;) {
     Nanos timeout = kNever;
     const Nanos now = monotonic_now();
-    if (bulk_) timeout = std::max<Nanos>(0, bulk_->last_activity + options_.stall_timeout - now);
+    if (stopping_ && (!bulk_ || now >= stop_deadline)) {
+      if (bulk_) end_bulk(false, "the shell ended before the bulk response did");
+      return;
+    }
+    if (stopping_) timeout = stop_deadline - now;
+    if (bulk_) timeout = std::min(timeout, std::max<Nanos>(0, bulk_->last_activity + options_.stall_timeout - now));
     for (const auto& [id, c] : clients_) {
       if (c->upstream_open && !c->upstream_tls_done)
         timeout = std::min(timeout, std::max<Nanos>(0, c->upstream_deadline - now));
@@ -172,9 +183,14 @@ void LocalProxy::run() {
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
       if (key == kStopKey) {
-        if (bulk_) end_bulk(false, "the shell is ending");
-        clients_.clear();
-        return;
+        stopping_ = true;
+        stop_deadline = monotonic_now() + std::min<Nanos>(options_.stall_timeout, kStopWait);
+        epoll_.remove(stop_.get());
+        epoll_.remove(listener_.get());
+        for (auto& [id, c] : clients_) close(*c, "");
+        if (ready_) epoll_.remove(ready_->fd.get());
+        ready_.reset();
+        continue;
       }
       if (key == kListenerKey) {
         accept_all();
@@ -182,6 +198,10 @@ void LocalProxy::run() {
       }
       if (key == kBulkKey) {
         handle_bulk(events[i].events);
+        continue;
+      }
+      if (key == kReadyKey) {
+        handle_ready(events[i].events);
         continue;
       }
       const auto it = clients_.find(key >> 1);
@@ -608,7 +628,15 @@ void LocalProxy::start_bulk(const std::string& url, const HttpMessage& navigatio
   if (bulk_) end_bulk(false, "a new page load began");
   cache_.clear();
   totals_.page_loads++;
-  auto bulk = std::make_unique<Bulk>();
+  // The connection opened ahead if it is still there (its handshake is done: the page load
+  // saves a round trip, as a Local Proxy that keeps a connection to its Remote Proxy would).
+  std::unique_ptr<Bulk> bulk = std::move(ready_);
+  if (bulk) {
+    epoll_.remove(bulk->fd.get());
+  } else {
+    bulk = std::make_unique<Bulk>();
+    bulk->fd = connect_to(options_.remote);
+  }
   bulk->url = url;
   bulk->started = bulk->last_activity = monotonic_now();
   BulkRequest request;
@@ -616,7 +644,6 @@ void LocalProxy::start_bulk(const std::string& url, const HttpMessage& navigatio
   request.user_agent = std::string(navigation.header("User-Agent").value_or(""));
   request.accept_language = std::string(navigation.header("Accept-Language").value_or(""));
   bulk->request = encode_bulk_request(request, options_.remote_text);
-  bulk->fd = connect_to(options_.remote);
   if (!bulk->fd.valid()) {
     const std::string why = std::strerror(errno);
     bulk_ = std::move(bulk);
@@ -626,6 +653,28 @@ void LocalProxy::start_bulk(const std::string& url, const HttpMessage& navigatio
   epoll_.add(bulk->fd.get(), EPOLLOUT, kBulkKey);
   bulk_ = std::move(bulk);
   if (options_.verbose) options_.say("bulk request for " + printable(url, 300) + " to " + options_.remote_text);
+}
+
+void LocalProxy::open_ready_connection() {
+  if (ready_ || stopping_) return;
+  auto ready = std::make_unique<Bulk>();
+  ready->fd = connect_to(options_.remote);
+  if (!ready->fd.valid()) return;  // the next page load tries again, and says why if it fails
+  epoll_.add(ready->fd.get(), EPOLLOUT, kReadyKey);
+  ready_ = std::move(ready);
+}
+
+// The connection opened ahead: connected (then only its close matters), or gone.
+void LocalProxy::handle_ready(uint32_t events) {
+  if (!ready_) return;
+  if (!ready_->connected && (events & EPOLLOUT) && connect_error(ready_->fd.get()) == 0) {
+    ready_->connected = true;
+    epoll_.modify(ready_->fd.get(), EPOLLIN | EPOLLRDHUP, kReadyKey);
+    return;
+  }
+  // Refused, reset or closed by the Remote Proxy: dropped; the next page load connects anew.
+  epoll_.remove(ready_->fd.get());
+  ready_.reset();
 }
 
 void LocalProxy::handle_bulk(uint32_t events) {
@@ -686,6 +735,11 @@ void LocalProxy::bulk_frames() {
       }
       bulk_->pairs++;
       totals_.bulk_pairs++;
+      if (options_.verbose)
+        options_.say("bulk +" + std::to_string((monotonic_now() - bulk_->started) / 1'000'000) +
+                     " ms: " + printable(pair->request.first_line, 200) + " (" +
+                     printable(pair->request.header("Host").value_or(""), 100) + ", " +
+                     std::to_string(pair->response.body.size()) + " bytes)");
       if (cache_.add(std::move(*pair))) added = true;
       continue;
     }
@@ -723,6 +777,7 @@ void LocalProxy::end_bulk(bool ok, const std::string& why) {
   if (bulk_->fd.valid()) epoll_.remove(bulk_->fd.get());
   bulk_.reset();
   release_waiting();
+  open_ready_connection();
 }
 
 // Requests waiting for the bulk: answered from the cache if it has them now, else (the bulk

@@ -5,6 +5,9 @@
 // the browser itself instead of relaying. TLS is ended towards the browser at once, with a
 // certificate of the user's CA for the name it asks (no round trip to the origin first).
 //
+// A connection to the Remote Proxy is opened when the proxy starts and again after each page
+// load, so that a page load finds its handshake done.
+//
 // A page load: the browser's navigation (a GET with Sec-Fetch-Dest: document, or the first GET
 // the shell sees) empties the cache and opens a bulk connection to the Remote Proxy
 // (cumulus/bulk.hh) asking for that URL; every pair the bulk brings goes into the cache
@@ -91,6 +94,8 @@ class LocalProxy {
   void update_interest(Client& c);
   void close(Client& c, const std::string& why);
   void check_stall();
+  void open_ready_connection();
+  void handle_ready(uint32_t events);
 
   static int client_hello(struct ssl_st* ssl, int* alert, void* arg);
 
@@ -103,6 +108,8 @@ class LocalProxy {
   std::unique_ptr<struct ssl_ctx_st, void (*)(struct ssl_ctx_st*)> upstream_context_;
   std::unordered_map<uint64_t, std::unique_ptr<Client>> clients_;
   std::unique_ptr<Bulk> bulk_;
+  std::unique_ptr<Bulk> ready_;  // a connection to the Remote Proxy opened ahead of the next page load
+  bool stopping_ = false;
   BulkCache cache_;
   bool any_navigation_ = false;
   uint64_t next_id_ = 2;  // keys id << 1 (| 1) stay clear of the listener's, the stop's and the bulk's

@@ -49,7 +49,8 @@ const ProgramInfo kInfo{"mm-cumulus-local", "[OPTION]... [--] [COMMAND...]",
                         "  --help, --version\n"
                         "\n"
                         "Example (a replayed page, the Remote Proxy beside the servers, the browser behind a link):\n"
-                        "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 mm-link 14 14 -- \\\n"
+                        "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 \\\n"
+                        "      mm-link rate:14Mbit/s rate:14Mbit/s -- \\\n"
                         "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
 
 // "ADDRESS:PORT" (an IPv4 literal and a port) as a socket address.

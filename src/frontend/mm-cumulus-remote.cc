@@ -66,7 +66,8 @@ const ProgramInfo kInfo{"mm-cumulus-remote", "[OPTION]... [--] [COMMAND...]",
                         "\n"
                         "The bulk connection is plain TCP: on a real network, keep it on a trusted path (an SSH\n"
                         "tunnel). Example (see mm-cumulus-local):\n"
-                        "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 mm-link 14 14 -- \\\n"
+                        "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 \\\n"
+                        "      mm-link rate:14Mbit/s rate:14Mbit/s -- \\\n"
                         "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
 
 std::optional<sockaddr_in> parse_listen(const std::string& text) {
@@ -188,10 +189,13 @@ int main(int argc, char** argv) {
     (void)CertificateAuthority::load_or_create(ca_directory);
     if (ca_dir) ::setenv("MAHIMAHI_CA_DIR", ca_dir->c_str(), 1);
 
-    char pattern_text[] = "mm-cumulus-remote.XXXXXX";
-    std::string pattern = (temporary_directory() / pattern_text).string();
+    // The loads' pairs pass through files that live a few milliseconds: in memory (/dev/shm, a
+    // tmpfs, where mm-record's fsync costs nothing) where it can be written, else $TMPDIR or /tmp.
+    fs::path scratch = temporary_directory();
+    if (!std::getenv("TMPDIR") && ::access("/dev/shm", W_OK | X_OK) == 0) scratch = "/dev/shm";
+    std::string pattern = (scratch / "mm-cumulus-remote.XXXXXX").string();
     if (!::mkdtemp(pattern.data()))
-      throw UserError("cannot make a directory in " + temporary_directory().string() + ": " + std::strerror(errno));
+      throw UserError("cannot make a directory in " + scratch.string() + ": " + std::strerror(errno) + " (set TMPDIR)");
     const fs::path work(pattern);
     struct RemoveWork {
       fs::path dir;
@@ -217,6 +221,7 @@ int main(int argc, char** argv) {
     }
     loader.push_back(resolve_program("mm-record", path));
     loader.push_back("{dir}");
+    loader.push_back("--write-at-once");  // each pair is streamed as soon as it is whole
     if (insecure) {
       loader.push_back("--insecure-upstream");
     } else {

@@ -46,6 +46,10 @@ const ProgramInfo kInfo{
     "                        Math.random and crypto.getRandomValues repeat (the recording keeps\n"
     "                        the page as sent): a page that builds URLs from the clock or at\n"
     "                        random then asks for the same ones in mm-replay --deterministic\n"
+    "  --write-at-once       write each pair as soon as it is whole, at the program's priority\n"
+    "                        (default: in pauses of the traffic, at the lowest priority, so that\n"
+    "                        the disk does not compete with a page load): for a program that\n"
+    "                        reads DIR as it grows (mm-cumulus-remote)\n"
     "  --tcp-ecn=on|accept|off\n"
     "                        TCP's ECN in the shell and the shells inside (net.ipv4.tcp_ecn):\n"
     "                        on, asked for and accepted; accept, used when the peer asks; off,\n"
@@ -82,7 +86,7 @@ int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
     std::optional<std::string> dir;
     std::optional<std::string> ca_dir;
-    bool allow_quic = false, append = false;
+    bool allow_quic = false, append = false, write_at_once = false;
     RecordProxyOptions options;
     ShellSpec spec;
     ArgScanner scanner(kInfo,
@@ -90,6 +94,7 @@ int main(int argc, char** argv) {
                         {"append", false, [&](std::string_view) { append = true; }},
                         {"allow-quic", false, [&](std::string_view) { allow_quic = true; }},
                         {"deterministic", false, [&](std::string_view) { options.deterministic = true; }},
+                        {"write-at-once", false, [&](std::string_view) { write_at_once = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
                         {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }},
@@ -107,8 +112,8 @@ int main(int argc, char** argv) {
     spec.tag = "[record " + *dir + "] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = !allow_quic;
-    spec.ferry = [dir = *dir, ca_dir, options, append](const FerryEndpoints& endpoints,
-                                                       const std::function<void()>& ready) {
+    spec.ferry = [dir = *dir, ca_dir, options, append, write_at_once](const FerryEndpoints& endpoints,
+                                                                      const std::function<void()>& ready) {
       // The user's rights from here on: DIR and the CA are created and read as the user.
       bool created = false;
       try {
@@ -127,7 +132,8 @@ int main(int argc, char** argv) {
         ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
         RecordWriter writer(
             dir, [](const std::string& error) { std::cerr << "mm-record: " << error << std::endl; },
-            RecordWriter::kDefaultMaxQueuedBytes, RecordWriter::Priority::Background);
+            RecordWriter::kDefaultMaxQueuedBytes,
+            write_at_once ? RecordWriter::Priority::Normal : RecordWriter::Priority::Background);
         RecordProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, writer, proxy_options);
         std::thread proxy_thread([&proxy] { proxy.run(); });
         DelayQueue uplink(0), downlink(0);

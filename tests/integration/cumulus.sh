@@ -178,3 +178,34 @@ test_cumulus_refusals_name_the_input() {
   echo "  refusals named; MAHIMAHI_CUMULUS_REMOTE=$got; status 7 passed on"
   cumulus_check_nothing_running
 }
+
+# mm-sweep --cumulus: the same grid through Cumulus beside h1; cumulus.csv reports the Remote
+# Proxy's work per load; at 200 ms RTT the page loads faster through Cumulus (the paper's point:
+# its dependency chain resolves next to the servers, not across the link).
+test_cumulus_sweep_reports_remote_cost_and_beats_h1_at_long_rtt() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  cumulus_home || return 1
+  local res=$CUMULUS_HOME/sweep url
+  url=$(awk '$1 == "news" { print $2 }' "$cumulus_top/corpus/pages")
+  cumulus_as_user env PATH="$BIN:$PATH" "$BIN/mm-sweep" --recording "$CUMULUS_HOME/corpus/news" --url "$url" \
+    --rates 14 --rtts 200 --runs 1 --timeout 60 --jobs 1 --cumulus --out "$res" 2> "$CUMULUS_HOME/sweep.err" ||
+    fail "mm-sweep failed: $(tail -20 "$CUMULUS_HOME/sweep.err")" || return 1
+  python3 - "$res" <<'PY' || { fail "results: $(cat "$res/summary.csv" "$res/cumulus.csv")"; return 1; }
+import csv, sys
+d = sys.argv[1]
+loads = list(csv.DictReader(open(d + "/loads.csv")))
+assert len(loads) == 4 and all(r["status"] == "ok" for r in loads), [(r["configuration"], r["status"], r["reason"]) for r in loads]
+summary = {r["configuration"]: r for r in csv.DictReader(open(d + "/summary.csv"))}
+h1, cu = summary["h1-multi-14mbit-200ms-loss0"], summary["cumulus-multi-14mbit-200ms-loss0"]
+assert h1["optimal_plt_ms"] == cu["optimal_plt_ms"], (h1["optimal_plt_ms"], cu["optimal_plt_ms"])
+assert float(cu["plt_median_ms"]) < float(h1["plt_median_ms"]), (cu["plt_median_ms"], h1["plt_median_ms"])
+rows = list(csv.DictReader(open(d + "/cumulus.csv")))
+assert sorted(r["configuration"] for r in rows) == ["cumulus-multi-14mbit-200ms-loss0", "cumulus-multi-unemulated"], rows
+for r in rows:
+    assert r["remote_status"] == "ok" and float(r["remote_cpu_ms"]) > 0 and float(r["remote_load_ms"]) > 0, r
+    assert int(r["bulk_objects"]) >= 44 and int(r["sent_to_servers"]) <= 2, r
+print("  h1 %s ms, cumulus %s ms (optimal %s ms); remote load %s ms, CPU %s ms" % (h1["plt_median_ms"], cu["plt_median_ms"],
+      cu["optimal_plt_ms"], rows[-1]["remote_load_ms"], rows[-1]["remote_cpu_ms"]))
+PY
+  cumulus_check_nothing_running
+}
