@@ -9,7 +9,7 @@ test_experiments_quick_versions_complete() {
     fail "scripts/experiments/run --quick failed: $(tail -5 "$WORLD_TMP/experiments.txt")" || return 1
   sed 's/^/  /' "$WORLD_TMP/experiments.txt"
   local e
-  for e in live-vs-replay overhead reproducibility multi-server optimal-gap loss initial-window; do
+  for e in live-vs-replay overhead reproducibility multi-server optimal-gap loss initial-window cumulus; do
     [ -s "$out/$e.txt" ] || fail "no table for $e" || return 1
   done
   # Every corpus page has its three overhead figures, each a PLT in (0, 60 s).
@@ -62,5 +62,14 @@ sys.exit("loads not ok: %s" % [(r["configuration"], r["reason"]) for r in bad[:3
   # The servers' initial window: 3 segments load the page slower than 32 at a 200 ms round trip.
   awk '$1 == "news" && $2 == 200 { found = 1; if (!($3 > $4)) bad = 1 } END { exit bad || !found }' \
     "$out/initial-window.txt" || fail "initial-window: 3 segments not slower than 32: $(cat "$out/initial-window.txt")" || return 1
+  # Cumulus (Fig. 7 and 9): at 300 ms of round trip the page loads faster through Cumulus than
+  # directly over h1 (its dependency chain resolves beside the servers), the Remote Proxy's CPU
+  # time is reported, and the speedup is larger at 200 ms than with no delay at all.
+  awk '$1 == 300 && NF == 10 { found = 1; if (!($9 < $3)) bad = 1 } END { exit bad || !found }' "$out/cumulus.txt" ||
+    fail "cumulus: not faster than h1 at 300 ms: $(cat "$out/cumulus.txt")" || return 1
+  grep -Eq '^Remote Proxy per Cumulus load \(median of [1-9][0-9]*\): its own load [0-9]+ ms, CPU [1-9][0-9]* ms$' "$out/cumulus.txt" ||
+    fail "cumulus: no Remote Proxy cost line: $(cat "$out/cumulus.txt")" || return 1
+  awk '/^Fig. 9/ { f = 1; next } f && $1 ~ /^[0-9]+$/ { s[$1] = $4 } END { exit !(s[200] > s[0]) }' "$out/cumulus.txt" ||
+    fail "cumulus: the speedup does not grow with the RTT: $(cat "$out/cumulus.txt")" || return 1
   wait_until 20 eval '! pgrep -x chromium >/dev/null' || fail "chromium left running"
 }
