@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cumulus/bulk_cache.hh"
 
+#include <cctype>
+
 #include "http/start_line.hh"
 #include "replay/replay_index.hh"
 #include "util/text.hh"
@@ -18,6 +20,41 @@ bool response_closes_connection(const HttpMessage& response, std::string_view me
       te && ascii_lowercase(*te).find("chunked") != std::string::npos)
     return false;
   return true;  // the body runs to the end of the connection
+}
+
+std::optional<RedirectTarget> redirect_target(std::string_view location, bool https, std::string_view host,
+                                              std::string_view request_target) {
+  location = trim_blanks(location);
+  if (location.empty()) return std::nullopt;
+  if (starts_with_ignoring_case(location, "http://") || starts_with_ignoring_case(location, "https://")) {
+    const bool to_https = starts_with_ignoring_case(location, "https://");
+    const std::string_view rest = location.substr(to_https ? 8 : 7);
+    const size_t end = rest.find_first_of("/?#");
+    const std::string_view authority = rest.substr(0, end);
+    if (authority.empty() || authority.find('@') != std::string_view::npos) return std::nullopt;
+    std::string target = end == std::string_view::npos ? "/" : std::string(rest.substr(end));
+    if (target.starts_with("?")) target = "/" + target;
+    if (const size_t hash = target.find('#'); hash != std::string::npos) target.resize(hash);
+    return RedirectTarget{to_https, std::string(authority), target};
+  }
+  // Another scheme (ftp:, data:, javascript:): not a navigation this proxy sees.
+  const size_t colon = location.find(':');
+  if (colon != std::string_view::npos && colon > 0 && std::isalpha(static_cast<unsigned char>(location[0])) &&
+      location.substr(0, colon).find_first_of("/?#") == std::string_view::npos)
+    return std::nullopt;
+  if (location.starts_with("//")) {  // scheme-relative
+    return redirect_target(std::string(https ? "https:" : "http:") + std::string(location), https, host,
+                           request_target);
+  }
+  std::string target;
+  if (location.starts_with("/")) {
+    target = std::string(location);
+  } else {  // relative to the request's path
+    const std::string_view path = request_target.substr(0, request_target.find('?'));
+    target = std::string(path.substr(0, path.rfind('/') + 1)) + std::string(location);
+  }
+  if (const size_t hash = target.find('#'); hash != std::string::npos) target.resize(hash);
+  return RedirectTarget{https, std::string(host), target};
 }
 
 std::string BulkCache::key(bool https, std::string_view host, std::string_view method, std::string_view target) {
@@ -44,6 +81,12 @@ bool BulkCache::add(RecordedPair&& pair) {
   }
   bytes_ += response.bytes.size();
   entries_++;
+  if (const StatusLine status = split_status_line(pair.response.first_line); status.code.starts_with("3")) {
+    if (const auto location = pair.response.header("Location")) {
+      if (const auto to = redirect_target(*location, pair.https, *host, line.target))
+        redirect_targets_.insert(key(to->https, to->host, "GET", to->target));
+    }
+  }
   slots_[key(pair.https, *host, line.method, line.target)].responses.push_back(std::move(response));
   return true;
 }
@@ -59,8 +102,13 @@ std::optional<CachedResponse> BulkCache::take(bool https, std::string_view host,
   return slot.responses[index];
 }
 
+bool BulkCache::redirects_to(bool https, std::string_view host, std::string_view target) const {
+  return redirect_targets_.contains(key(https, host, "GET", target));
+}
+
 void BulkCache::clear() {
   slots_.clear();
+  redirect_targets_.clear();
   bytes_ = refused_bytes_ = 0;
   entries_ = 0;
 }

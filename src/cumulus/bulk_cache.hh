@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "recording/record_file.hh"
@@ -23,6 +24,16 @@ struct CachedResponse {
   std::string bytes;         // as the origin sent it: status line, fields, body (chunked if it was)
   bool close_after = false;  // its end is the end of the connection (Connection: close, or no framing)
 };
+
+// The absolute request a redirect's Location leads to from the request it answered: (https,
+// host, origin-form target); nullopt for what a browser would not follow as a navigation here
+// (another scheme, an unparsable value).
+struct RedirectTarget {
+  bool https;
+  std::string host, target;
+};
+std::optional<RedirectTarget> redirect_target(std::string_view location, bool https, std::string_view host,
+                                              std::string_view request_target);
 
 // Whether a response to `method` ends only where its connection does (HTTP/1.0 without
 // Content-Length, or "Connection: close"): then the proxy closes after sending it.
@@ -38,6 +49,9 @@ class BulkCache {
   // The response for this request, if a pair matched (each call takes the next of repeats).
   std::optional<CachedResponse> take(bool https, std::string_view host, std::string_view method,
                                      std::string_view target);
+  // Whether a redirect among the kept pairs leads to this URL (the page's own redirects, which
+  // the remote browser followed: a navigation there belongs to the same page load).
+  bool redirects_to(bool https, std::string_view host, std::string_view target) const;
   void clear();
 
   size_t entries() const { return entries_; }
@@ -51,6 +65,7 @@ class BulkCache {
   };
   static std::string key(bool https, std::string_view host, std::string_view method, std::string_view target);
   std::unordered_map<std::string, Slot> slots_;
+  std::unordered_set<std::string> redirect_targets_;  // key()s of GETs that a kept 3xx points to
   uint64_t max_bytes_;
   uint64_t bytes_ = 0, refused_bytes_ = 0;
   size_t entries_ = 0;

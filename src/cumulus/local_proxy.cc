@@ -312,6 +312,13 @@ void LocalProxy::handle_client(Client& c, uint32_t events) {
     close(c, "");
     return;
   }
+  // Room again for the origin's bytes: read them now (TLS may hold some already, which no
+  // epoll event would announce).
+  if (c.upstream_open && c.upstream_tls_done && c.client.pending() <= kHighWater &&
+      (c.head == Client::Head::Forwarding || c.phase == Client::Phase::Tunnel)) {
+    read_upstream(c);
+    if (c.dead) return;
+  }
   // While the origin's bytes wait for the browser, its connection is not read (and the other way round).
   if (c.phase == Client::Phase::Tunnel && c.upstream_open && c.upstream.pending() > kHighWater) return;
   if (!c.client_read_closed) read_client(c);
@@ -369,7 +376,10 @@ void LocalProxy::advance(Client& c) {
       const std::string url = line.target.starts_with("http")
                                   ? std::string(line.target)
                                   : (c.https ? "https://" : "http://") + host + std::string(line.target);
-      if (!bulk_ || bulk_->url != url) start_bulk(url, request);
+      // A navigation that a redirect of this page load leads to (http:// to https://, to www.)
+      // is the same page load: the Remote Proxy's browser followed it too.
+      const bool redirected = cache_.redirects_to(c.https, host, line.target);
+      if (!redirected && (!bulk_ || bulk_->url != url)) start_bulk(url, request);
     }
     if (answer_from_cache(c)) continue;
     if (bulk_ && (line.method == "GET" || line.method == "HEAD")) {
@@ -591,7 +601,9 @@ void LocalProxy::update_interest(Client& c) {
   if (c.phase == Client::Phase::ClientTls) {
     want = c.client.tls_wants_write() ? EPOLLOUT : EPOLLIN;
   } else {
-    if (!c.client_read_closed) want |= EPOLLIN;
+    const bool room = c.phase != Client::Phase::Tunnel ||
+                      (c.upstream.pending() <= kHighWater && c.upstream_waiting.size() <= kHighWater);
+    if (!c.client_read_closed && room) want |= EPOLLIN;
     if (c.client.pending() > 0 || c.client.tls_wants_write()) want |= EPOLLOUT;
   }
   if (want != c.client_interest) {
@@ -605,7 +617,8 @@ void LocalProxy::update_interest(Client& c) {
   } else if (!c.upstream_tls_done) {
     up = c.upstream.tls_wants_write() ? EPOLLOUT : EPOLLIN;
   } else {
-    up = EPOLLIN;
+    // Not read while its bytes wait for the browser (bounded memory; the origin feels the pace).
+    if (c.client.pending() <= kHighWater) up |= EPOLLIN;
     if (c.upstream.pending() > 0 || c.upstream.tls_wants_write()) up |= EPOLLOUT;
   }
   if (up != c.upstream_interest) {

@@ -233,6 +233,8 @@ int main(int argc, char** argv) {
     loader.push_back("--");
     loader.push_back(resolve_program("mm-pageload", path));
     loader.push_back("--wait-for-url");
+    // The Remote Proxy's browser shares the cores with the measured one: no screencast frames.
+    loader.push_back("--no-speed-index");
     std::ostringstream timeout;
     timeout << timeout_s;
     loader.push_back("--timeout=" + timeout.str());

@@ -35,6 +35,8 @@ const ProgramInfo kInfo{
     "  --ca FILE             also trust this CA certificate (PEM) besides your mahimahi CA\n"
     "  --window WxH          the viewport (default 1366x768)\n"
     "  --browser PATH        the Chromium binary (default: chromium in PATH)\n"
+    "  --no-speed-index      capture no screencast frames: no speed index (frames 0), and none\n"
+    "                        of the browser's work encoding them or ours decoding them\n"
     "  --wait-for-url        no URL operand: start the browser, then read the URL from standard\n"
     "                        input (one line: URL, or URL TAB User-Agent TAB Accept-Language,\n"
     "                        which the browser then presents) and load it once; the load's\n"
@@ -98,6 +100,7 @@ int run(int argc, char** argv) {
                }},
               {"http3-discovery", false, [&](std::string_view) { options.http3_discovery = true; }},
               {"wait-for-url", false, [&](std::string_view) { options.wait_for_url = true; }},
+              {"no-speed-index", false, [&](std::string_view) { options.speed_index = false; }},
               {"ca", true,
                [&](std::string_view value) {
                  if (value.empty()) throw UsageError("--ca needs a file name");

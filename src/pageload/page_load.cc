@@ -180,6 +180,7 @@ void LoadRun::set_up(Nanos deadline) {
               {"deviceScaleFactor", 1},
               {"mobile", false}},
              session_, deadline);
+  if (!options_.screencast) return;
   pipe_.call("Page.startScreencast",
              {{"format", "png"},
               {"everyNthFrame", 1},

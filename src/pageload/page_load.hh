@@ -31,6 +31,9 @@ struct LoadOptions {
   // ready loader of mm-cumulus-remote): one line, "URL" or "URL<TAB>User-Agent<TAB>Accept-Language",
   // the last two (if not empty) presented by the browser for this load. `url` is ignored.
   bool wait_for_url = false;
+  // Capture the screencast's frames for the speed index (false: mm-pageload --no-speed-index,
+  // no frames and no speed index, and none of the PNG work; mm-cumulus-remote's loads).
+  bool screencast = true;
 };
 
 inline constexpr size_t kMaxWaitedLine = 8192;  // each field of the line

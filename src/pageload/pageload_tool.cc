@@ -173,6 +173,7 @@ int run_pageload(const PageloadOptions& options) {
   load.timeout = seconds_to_nanos(options.timeout_seconds);
   load.http3_discovery = options.http3_discovery;
   load.wait_for_url = options.wait_for_url;
+  load.screencast = options.speed_index;
   std::vector<LoadResult> loads;
   write_outputs(options, loads);  // an unwritable file fails now, not after the loads
   BrowserProfileTemplate profiles(trusted_certificates(options));

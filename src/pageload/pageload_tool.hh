@@ -28,6 +28,7 @@ struct PageloadOptions {
   std::vector<std::filesystem::path> cas;  // --ca files
   bool http3_discovery = false;            // --http3-discovery (LoadOptions::http3_discovery)
   bool wait_for_url = false;               // --wait-for-url (LoadOptions::wait_for_url): urls is empty
+  bool speed_index = true;                 // false: --no-speed-index (LoadOptions::screencast)
 };
 
 // "1366x768" -> {1366, 768}; throws UsageError naming --window and the text.

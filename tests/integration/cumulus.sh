@@ -42,14 +42,15 @@ cumulus_check_nothing_running() {
 cumulus_answered() { sed -n 's/^mm-cumulus-local: .* \([0-9]*\) requests\{0,1\} answered from bulk responses.*/\1/p' "$1"; }
 cumulus_forwarded() { sed -n 's/^mm-cumulus-local: .* \([0-9]*\) sent to servers.*/\1/p' "$1"; }
 
-# A corpus page loaded through Cumulus at 100 ms RTT: Chromium's load is complete, every object
+# Corpus pages loaded through Cumulus at 100 ms RTT (over HTTP, over HTTPS, and one whose first
+# answer redirects to another origin): Chromium's load is complete, every object
 # comes from the bulk response, the Remote Proxy reports its load with its CPU time.
 test_cumulus_page_loads_in_chromium_through_both_proxies() {
   command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
   cumulus_home || return 1
   local ua; ua=$(cumulus_ua_flag)
   local name url out objects answered forwarded
-  for name in news app; do
+  for name in news shop app; do  # shop: http://shop.test/ redirects to https://www.shop.test/
     url=$(awk -v n="$name" '$1 == n { print $2 }' "$cumulus_top/corpus/pages")
     out=$CUMULUS_HOME/load-$name
     objects=$("$BIN/mm-recording" ls --wide "$CUMULUS_HOME/corpus/$name" | awk 'NR > 1 { print $1, $2, $3, $4 }' | sort -u | wc -l)

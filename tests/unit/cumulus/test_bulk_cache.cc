@@ -95,3 +95,32 @@ TEST(BulkCache, responses_that_end_with_their_connection_close_it) {
   response.headers.clear();
   EXPECT_FALSE(response_closes_connection(response, "GET"));
 }
+
+TEST(BulkCache, redirect_targets_resolve_like_a_browser) {
+  const auto to = [](std::string_view location, bool https = false) {
+    const auto t = redirect_target(location, https, "a.test", "/dir/page?x=1");
+    return t ? std::string(t->https ? "https://" : "http://") + t->host + t->target : std::string("-");
+  };
+  EXPECT_EQ(to("https://www.a.test/"), "https://www.a.test/");
+  EXPECT_EQ(to("HTTPS://www.a.test"), "https://www.a.test/");
+  EXPECT_EQ(to("http://b.test?q#frag"), "http://b.test/?q");
+  EXPECT_EQ(to("//cdn.test/x", true), "https://cdn.test/x");
+  EXPECT_EQ(to("/login#top"), "http://a.test/login");
+  EXPECT_EQ(to("next?y=2"), "http://a.test/dir/next?y=2");
+  EXPECT_EQ(to("ftp://x.test/"), "-");  // another scheme
+  EXPECT_EQ(to("javascript:alert(1)"), "-");
+  EXPECT_EQ(to("a/b:c"), "http://a.test/dir/a/b:c");  // a colon after a slash: a relative path
+  EXPECT_EQ(to("https://user@evil.test/"), "-");
+  EXPECT_EQ(to(""), "-");
+}
+
+TEST(BulkCache, remembers_where_the_pages_redirects_lead) {
+  BulkCache cache(1 << 20);
+  cache.add(pair("GET / HTTP/1.1", "shop.test", "HTTP/1.1 301 Moved Permanently",
+                 {{"Location", "https://www.shop.test/"}, {"Content-Length", "0"}}, ""));
+  EXPECT_TRUE(cache.redirects_to(true, "WWW.shop.test:443", "/"));
+  EXPECT_FALSE(cache.redirects_to(false, "www.shop.test", "/"));
+  EXPECT_FALSE(cache.redirects_to(true, "www.shop.test", "/other"));
+  cache.clear();
+  EXPECT_FALSE(cache.redirects_to(true, "www.shop.test", "/"));
+}
