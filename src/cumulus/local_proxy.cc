@@ -20,6 +20,7 @@
 #include "http/start_line.hh"
 #include "record/client_hello.hh"
 #include "tls/openssl_error.hh"
+#include "tls/proxy_tls.hh"
 #include "tls/tls_stream.hh"
 #include "util/host_name.hh"
 #include "util/text.hh"
@@ -30,7 +31,10 @@ constexpr uint64_t kUpstreamBit = 1;  // key = id << 1 | 1 for a client's upstre
 constexpr size_t kReadSize = 64 * 1024;
 constexpr size_t kHighWater = 256 * 1024;
 constexpr Nanos kConnectTimeout = 10 * kNanosPerSec;
-constexpr Nanos kStopWait = 10 * kNanosPerSec;  // the most the shell's end waits for a bulk response
+constexpr Nanos kStopWait = 10 * kNanosPerSec;
+// What one browser connection may have sent that is not answered yet: requests are held whole.
+constexpr size_t kMaxQueuedRequests = 64;
+constexpr size_t kMaxHeldRequests = 64u << 20;  // the most the shell's end waits for a bulk response
 
 std::string address_text(const sockaddr_in& a) {
   char ip[INET_ADDRSTRLEN] = "?";
@@ -87,6 +91,7 @@ struct LocalProxy::Client {
   std::string upstream_waiting;  // bytes for the origin, sent once its connection is ready
   bool client_read_closed = false;
   bool close_when_flushed = false;
+  size_t unanswered_bytes = 0;  // of the requests in the queue and the one being parsed (bounded)
   bool dead = false;
 
   std::string where() const {
@@ -120,30 +125,11 @@ LocalProxy::LocalProxy(FileDescriptor listener, CertificateAuthority& ca, LocalP
     (void)::setrlimit(RLIMIT_NOFILE, &files);
   }
   if (!hello_context_ || !upstream_context_) throw openssl_failure("SSL_CTX_new");
-  SSL_CTX* hello = hello_context_.get();
-  SSL_CTX_set_options(hello, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(hello, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_client_hello_cb(hello, &LocalProxy::client_hello, this);
-
-  SSL_CTX* up = upstream_context_.get();
-  SSL_CTX_set_options(up, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(up, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (options_.verify_upstream) {
-    // The system's CAs and the user's own (which the user's browser trusts already: the
-    // replayed origins present its certificates), and any --upstream-ca.
-    if (SSL_CTX_set_default_verify_paths(up) != 1) throw openssl_failure("SSL_CTX_set_default_verify_paths");
-    for (const std::string& file : {ca_.certificate_path().string(), options_.upstream_ca_file}) {
-      if (file.empty()) continue;
-      if (SSL_CTX_load_verify_locations(up, file.c_str(), nullptr) != 1)
-        throw UserError("cannot use " + file + " as a CA bundle for the origins: " + openssl_error_reasons() +
-                        " (it must be readable PEM certificates)");
-    }
-    SSL_CTX_set_verify(up, SSL_VERIFY_PEER, nullptr);
-  } else {
-    SSL_CTX_set_verify(up, SSL_VERIFY_NONE, nullptr);
-  }
-  static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-  SSL_CTX_set_alpn_protos(up, kHttp11, sizeof kHttp11);
+  configure_interception_context(hello_context_.get(), &LocalProxy::client_hello, this);
+  // The system's CAs, the user's own (which the user's browser trusts already: the replayed
+  // origins present its certificates), and any --upstream-ca.
+  configure_upstream_context(upstream_context_.get(), options_.verify_upstream, true,
+                             {ca_.certificate_path().string(), options_.upstream_ca_file});
 
   buffer_.resize(kReadSize);
   epoll_.add(listener_.get(), EPOLLIN, kListenerKey);
@@ -354,6 +340,13 @@ bool LocalProxy::read_client(Client& c) {
       continue;
     }
     c.requests.feed(data);
+    c.unanswered_bytes += data.size();
+    if (c.unanswered_bytes > kMaxHeldRequests) {
+      close(c, "the browser sent " + c.where() + " more than " + std::to_string(kMaxHeldRequests >> 20) +
+                   " MiB of requests not answered yet (mm-cumulus-local holds each request whole before it "
+                   "answers or forwards it): the connection is closed");
+      return false;
+    }
     if (c.requests.state() != HttpParser::State::Http) {
       close(c, "a request from the browser to " + c.where() + " is not HTTP/1.x: " + c.requests.error());
       return false;
@@ -361,13 +354,15 @@ bool LocalProxy::read_client(Client& c) {
     while (c.requests.has_completed()) c.queue.push_back(c.requests.pop_completed().message);
     advance(c);
     if (c.dead) return false;
-    if (c.queue.size() > 64) return true;  // a pipelining browser waits, as the socket fills
+    if (c.queue.size() > kMaxQueuedRequests) return true;  // a pipelining browser waits, as the socket fills
   }
 }
 
 // Answers the requests in order, as far as it can now.
 void LocalProxy::advance(Client& c) {
+  if (c.queue.empty() && !c.requests.in_message()) c.unanswered_bytes = 0;
   while (!c.dead && c.head == Client::Head::Idle && !c.queue.empty()) {
+    if (c.queue.size() == 1 && !c.requests.in_message()) c.unanswered_bytes = 0;
     const HttpMessage& request = c.queue.front();
     const RequestLine line = split_request_line(request.first_line);
     if (line.method == "GET" && (is_navigation(request) || !any_navigation_)) {
@@ -467,12 +462,7 @@ bool LocalProxy::upstream_ready(Client& c) {
       c.upstream.start_tls(ssl);
       char ip[INET_ADDRSTRLEN] = "";
       ::inet_ntop(AF_INET, &c.destination.sin_addr, ip, sizeof ip);
-      if (!c.server_name.empty() && !is_ip_literal(c.server_name)) {
-        SSL_set_tlsext_host_name(ssl, c.server_name.c_str());
-        SSL_set1_host(ssl, c.server_name.c_str());
-      } else {
-        X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c.server_name.empty() ? ip : c.server_name.c_str());
-      }
+      set_upstream_identity(ssl, c.server_name, ip);
       SSL_set_connect_state(ssl);
     } else {
       c.upstream_tls_done = true;
@@ -601,8 +591,9 @@ void LocalProxy::update_interest(Client& c) {
   if (c.phase == Client::Phase::ClientTls) {
     want = c.client.tls_wants_write() ? EPOLLOUT : EPOLLIN;
   } else {
-    const bool room = c.phase != Client::Phase::Tunnel ||
-                      (c.upstream.pending() <= kHighWater && c.upstream_waiting.size() <= kHighWater);
+    const bool room = c.phase == Client::Phase::Tunnel
+                          ? c.upstream.pending() <= kHighWater && c.upstream_waiting.size() <= kHighWater
+                          : c.queue.size() <= kMaxQueuedRequests;
     if (!c.client_read_closed && room) want |= EPOLLIN;
     if (c.client.pending() > 0 || c.client.tls_wants_write()) want |= EPOLLOUT;
   }

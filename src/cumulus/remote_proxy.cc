@@ -35,19 +35,6 @@ constexpr size_t kMaxRequestHead = kMaxBulkRequest;
 
 int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
 
-void epoll_add(int epoll, int fd, uint32_t events, uint64_t key) {
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.u64 = key;
-  check_syscall("epoll_ctl", ::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev));
-}
-void epoll_modify(int epoll, int fd, uint32_t events, uint64_t key) {
-  epoll_event ev{};
-  ev.events = events;
-  ev.data.u64 = key;
-  (void)::epoll_ctl(epoll, EPOLL_CTL_MOD, fd, &ev);
-}
-
 // A header value on the loader's input line: no tabs or line ends.
 std::string field(std::string_view text) {
   std::string out;
@@ -86,12 +73,10 @@ struct RemoteProxy::Client {
 
 RemoteProxy::RemoteProxy(RemoteProxyOptions options)
     : options_(std::move(options)),
-      epoll_(check_syscall("epoll_create1", ::epoll_create1(EPOLL_CLOEXEC))),
       inotify_(check_syscall("inotify_init1", ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC))) {
-  epoll_fd_ = epoll_.get();
   buffer_.resize(64 * 1024);
-  epoll_add(epoll_fd_, options_.listener.get(), EPOLLIN, kListenerKey);
-  epoll_add(epoll_fd_, inotify_.get(), EPOLLIN, kInotifyKey);
+  epoll_.add(options_.listener.get(), EPOLLIN, kListenerKey);
+  epoll_.add(inotify_.get(), EPOLLIN, kInotifyKey);
 }
 
 RemoteProxy::~RemoteProxy() {
@@ -146,8 +131,8 @@ void RemoteProxy::start_spare() {
   l->pid = spawn_program(words.front(), arguments, spawn);
   l->pidfd = FileDescriptor(pidfd_open(l->pid));
   if (!l->pidfd.valid()) throw SystemError("pidfd_open");
-  epoll_add(epoll_fd_, l->pidfd.get(), EPOLLIN, kSpareExitKey);
-  epoll_add(epoll_fd_, l->errors.get(), EPOLLIN, kSpareErrorsKey);
+  epoll_.add(l->pidfd.get(), EPOLLIN, kSpareExitKey);
+  epoll_.add(l->errors.get(), EPOLLIN, kSpareErrorsKey);
   if (options_.verbose)
     options_.say("loader " + std::to_string(l->number) + " starting (pid " + std::to_string(l->pid) + ")");
   spare_ = std::move(l);
@@ -159,7 +144,7 @@ void RemoteProxy::drain_stderr(Loader& l) {
     const ssize_t n = ::read(l.errors.get(), buffer_.data(), buffer_.size());
     if (n <= 0) {
       if (n == 0 || errno != EAGAIN) {
-        (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.errors.get(), nullptr);
+        epoll_.remove(l.errors.get());
         l.errors = FileDescriptor();
       }
       return;
@@ -170,15 +155,11 @@ void RemoteProxy::drain_stderr(Loader& l) {
 }
 
 uint64_t RemoteProxy::run(int stop_fd) {
-  epoll_add(epoll_fd_, stop_fd, EPOLLIN, kStopKey);
+  epoll_.add(stop_fd, EPOLLIN, kStopKey);
   start_spare();
   epoll_event events[64];
   for (;;) {
-    const int n = ::epoll_wait(epoll_fd_, events, 64, -1);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("epoll_wait");
-    }
+    const int n = epoll_.wait(events, 64, kNever);
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
       if (key == kStopKey) return loads_;
@@ -198,7 +179,7 @@ uint64_t RemoteProxy::run(int stop_fd) {
         if (::wait4(current_->pid, &status, 0, &current_->usage) == current_->pid) {
           current_->exited = true;
           current_->status = shell_exit_code(status);
-          (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, current_->pidfd.get(), nullptr);
+          epoll_.remove(current_->pidfd.get());
           send_new_pairs();  // the last pairs, then the end (finish_load) once all are sent
         }
       } else if (key == kSpareExitKey && spare_ && !spare_->exited) {
@@ -208,7 +189,7 @@ uint64_t RemoteProxy::run(int stop_fd) {
         if (::wait4(spare_->pid, &status, 0, &spare_->usage) == spare_->pid) {
           spare_->exited = true;
           spare_->status = shell_exit_code(status);
-          (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, spare_->pidfd.get(), nullptr);
+          epoll_.remove(spare_->pidfd.get());
           if (options_.verbose) options_.say("the ready loader " + how_it_ended(spare_->status));
         }
       } else if (key >= kClientBase) {
@@ -224,7 +205,7 @@ uint64_t RemoteProxy::run(int stop_fd) {
     for (auto it = clients_.begin(); it != clients_.end();) {
       Client& c = **it;
       if (c.gone && !(c.started && current_)) {
-        (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c.fd.get(), nullptr);
+        epoll_.remove(c.fd.get());
         it = clients_.erase(it);
       } else {
         ++it;
@@ -249,7 +230,7 @@ void RemoteProxy::accept_all() {
     static uint64_t ids = 0;
     c->id = ++ids;
     c->fd = std::move(fd);
-    epoll_add(epoll_fd_, c->fd.get(), EPOLLIN | EPOLLRDHUP, kClientBase + c->id);
+    epoll_.add(c->fd.get(), EPOLLIN | EPOLLRDHUP, kClientBase + c->id);
     clients_.push_back(std::move(c));
   }
 }
@@ -310,8 +291,8 @@ void RemoteProxy::flush_client(Client& c) {
       return;
     }
   }
-  epoll_modify(epoll_fd_, c.fd.get(), EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT)),
-               kClientBase + c.id);
+  epoll_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT)),
+                kClientBase + c.id);
 }
 
 void RemoteProxy::end_client(Client& c) {
@@ -334,8 +315,8 @@ void RemoteProxy::start_next_load() {
   if (!next) return;
   if (!spare_) start_spare();
   current_ = std::move(spare_);
-  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, current_->errors.get(), nullptr);
-  if (current_->errors.valid()) epoll_add(epoll_fd_, current_->errors.get(), EPOLLIN, kCurrentErrorsKey);
+  epoll_.remove(current_->errors.get());
+  if (current_->errors.valid()) epoll_.add(current_->errors.get(), EPOLLIN, kCurrentErrorsKey);
   next->started = true;
   next->out = bulk_response_head();
   current_->load_started = monotonic_now();
@@ -346,8 +327,8 @@ void RemoteProxy::start_next_load() {
     send_new_pairs();
     return;
   }
-  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, current_->pidfd.get(), nullptr);
-  epoll_add(epoll_fd_, current_->pidfd.get(), EPOLLIN, kCurrentExitKey);
+  epoll_.remove(current_->pidfd.get());
+  epoll_.add(current_->pidfd.get(), EPOLLIN, kCurrentExitKey);
   const std::string line = field(next->request.url) + "\t" + field(next->request.user_agent) + "\t" +
                            field(next->request.accept_language) + "\n";
   if (::write(current_->input.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) && options_.verbose)
@@ -467,8 +448,8 @@ void RemoteProxy::finish_load() {
   options_.say("load " + std::to_string(l.number) + " " + status + ": " + count_of(l.pairs, "pair") + ", " +
                std::to_string(l.bytes >> 10) + " KiB, " + std::to_string(took / 1'000'000) + " ms, CPU " +
                fields["cpu_ms"] + " ms" + (reason.empty() ? "" : " (" + reason + ")"));
-  (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.pidfd.get(), nullptr);
-  if (l.errors.valid()) (void)::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, l.errors.get(), nullptr);
+  epoll_.remove(l.pidfd.get());
+  if (l.errors.valid()) epoll_.remove(l.errors.get());
   std::error_code ignored;
   fs::remove_all(l.dir, ignored);
   current_.reset();

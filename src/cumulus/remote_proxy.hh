@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "util/clock.hh"
+#include "util/epoll.hh"
 #include "util/file_descriptor.hh"
 
 inline constexpr size_t kMaxWaitingLoads = 16;
@@ -69,8 +70,7 @@ class RemoteProxy {
   void end_client(Client& c);
 
   RemoteProxyOptions options_;
-  int epoll_fd_ = -1;
-  FileDescriptor epoll_;
+  Epoll epoll_;
   std::vector<std::unique_ptr<Client>> clients_;  // in arrival order; the front's load runs
   std::unique_ptr<Loader> spare_, current_;
   FileDescriptor inotify_;

@@ -10,10 +10,10 @@
 #include <thread>
 
 #include "cumulus/local_proxy.hh"
-#include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
 #include "tls/certificate_authority.hh"
+#include "util/address.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 
@@ -53,20 +53,6 @@ const ProgramInfo kInfo{"mm-cumulus-local", "[OPTION]... [--] [COMMAND...]",
                         "      mm-link rate:14Mbit/s rate:14Mbit/s -- \\\n"
                         "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
 
-// "ADDRESS:PORT" (an IPv4 literal and a port) as a socket address.
-std::optional<sockaddr_in> parse_remote(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size() || text.size() > 64) return std::nullopt;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, text.substr(0, colon).c_str(), &a.sin_addr) != 1) return std::nullopt;
-  const std::string port = text.substr(colon + 1);
-  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return std::nullopt;
-  const unsigned long value = std::stoul(port);
-  if (value == 0 || value > 65535) return std::nullopt;
-  a.sin_port = htons(static_cast<uint16_t>(value));
-  return a;
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,7 +83,7 @@ int main(int argc, char** argv) {
                         ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
     spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
-    if (remote && !parse_remote(*remote))
+    if (remote && !parse_ipv4_endpoint(*remote))
       throw UsageError("--remote=" + printable(*remote, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
     spec.device_kind = "cumulus";
     spec.tag = "[cumulus] ";
@@ -112,7 +98,7 @@ int main(int argc, char** argv) {
           where = *remote;
         } else if (const char* env = std::getenv("MAHIMAHI_CUMULUS_REMOTE"); env && *env) {
           where = env;
-          if (!parse_remote(where))
+          if (!parse_ipv4_endpoint(where))
             throw UserError("MAHIMAHI_CUMULUS_REMOTE=" + printable(where, 80) +
                             " is not ADDRESS:PORT (an IPv4 address and a port)");
         } else {
@@ -120,7 +106,7 @@ int main(int argc, char** argv) {
               "no Remote Proxy: give --remote=ADDRESS:PORT, or run inside mm-cumulus-remote, which sets "
               "MAHIMAHI_CUMULUS_REMOTE");
         }
-        proxy_options.remote = *parse_remote(where);
+        proxy_options.remote = *parse_ipv4_endpoint(where);
         proxy_options.remote_text = where;
         proxy_options.say = [](const std::string& line) { std::cerr << "mm-cumulus-local: " << line << std::endl; };
         const char* bundle = std::getenv("SSL_CERT_FILE");
@@ -129,18 +115,7 @@ int main(int argc, char** argv) {
             ca_dir ? std::filesystem::path(*ca_dir) : CertificateAuthority::default_directory());
         ca.server_context("localhost");  // makes the leaf key now, not during the first TLS handshake
         LocalProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, proxy_options);
-        std::thread proxy_thread([&proxy] { proxy.run(); });
-        DelayQueue uplink(0), downlink(0);
-        int status = 1;
-        try {
-          status = run_ferry_pair(endpoints, uplink, downlink, ready);
-        } catch (...) {
-          proxy.stop();
-          proxy_thread.join();
-          throw;
-        }
-        proxy.stop();
-        proxy_thread.join();
+        const int status = run_ferry_pair_beside(endpoints, proxy, ready);
         const LocalProxyTotals t = proxy.totals();
         if (t.page_loads > 0 || options.verbose) {
           std::cerr << "mm-cumulus-local: " << count_of(t.page_loads, "page load") << ", "

@@ -21,6 +21,7 @@
 #include "cumulus/remote_proxy.hh"
 #include "shell/command_lookup.hh"
 #include "tls/certificate_authority.hh"
+#include "util/address.hh"
 #include "util/args.hh"
 #include "util/child_process.hh"
 #include "util/exception.hh"
@@ -69,20 +70,6 @@ const ProgramInfo kInfo{"mm-cumulus-remote", "[OPTION]... [--] [COMMAND...]",
                         "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 \\\n"
                         "      mm-link rate:14Mbit/s rate:14Mbit/s -- \\\n"
                         "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
-
-std::optional<sockaddr_in> parse_listen(const std::string& text) {
-  const size_t colon = text.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 >= text.size() || text.size() > 64) return std::nullopt;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  if (::inet_pton(AF_INET, text.substr(0, colon).c_str(), &a.sin_addr) != 1) return std::nullopt;
-  const std::string port = text.substr(colon + 1);
-  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return std::nullopt;
-  const unsigned long value = std::stoul(port);
-  if (value > 65535) return std::nullopt;
-  a.sin_port = htons(static_cast<uint16_t>(value));
-  return a;
-}
 
 // The first IPv4 address of this namespace that is not loopback (127/8).
 std::optional<in_addr> first_address() {
@@ -158,7 +145,7 @@ int main(int argc, char** argv) {
     sockaddr_in where{};
     where.sin_family = AF_INET;
     if (listen) {
-      const std::optional<sockaddr_in> parsed = parse_listen(*listen);
+      const std::optional<sockaddr_in> parsed = parse_ipv4_endpoint(*listen, true);
       if (!parsed)
         throw UsageError("--listen=" + printable(*listen, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
       where = *parsed;

@@ -8,7 +8,6 @@
 #include <optional>
 #include <thread>
 
-#include "packet/queues.hh"
 #include "record/record_proxy.hh"
 #include "recording/record_file.hh"
 #include "shell/ferry_pair.hh"
@@ -135,18 +134,7 @@ int main(int argc, char** argv) {
             RecordWriter::kDefaultMaxQueuedBytes,
             write_at_once ? RecordWriter::Priority::Normal : RecordWriter::Priority::Background);
         RecordProxy proxy(FileDescriptor(::dup(endpoints.intercepted)), ca, writer, proxy_options);
-        std::thread proxy_thread([&proxy] { proxy.run(); });
-        DelayQueue uplink(0), downlink(0);
-        int status = 1;
-        try {
-          status = run_ferry_pair(endpoints, uplink, downlink, ready);
-        } catch (...) {
-          proxy.stop();
-          proxy_thread.join();
-          throw;
-        }
-        proxy.stop();
-        proxy_thread.join();
+        const int status = run_ferry_pair_beside(endpoints, proxy, ready);
         writer.finish();
         report_recording(dir, created, writer, proxy.failed_connections());
         // Pairs lost to the disk: the shell ends with status 1 (the line above said how many).

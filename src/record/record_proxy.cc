@@ -23,6 +23,7 @@
 #include "http/start_line.hh"
 #include "record/client_hello.hh"
 #include "tls/openssl_error.hh"
+#include "tls/proxy_tls.hh"
 #include "tls/tls_stream.hh"
 #include "util/clock.hh"
 #include "util/host_name.hh"
@@ -154,30 +155,11 @@ RecordProxy::RecordProxy(FileDescriptor listener, CertificateAuthority& ca, Reco
   SSL_CTX_set_verify(probe_context_.get(), SSL_VERIFY_NONE, nullptr);
   SSL_CTX_set_alpn_protos(probe_context_.get(), kH2AndHttp11, sizeof kH2AndHttp11);
 
-  SSL_CTX* hello = hello_context_.get();
-  SSL_CTX_set_options(hello, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(hello, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  SSL_CTX_set_client_hello_cb(hello, &RecordProxy::client_hello, this);
-
-  SSL_CTX* up = upstream_context_.get();
-  SSL_CTX_set_options(up, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(up, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  if (options_.verify_upstream) {
-    // The system's CAs (or SSL_CERT_FILE / SSL_CERT_DIR): the program being recorded trusts
-    // us only because we checked the server for it.
-    if (!options_.upstream_ca_file.empty()) {
-      if (SSL_CTX_load_verify_locations(up, options_.upstream_ca_file.c_str(), nullptr) != 1)
-        throw UserError("cannot use " + options_.upstream_ca_file + " as the servers' CA bundle: " +
-                        openssl_error_reasons() + " (it must be readable PEM certificates)");
-    } else if (SSL_CTX_set_default_verify_paths(up) != 1) {
-      throw openssl_failure("SSL_CTX_set_default_verify_paths");
-    }
-    SSL_CTX_set_verify(up, SSL_VERIFY_PEER, nullptr);
-  } else {
-    SSL_CTX_set_verify(up, SSL_VERIFY_NONE, nullptr);
-  }
-  static const unsigned char kHttp11[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-  SSL_CTX_set_alpn_protos(up, kHttp11, sizeof kHttp11);
+  configure_interception_context(hello_context_.get(), &RecordProxy::client_hello, this);
+  // The system's CAs (or SSL_CERT_FILE / SSL_CERT_DIR), or --upstream-ca instead: the program
+  // being recorded trusts us only because we checked the server for it.
+  configure_upstream_context(upstream_context_.get(), options_.verify_upstream, options_.upstream_ca_file.empty(),
+                             {options_.upstream_ca_file});
 
   buffer_.resize(kReadSize);
   epoll_.add(listener_.get(), EPOLLIN, kListenerKey);
@@ -403,12 +385,7 @@ bool RecordProxy::start_server_tls(Connection& c) {
   }
   c.server.start_tls(ssl);
   start_probe(c);
-  if (!c.server_name.empty() && !is_ip_literal(c.server_name)) {
-    SSL_set_tlsext_host_name(ssl, c.server_name.c_str());
-    SSL_set1_host(ssl, c.server_name.c_str());
-  } else {
-    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), c.server_name.empty() ? c.ip.c_str() : c.server_name.c_str());
-  }
+  set_upstream_identity(ssl, c.server_name, c.ip);
   SSL_set_connect_state(ssl);
   return true;
 }

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "packet/ferry.hh"
+#include "packet/queues.hh"
 #include "shell/dns_relay.hh"
 #include "shell/packet_shell.hh"
 #include "util/epoll.hh"
@@ -155,4 +156,25 @@ int run_ferry_pair(const FerryEndpoints& tuns, Uplink& uplink, Downlink& downlin
     if (error) std::rethrow_exception(error);
   }
   return terminated ? 0 : kFerryFinished;
+}
+
+// The ferry of a shell whose work is a proxy beside a pair that adds nothing (mm-record's
+// recording proxy, mm-cumulus-local's Local Proxy): `proxy` (run() until stop()) runs on a thread
+// of its own while the pair carries the packets with no delay, and is stopped and joined however
+// the pair ends. Returns the pair's status.
+template <class Proxy>
+int run_ferry_pair_beside(const FerryEndpoints& tuns, Proxy& proxy, const std::function<void()>& ready) {
+  std::thread proxy_thread([&proxy] { proxy.run(); });
+  DelayQueue uplink(0), downlink(0);
+  int status = 1;
+  try {
+    status = run_ferry_pair(tuns, uplink, downlink, ready);
+  } catch (...) {
+    proxy.stop();
+    proxy_thread.join();
+    throw;
+  }
+  proxy.stop();
+  proxy_thread.join();
+  return status;
 }

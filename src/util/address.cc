@@ -54,3 +54,16 @@ std::optional<Ipv4Net> Ipv4Net::parse(std::string_view text) {
 }
 
 std::string Ipv4Net::str() const { return base.str() + "/" + std::to_string(prefix); }
+
+std::optional<sockaddr_in> parse_ipv4_endpoint(std::string_view text, bool port_zero) {
+  const size_t colon = text.rfind(':');
+  if (colon == std::string_view::npos || colon == 0 || colon + 1 >= text.size() || text.size() > 64)
+    return std::nullopt;
+  const std::optional<Ipv4> address = Ipv4::parse(text.substr(0, colon));
+  const std::string_view port = text.substr(colon + 1);
+  if (!address || port.size() > 5 || port.find_first_not_of("0123456789") != std::string_view::npos)
+    return std::nullopt;
+  const unsigned long value = std::stoul(std::string(port));
+  if (value > 65535 || (value == 0 && !port_zero)) return std::nullopt;
+  return socket_address(*address, static_cast<uint16_t>(value));
+}

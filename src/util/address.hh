@@ -20,6 +20,9 @@ struct Ipv4 {
 
 // A socket address for address:port.
 sockaddr_in socket_address(Ipv4 address, uint16_t port);
+// "a.b.c.d:PORT" (port 1 to 65535, or 0 too when `port_zero` is allowed: "any"), at most 64
+// characters; nullopt otherwise.
+std::optional<sockaddr_in> parse_ipv4_endpoint(std::string_view text, bool port_zero = false);
 
 struct Ipv4Net {
   Ipv4 base;        // first address (host bits cleared)

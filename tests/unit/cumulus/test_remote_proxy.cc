@@ -18,6 +18,7 @@
 #include "cumulus/bulk.hh"
 #include "cumulus/remote_proxy.hh"
 #include "expect.hh"
+#include "loopback.hh"
 #include "recording/record_file.hh"
 #include "temp_files.hh"
 #include "util/exception.hh"
@@ -25,17 +26,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-FileDescriptor loopback_listener(sockaddr_in* address) {
-  FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
-  *address = {};
-  address->sin_family = AF_INET;
-  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check_syscall("bind", ::bind(fd.get(), reinterpret_cast<const sockaddr*>(address), sizeof *address));
-  check_syscall("listen", ::listen(fd.get(), 16));
-  socklen_t length = sizeof *address;
-  check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(address), &length));
-  return fd;
-}
 
 RecordedPair sample_pair(const std::string& path) {
   RecordedPair p;

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "expect.hh"
+#include "loopback.hh"
 #include "record/record_proxy.hh"
 #include "temp_files.hh"
 #include "util/exception.hh"
@@ -20,18 +21,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-// A listening TCP socket on 127.0.0.1, any port.
-FileDescriptor loopback_listener(sockaddr_in* address) {
-  FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
-  *address = {};
-  address->sin_family = AF_INET;
-  address->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  check_syscall("bind", ::bind(fd.get(), reinterpret_cast<const sockaddr*>(address), sizeof *address));
-  check_syscall("listen", ::listen(fd.get(), 16));
-  socklen_t length = sizeof *address;
-  check_syscall("getsockname", ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(address), &length));
-  return fd;
-}
 
 struct Fixture {
   TempDir tmp;

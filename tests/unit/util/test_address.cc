@@ -21,3 +21,15 @@ TEST(Address, address_overlap) {
   ASSERT_TRUE(a.overlaps(*Ipv4Net::parse("100.0.0.0/8")));
   ASSERT_TRUE(!a.overlaps(*Ipv4Net::parse("100.64.0.4/30")));
 }
+
+TEST(Address, ipv4_endpoints_parse_with_their_bounds) {
+  const auto endpoint = parse_ipv4_endpoint("10.1.2.3:8463");
+  ASSERT_TRUE(endpoint);
+  EXPECT_EQ(ntohs(endpoint->sin_port), 8463);
+  EXPECT_EQ(Ipv4::from_in_addr(endpoint->sin_addr).str(), "10.1.2.3");
+  EXPECT_FALSE(parse_ipv4_endpoint("10.1.2.3:0"));
+  EXPECT_TRUE(parse_ipv4_endpoint("0.0.0.0:0", true));
+  for (const char* bad : {"10.1.2.3", "10.1.2.3:", ":80", "10.1.2:80", "10.1.2.3:65536", "10.1.2.3:+80", "host:80",
+                          "10.1.2.3:123456", "[::1]:80"})
+    EXPECT_FALSE(parse_ipv4_endpoint(bad)) << bad;
+}
