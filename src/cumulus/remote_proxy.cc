@@ -154,6 +154,17 @@ void RemoteProxy::drain_stderr(Loader& l) {
   }
 }
 
+// The loader has ended (its pidfd said so): its last words, its status and its tree's usage.
+bool RemoteProxy::reap(Loader& l) {
+  drain_stderr(l);
+  int status = 0;
+  if (::wait4(l.pid, &status, 0, &l.usage) != l.pid) return false;
+  l.exited = true;
+  l.status = shell_exit_code(status);
+  epoll_.remove(l.pidfd.get());
+  return true;
+}
+
 uint64_t RemoteProxy::run(int stop_fd) {
   epoll_.add(stop_fd, EPOLLIN, kStopKey);
   start_spare();
@@ -174,24 +185,10 @@ uint64_t RemoteProxy::run(int stop_fd) {
       } else if (key == kSpareErrorsKey && spare_) {
         drain_stderr(*spare_);
       } else if (key == kCurrentExitKey && current_ && !current_->exited) {
-        drain_stderr(*current_);
-        int status = 0;
-        if (::wait4(current_->pid, &status, 0, &current_->usage) == current_->pid) {
-          current_->exited = true;
-          current_->status = shell_exit_code(status);
-          epoll_.remove(current_->pidfd.get());
-          send_new_pairs();  // the last pairs, then the end (finish_load) once all are sent
-        }
+        if (reap(*current_)) send_new_pairs();  // the last pairs, then the end (finish_load) once all are sent
       } else if (key == kSpareExitKey && spare_ && !spare_->exited) {
         // The ready loader ended before it was used: its next user is told why.
-        drain_stderr(*spare_);
-        int status = 0;
-        if (::wait4(spare_->pid, &status, 0, &spare_->usage) == spare_->pid) {
-          spare_->exited = true;
-          spare_->status = shell_exit_code(status);
-          epoll_.remove(spare_->pidfd.get());
-          if (options_.verbose) options_.say("the ready loader " + how_it_ended(spare_->status));
-        }
+        if (reap(*spare_) && options_.verbose) options_.say("the ready loader " + how_it_ended(spare_->status));
       } else if (key >= kClientBase) {
         for (auto& c : clients_) {
           if (c->id == key - kClientBase) {

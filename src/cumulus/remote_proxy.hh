@@ -66,6 +66,7 @@ class RemoteProxy {
   void send_new_pairs();
   void finish_load();
   void drain_stderr(Loader& l);
+  bool reap(Loader& l);
   void flush_client(Client& c);
   void end_client(Client& c);
 

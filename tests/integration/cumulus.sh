@@ -10,13 +10,9 @@ cumulus_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # A home for the test user with the corpus and a trusted CA.
 cumulus_home() {
   CUMULUS_HOME=$WORLD_TMP/cumulus-home
-  [ -f "$CUMULUS_HOME/.ready" ] && return 0
-  mkdir -p "$CUMULUS_HOME"
-  cp -r "$cumulus_top/corpus" "$CUMULUS_HOME/corpus"
-  chown -R "$TEST_USER" "$CUMULUS_HOME"
-  cumulus_as_user "$BIN/mm-ca" trust >/dev/null || { fail "mm-ca trust failed"; return 1; }
-  touch "$CUMULUS_HOME/.ready"
+  corpus_user_home "$CUMULUS_HOME"
 }
+cumulus_url() { awk -v n="$1" '$1 == n { print $2 }' "$cumulus_top/corpus/pages"; }  # NAME: the page's URL
 cumulus_as_user() { AS_USER=$TEST_USER in_world env HOME="$CUMULUS_HOME" MAHIMAHI_CA_DIR="$CUMULUS_HOME/ca" "$@"; }
 
 # The corpus was recorded with one Chromium: another one's User-Agent is not matched by replay.
@@ -51,7 +47,7 @@ test_cumulus_page_loads_in_chromium_through_both_proxies() {
   local ua; ua=$(cumulus_ua_flag)
   local name url out objects answered forwarded
   for name in news shop app; do  # shop: http://shop.test/ redirects to https://www.shop.test/
-    url=$(awk -v n="$name" '$1 == n { print $2 }' "$cumulus_top/corpus/pages")
+    url=$(cumulus_url "$name")
     out=$CUMULUS_HOME/load-$name
     objects=$("$BIN/mm-recording" ls --wide "$CUMULUS_HOME/corpus/$name" | awk 'NR > 1 { print $1, $2, $3, $4 }' | sort -u | wc -l)
     cumulus_as_user timeout 180 "$BIN/mm-replay" "$CUMULUS_HOME/corpus/$name" $ua \
@@ -80,7 +76,7 @@ test_cumulus_failing_remote_browser_falls_back_to_servers() {
   command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
   cumulus_home || return 1
   local out=$CUMULUS_HOME/fail url
-  url=$(awk '$1 == "app" { print $2 }' "$cumulus_top/corpus/pages")
+  url=$(cumulus_url app)
   # The Remote Proxy's browser is /bin/false: every load it makes fails at once.
   cumulus_as_user timeout 120 "$BIN/mm-replay" "$CUMULUS_HOME/corpus/app" --ignore-user-agent \
     "$BIN/mm-cumulus-remote" --browser=/bin/false -- "$BIN/mm-delay" 10 "$BIN/mm-cumulus-local" -- \
@@ -120,7 +116,7 @@ else:
 test_cumulus_cut_stalled_or_unreachable_remote_loads_from_servers() {
   cumulus_home || return 1
   local out=$CUMULUS_HOME/cut mode url
-  url=$(awk '$1 == "news" { print $2 }' "$cumulus_top/corpus/pages")
+  url=$(cumulus_url news)
   for mode in cut stall refuse; do
     rm -f "$out.ready"
     # The fake remote starts in the replay's namespace, then the Local Proxy (behind mm-delay) is told of it.
@@ -187,7 +183,7 @@ test_cumulus_sweep_reports_remote_cost_and_beats_h1_at_long_rtt() {
   command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
   cumulus_home || return 1
   local res=$CUMULUS_HOME/sweep url
-  url=$(awk '$1 == "news" { print $2 }' "$cumulus_top/corpus/pages")
+  url=$(cumulus_url news)
   cumulus_as_user env PATH="$BIN:$PATH" "$BIN/mm-sweep" --recording "$CUMULUS_HOME/corpus/news" --url "$url" \
     --rates 14 --rtts 200 --runs 1 --timeout 60 --jobs 1 --cumulus --out "$res" 2> "$CUMULUS_HOME/sweep.err" ||
     fail "mm-sweep failed: $(tail -20 "$CUMULUS_HOME/sweep.err")" || return 1

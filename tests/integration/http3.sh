@@ -9,13 +9,7 @@ h3_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 # A home for the test user with the corpus and a trusted CA (made once per run).
 h3_home() {
   H3_HOME=$WORLD_TMP/h3-home
-  [ -f "$H3_HOME/.ready" ] && return 0
-  mkdir -p "$H3_HOME"
-  cp -r "$h3_top/corpus" "$H3_HOME/corpus"
-  chown -R "$TEST_USER" "$H3_HOME"
-  AS_USER=$TEST_USER in_world env HOME="$H3_HOME" MAHIMAHI_CA_DIR="$H3_HOME/ca" "$BIN/mm-ca" trust >/dev/null ||
-    fail "mm-ca trust failed" || return 1
-  touch "$H3_HOME/.ready"
+  corpus_user_home "$H3_HOME"
 }
 
 # As the test user, in the world: mm-replay PAGE REPLAY-OPTIONS... -- COMMAND...

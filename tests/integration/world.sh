@@ -548,3 +548,15 @@ corpus_nginx_conf() {  # DIR IP NAME SITES [LIVE-DIR]
 }
 EOF
 }
+
+# A home for the test user (DIR, made once per run) with a copy of the bundled corpus it can
+# read and its own CA, trusted in its NSS database (http3.sh, cumulus.sh).
+corpus_user_home() {  # DIR
+  [ -f "$1/.ready" ] && return 0
+  mkdir -p "$1"
+  cp -r "$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/corpus" "$1/corpus"
+  chown -R "$TEST_USER" "$1"
+  AS_USER=$TEST_USER in_world env HOME="$1" MAHIMAHI_CA_DIR="$1/ca" "$BIN/mm-ca" trust >/dev/null ||
+    fail "mm-ca trust failed" || return 1
+  touch "$1/.ready"
+}
