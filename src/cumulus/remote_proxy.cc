@@ -53,6 +53,7 @@ struct RemoteProxy::Loader {
   int status = 0;
   rusage usage{};
   Nanos load_started = 0;
+  bool watched = false;         // its directory is watched (it exists)
   std::set<std::string> seen;   // files of its directory already queued
   std::deque<fs::path> queued;  // to send, in the order they appeared
   uint64_t pairs = 0, bytes = 0;
@@ -77,6 +78,10 @@ RemoteProxy::RemoteProxy(RemoteProxyOptions options)
   buffer_.resize(64 * 1024);
   epoll_.add(options_.listener.get(), EPOLLIN, kListenerKey);
   epoll_.add(inotify_.get(), EPOLLIN, kInotifyKey);
+  // A load may begin before its loader's mm-record has made its directory (a request right
+  // after the previous load): the directory's creation is seen here, and then watched.
+  check_syscall("inotify_add_watch",
+                ::inotify_add_watch(inotify_.get(), options_.work_directory.c_str(), IN_CREATE | IN_ONLYDIR));
 }
 
 RemoteProxy::~RemoteProxy() {
@@ -179,6 +184,7 @@ uint64_t RemoteProxy::run(int stop_fd) {
       } else if (key == kInotifyKey) {
         while (::read(inotify_.get(), buffer_.data(), buffer_.size()) > 0) {
         }
+        if (current_ && !current_->watched) watch_directory();
         send_new_pairs();
       } else if (key == kCurrentErrorsKey && current_) {
         drain_stderr(*current_);
@@ -337,10 +343,10 @@ void RemoteProxy::start_next_load() {
 }
 
 void RemoteProxy::watch_directory() {
-  // mm-record made the directory when its shell started; the watch sees each pair's file linked in.
-  if (::inotify_add_watch(inotify_.get(), current_->dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) < 0 &&
-      options_.verbose)
-    options_.say("cannot watch " + current_->dir.string() + ": " + std::strerror(errno));
+  // mm-record makes the directory when its shell starts (if it has not yet, the work directory's
+  // watch calls this again); this watch sees each pair's file linked in.
+  if (::inotify_add_watch(inotify_.get(), current_->dir.c_str(), IN_CREATE | IN_MOVED_TO | IN_ONLYDIR) >= 0)
+    current_->watched = true;
 }
 
 // Queues the directory's new files, then sends as many as the client's connection takes.

@@ -176,7 +176,40 @@ TEST(RemoteProxy, a_client_that_goes_away_stops_its_load) {
     pollfd p{client.get(), POLLIN, 0};
     ASSERT_EQ(::poll(&p, 1, 10000), 1);
     ASSERT_GT(::read(client.get(), head, sizeof head), 0);  // the load began
+    // ... and its loader is past its trap (a loader killed earlier dies at once, unseen).
+    for (int i = 0; i < 200 && !fs::exists(h.tmp.path / "work" / "load-1"); i++) ::usleep(50'000);
   }
   for (int i = 0; i < 200 && !fs::exists(marker); i++) ::usleep(50'000);
   EXPECT_TRUE(fs::exists(marker));
+}
+
+// A load that begins before its loader has made its directory still streams its pairs as they
+// come (the work directory's watch sees the directory made, then the directory's the files).
+TEST(RemoteProxy, pairs_stream_even_when_the_directory_comes_late) {
+  TempDir files;
+  std::ofstream(files.path / "one", std::ios::binary) << serialize_pair(sample_pair("/late"));
+  // The loader reads its line first, then makes its directory, links a pair, and waits for a
+  // go file that the test makes only once the pair has reached the client.
+  const fs::path go = files.path / "go";
+  Harness h("read -r line && sleep 0.2 && mkdir \"$1\" && cp " + (files.path / "one").string() +
+            " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.one\" && while [ ! -e " + go.string() +
+            " ]; do sleep 0.05; done");
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request("http://a.test/");
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  BulkDecoder decoder;
+  std::optional<BulkDecoder::Frame> frame;
+  char buffer[65536];
+  for (int i = 0; i < 200 && !frame; i++) {
+    pollfd p{client.get(), POLLIN, 0};
+    if (::poll(&p, 1, 50) == 1) {
+      const ssize_t n = ::read(client.get(), buffer, sizeof buffer);
+      ASSERT_GT(n, 0);
+      ASSERT_TRUE(decoder.feed(std::string_view(buffer, static_cast<size_t>(n)))) << decoder.error();
+      frame = decoder.next();
+    }
+  }
+  std::ofstream(go) << "go\n";  // the loader may end now
+  ASSERT_TRUE(frame) << "the pair did not come while the loader ran";
+  EXPECT_EQ(frame->kind, BulkFrameKind::Pair);
 }
