@@ -25,6 +25,7 @@ constexpr double kEntryHeight = 18, kRowGap = 4, kSampleWidth = 18, kSampleGap =
 constexpr int kLegendFontSize = 10;
 constexpr double kSampleDash[] = {4, 3};
 constexpr double kSampleDot[] = {1.5, 2.5};
+constexpr double kSampleDashDot[] = {5, 2, 1.5, 2};
 
 // Where cairo's output goes: a file descriptor, with the first write error kept for the message.
 struct Sink {
@@ -226,6 +227,7 @@ void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
 
 constexpr double kDash[] = {6, 4};
 constexpr double kDot[] = {1.6, 3};
+constexpr double kDashDot[] = {8, 3, 1.6, 3};
 
 // The highest pixel (least y) of the line through the points (NaN values skipped) in each
 // pixel column of the plot; INFINITY where the line does not pass.
@@ -310,6 +312,7 @@ void draw_line_or_area(cairo_t* cr, const Plot& plot, const Series& s) {
   cairo_set_line_width(cr, s.style == Series::Style::Area ? 1 : 1.6);
   if (s.style == Series::Style::DashedLine) cairo_set_dash(cr, kDash, 2, 0);
   if (s.style == Series::Style::DottedLine) cairo_set_dash(cr, kDot, 2, 0);
+  if (s.style == Series::Style::DashDotLine) cairo_set_dash(cr, kDashDot, 4, 0);
   cairo_stroke(cr);
   cairo_set_dash(cr, nullptr, 0, 0);
 }
@@ -369,6 +372,7 @@ void draw_legend_sample(cairo_t* cr, const Series& s, double x, double y) {
   cairo_set_line_width(cr, 2);
   if (s.style == Series::Style::DashedLine) cairo_set_dash(cr, kSampleDash, 2, 0);
   if (s.style == Series::Style::DottedLine) cairo_set_dash(cr, kSampleDot, 2, 0);
+  if (s.style == Series::Style::DashDotLine) cairo_set_dash(cr, kSampleDashDot, 4, 0);
   cairo_move_to(cr, x, mid);
   cairo_line_to(cr, x + kSampleWidth, mid);
   cairo_stroke(cr);

@@ -14,7 +14,7 @@ struct Color {
 };
 
 struct Series {
-  enum class Style { Line, DashedLine, DottedLine, Area, Dots };
+  enum class Style { Line, DashedLine, DottedLine, DashDotLine, Area, Dots };
   std::string label;
   Style style;
   Color color;

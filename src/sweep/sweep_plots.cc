@@ -14,12 +14,14 @@ struct Labels {
 
 std::string variant_label(const Variant& v) { return v.protocol() + (v.single_server ? " single-server" : ""); }
 
-// Solid for the first variant, then dashed, then dotted, so that the h1, h2 and h3 lines of one
-// rate differ.
+// Solid for the first variant, then dashed, dotted for h3 and dash-dotted for Cumulus, so that
+// the h1, h2, h3 and Cumulus lines of one rate differ.
 Series::Style line_style(const Variant& v, const Variant& first) {
   if (v == first) return Series::Style::Line;
-  return v.protocol_kind == Protocol::kH3 && first.protocol_kind != Protocol::kH3 ? Series::Style::DottedLine
-                                                                                  : Series::Style::DashedLine;
+  if (v.protocol_kind == first.protocol_kind) return Series::Style::DashedLine;  // single-server
+  if (v.protocol_kind == Protocol::kH3) return Series::Style::DottedLine;
+  if (v.protocol_kind == Protocol::kCumulus) return Series::Style::DashDotLine;
+  return Series::Style::DashedLine;
 }
 
 std::string loss_label(double loss) { return "loss " + number_text(loss * 100) + " %"; }
