@@ -74,7 +74,7 @@ constexpr std::string_view kOwnPrograms[] = {
     "mm-delay",  "mm-loss",      "mm-onoff",    "mm-intermittent", "mm-link",
     "mm-meter",  "mm-record",    "mm-replay",   "mm-ca",           "mm-pageload",
     "mm-sweep",  "mm-recording", "mm-trace",    "mm-delay-graph",  "mm-throughput-graph",
-    "mm-preset", "mm-webrecord", "mm-webreplay"};
+    "mm-preset", "mm-webrecord", "mm-webreplay", "mm-cumulus-local", "mm-cumulus-remote"};
 
 bool own_program(std::string_view name) {
   for (std::string_view own : kOwnPrograms)
