@@ -202,36 +202,34 @@ bool BulkDecoder::feed(std::string_view data) {
   }
   buffer_.append(data);
   if (!head_done_ && !take_head()) return false;
-  if (head_done_ && buffer_.size() - offset_ >= kFrameHeader) {
-    const auto kind = static_cast<BulkFrameKind>(buffer_[offset_]);
-    if (kind != BulkFrameKind::Pair && kind != BulkFrameKind::End) {
-      error_ = "a frame of unknown kind " + std::to_string(static_cast<unsigned char>(buffer_[offset_]));
-      return false;
-    }
-    uint32_t n = 0;
-    for (size_t i = 1; i < kFrameHeader; i++) n = (n << 8) | static_cast<unsigned char>(buffer_[offset_ + i]);
-    if (n > kMaxBulkFrame) {
-      error_ = "a frame of " + std::to_string(n) + " bytes (at most " + std::to_string(kMaxBulkFrame) + ")";
-      return false;
-    }
+  uint32_t length;
+  return frame_header(&length) || error_.empty();
+}
+
+// The header of the frame at offset_: false, with error_ set, for one outside the protocol; false
+// with no error while its five bytes have not all come.
+bool BulkDecoder::frame_header(uint32_t* length) {
+  if (!head_done_ || buffer_.size() - offset_ < kFrameHeader) return false;
+  const auto kind = static_cast<BulkFrameKind>(buffer_[offset_]);
+  if (kind != BulkFrameKind::Pair && kind != BulkFrameKind::End) {
+    error_ = "a frame of unknown kind " + std::to_string(static_cast<unsigned char>(buffer_[offset_]));
+    return false;
   }
+  uint32_t n = 0;
+  for (size_t i = 1; i < kFrameHeader; i++) n = (n << 8) | static_cast<unsigned char>(buffer_[offset_ + i]);
+  if (n > kMaxBulkFrame) {
+    error_ = "a frame of " + std::to_string(n) + " bytes (at most " + std::to_string(kMaxBulkFrame) + ")";
+    return false;
+  }
+  *length = n;
   return true;
 }
 
 std::optional<BulkDecoder::Frame> BulkDecoder::next() {
-  if (!head_done_ || !error_.empty() || ended_) return std::nullopt;
-  if (buffer_.size() - offset_ < kFrameHeader) return std::nullopt;
-  uint32_t n = 0;
-  for (size_t i = 1; i < kFrameHeader; i++) n = (n << 8) | static_cast<unsigned char>(buffer_[offset_ + i]);
+  if (!error_.empty() || ended_) return std::nullopt;
+  uint32_t n;
+  if (!frame_header(&n)) return std::nullopt;
   const auto kind = static_cast<BulkFrameKind>(buffer_[offset_]);
-  if (kind != BulkFrameKind::Pair && kind != BulkFrameKind::End) {
-    error_ = "a frame of unknown kind";
-    return std::nullopt;
-  }
-  if (n > kMaxBulkFrame) {
-    error_ = "a frame beyond the limit";
-    return std::nullopt;
-  }
   if (buffer_.size() - offset_ - kFrameHeader < n) {
     if (buffer_.capacity() < offset_ + kFrameHeader + n) buffer_.reserve(offset_ + kFrameHeader + n);
     return std::nullopt;

@@ -88,6 +88,7 @@ class BulkDecoder {
 
  private:
   bool take_head();
+  bool frame_header(uint32_t* length);
   std::string buffer_;
   size_t offset_ = 0;
   bool head_done_ = false, ended_ = false;

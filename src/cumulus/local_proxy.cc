@@ -550,13 +550,12 @@ bool LocalProxy::read_upstream(Client& c) {
       close(c, "");  // bytes nobody asked for
       return false;
     }
-    const size_t http = c.responses->feed(data);
+    c.responses->feed(data);
     if (!c.client.send(data)) {
       close(c, "");
       return false;
     }
     if (c.responses->state() == HttpParser::State::Tunnel) {
-      (void)http;
       c.phase = Client::Phase::Tunnel;  // 101: the rest goes both ways as it is
       c.queue.clear();
       c.head = Client::Head::Idle;

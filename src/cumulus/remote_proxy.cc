@@ -170,15 +170,15 @@ bool RemoteProxy::reap(Loader& l) {
   return true;
 }
 
-uint64_t RemoteProxy::run(int stop_fd) {
-  epoll_.add(stop_fd, EPOLLIN, kStopKey);
+void RemoteProxy::run(const std::vector<int>& stop_fds) {
+  for (const int fd : stop_fds) epoll_.add(fd, EPOLLIN, kStopKey);
   start_spare();
   epoll_event events[64];
   for (;;) {
     const int n = epoll_.wait(events, 64, kNever);
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
-      if (key == kStopKey) return loads_;
+      if (key == kStopKey) return;
       if (key == kListenerKey) {
         accept_all();
       } else if (key == kInotifyKey) {
@@ -230,8 +230,7 @@ void RemoteProxy::accept_all() {
       continue;
     }
     auto c = std::make_unique<Client>();
-    static uint64_t ids = 0;
-    c->id = ++ids;
+    c->id = next_client_++;
     c->fd = std::move(fd);
     epoll_.add(c->fd.get(), EPOLLIN | EPOLLRDHUP, kClientBase + c->id);
     clients_.push_back(std::move(c));
@@ -323,7 +322,6 @@ void RemoteProxy::start_next_load() {
   next->started = true;
   next->out = bulk_response_head();
   current_->load_started = monotonic_now();
-  loads_++;
   if (options_.verbose)
     options_.say("load " + std::to_string(current_->number) + ": " + printable(next->request.url, 300));
   if (current_->exited) {

@@ -50,9 +50,9 @@ class RemoteProxy {
   RemoteProxy(const RemoteProxy&) = delete;
   RemoteProxy& operator=(const RemoteProxy&) = delete;
 
-  // Serves until `stop_fd` is readable (a signalfd, a pidfd of the command), then stops every
-  // loader. Returns the number of loads served.
-  uint64_t run(int stop_fd);
+  // Serves until one of `stop_fds` is readable (a signalfd, the command's pidfd); the destructor
+  // then stops every loader.
+  void run(const std::vector<int>& stop_fds);
 
   struct Loader;
   struct Client;
@@ -75,6 +75,6 @@ class RemoteProxy {
   std::vector<std::unique_ptr<Client>> clients_;  // in arrival order; the front's load runs
   std::unique_ptr<Loader> spare_, current_;
   FileDescriptor inotify_;
-  uint64_t next_load_ = 1, loads_ = 0;
+  uint64_t next_load_ = 1, next_client_ = 1;
   std::string buffer_;
 };

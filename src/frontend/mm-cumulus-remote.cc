@@ -6,7 +6,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -231,7 +230,7 @@ int main(int argc, char** argv) {
 
     // Interrupts end the serving; so does the command's exit.
     const SignalSet signals{SIGINT, SIGTERM, SIGHUP};
-    const sigset_t previous = signals.block();
+    signals.block();
     SignalFd signal_fd(signals);
     RemoteProxyOptions options;
     options.listener = std::move(listener);
@@ -244,7 +243,7 @@ int main(int argc, char** argv) {
 
     pid_t child = -1;
     FileDescriptor child_fd;
-    int stop_fd = signal_fd.fd();
+    std::vector<int> stop_fds = {signal_fd.fd()};  // an interrupt ends the serving; so does the command's end
     if (!command.empty()) {
       ::setenv("MAHIMAHI_CUMULUS_REMOTE", advertised_text.c_str(), 1);
       SpawnOptions spawn;
@@ -253,16 +252,9 @@ int main(int argc, char** argv) {
                             std::vector<std::string>(command.begin() + 1, command.end()), spawn);
       child_fd = FileDescriptor(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
       if (!child_fd.valid()) throw SystemError("pidfd_open");
-      // The command's end or a signal, whichever first: one descriptor for the loop to watch.
-      FileDescriptor either(check_syscall("epoll_create1", ::epoll_create1(EPOLL_CLOEXEC)));
-      epoll_event ev{};
-      ev.events = EPOLLIN;
-      check_syscall("epoll_ctl", ::epoll_ctl(either.get(), EPOLL_CTL_ADD, signal_fd.fd(), &ev));
-      check_syscall("epoll_ctl", ::epoll_ctl(either.get(), EPOLL_CTL_ADD, child_fd.get(), &ev));
-      stop_fd = either.release();
+      stop_fds.push_back(child_fd.get());
     }
-    const uint64_t loads = proxy.run(stop_fd);
-    (void)loads;
+    proxy.run(stop_fds);
     int status = 0;
     if (child > 0) {
       // A signal first: the command is passed it, and waited for.
@@ -272,12 +264,10 @@ int main(int argc, char** argv) {
         ::kill(child, static_cast<int>(info.ssi_signo));
       }
       status = wait_for_exit(child);
-      ::close(stop_fd);
     } else {
       const signalfd_siginfo info = signal_fd.read_signal();
       status = 128 + static_cast<int>(info.ssi_signo);
     }
-    (void)previous;
     return status;
   } catch (const UsageError& e) {
     std::cerr << "mm-cumulus-remote: " << e.what() << "\n" << usage_line(kInfo) << std::endl;

@@ -57,7 +57,7 @@ struct Harness {
     options.work_directory = tmp.path / "work";
     options.say = [this](const std::string& line) { said.push_back(line); };
     proxy = std::make_unique<RemoteProxy>(std::move(options));
-    runner = std::thread([this] { proxy->run(stop[0]); });
+    runner = std::thread([this] { proxy->run({stop[0]}); });
   }
   ~Harness() {
     (void)!::write(stop[1], "x", 1);
