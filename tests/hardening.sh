@@ -70,7 +70,9 @@ hardening_build() {  # DIR CONFIGURE-ARG...: a clang -O1 -g build of the program
 
 hardening_run() {
   echo "== hardening: clang builds under ASan + UBSan (with the fuzz targets) and TSan"
-  local reports=$TMP/sanitizer-reports left
+  local reports=$TMP/sanitizer-reports left phase=$SECONDS
+  # Where the stage's time goes, a line per phase.
+  phase_done() { echo "   ($1: $((SECONDS - phase)) s)"; phase=$SECONDS; }
   # build-fuzzers installs clang if it is missing and configures with --enable-fuzzers.
   # Configured for the prefix the integration tests install into, so that the paths compiled in
   # (the administrator's file, the bundled traces) are the installed ones.
@@ -80,13 +82,18 @@ hardening_run() {
   elif ! "$top/scripts/build-fuzzers" "$TMP/asan" --prefix="$TMP/asan-prefix" >/dev/null || ! hardening_build "$TMP/asan"; then
     record "asan/build" 1
   else
+    phase_done "asan build"
     hardening_fuzz_smoke  # first: libFuzzer reports its findings itself, into each target's log
+    phase_done "fuzz targets"
     hardening_make_check "$TMP/asan" asan
+    phase_done "asan make check"
     hardening_sanitizer_env "$reports"
     run_unit_tests asan/unit "$TMP/asan/tests/unit-tests"
     left=$(hardening_reports "$reports")
     [ -z "$left" ] || { record "asan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
+    phase_done "asan unit tests"
     hardening_integration "$TMP/asan" asan "$HARDENING_INTEGRATION"
+    phase_done "asan integration tests"
     hardening_sanitizer_env_end
   fi
   rm -rf "$TMP/asan"
@@ -95,11 +102,14 @@ hardening_run() {
   elif ! hardening_build "$TMP/tsan" --enable-sanitizers=thread --prefix="$TMP/tsan-prefix"; then
     record "tsan/build" 1
   else
+    phase_done "tsan build"
     hardening_sanitizer_env "$reports"
     run_unit_tests tsan/unit "$TMP/tsan/tests/unit-tests"
     left=$(hardening_reports "$reports")
     [ -z "$left" ] || { record "tsan/unit: sanitizer reports" 1; echo "$left" | sed 's/^/   /'; }
+    phase_done "tsan unit tests"
     hardening_integration "$TMP/tsan" tsan "$HARDENING_TSAN_INTEGRATION"
+    phase_done "tsan integration tests"
     hardening_sanitizer_env_end
   fi
   rm -rf "$TMP/tsan"

@@ -30,12 +30,13 @@ packaging_selected() { [ -z "$pattern" ] || [[ "$1" =~ $pattern ]]; }
 
 # Runs "$@" and records it as NAME, with its output indented when it fails.
 packaging_test() {  # NAME COMMAND...
-  local name=$1 out status
+  local name=$1 out status started=$SECONDS
   shift
   out=$("$@" 2>&1)
   status=$?
   record "$name" "$status"
   [ "$status" = 0 ] || echo "$out" | tail -40 | sed 's/^/   /'
+  echo "     ($((SECONDS - started)) s)"
   return "$status"
 }
 

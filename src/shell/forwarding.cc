@@ -378,15 +378,15 @@ FileDescriptor open_namespace_lock_file() {
 }
 
 void remove_unused_lock_files() {
-  if (rootless_directory.empty()) return;
-  DIR* directory = ::opendir(rootless_directory.c_str());
+  const std::string& directory_path = rootless_directory.empty() ? std::string(kStateDirectory) : rootless_directory;
+  DIR* directory = ::opendir(directory_path.c_str());
   if (!directory) return;
   size_t seen = 0;
   while (const dirent* entry = ::readdir(directory)) {
     const std::string name = entry->d_name;
     if (name.rfind("netns-", 0) != 0 || name.size() < 11 || name.compare(name.size() - 5, 5, ".lock") != 0) continue;
     if (++seen > 10000) break;  // a bound: the rest wait for the next shell
-    const std::string path = rootless_directory + "/" + name;
+    const std::string path = directory_path + "/" + name;
     FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK));
     // Not while a shell sets up or cleans up there (flock), nor while one holds a slot (OFD).
     if (!fd.valid() || ::flock(fd.get(), LOCK_EX | LOCK_NB) < 0) continue;
@@ -458,7 +458,12 @@ void open_forwarding(const ShellEntry& entry, int slot_claim) {
 }
 
 void close_forwarding(const ShellEntry& entry, int slot_claim) {
-  NamespaceLock lock(true);
-  close_locked(entry, slot_claim);
-  lock.remove_if_unused();
+  {
+    NamespaceLock lock(true);
+    close_locked(entry, slot_claim);
+    lock.remove_if_unused();
+  }
+  // The files of namespaces whose last shell never reached its clean-up (killed during its
+  // set-up, or with its namespace): nobody else would ever remove them.
+  remove_unused_lock_files();
 }

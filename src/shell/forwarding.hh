@@ -34,9 +34,10 @@
 // Rootless shells keep it in a directory of the user's (rootless_state_directory), set here.
 constexpr const char* kStateDirectory = "/run/mahimahi";
 void use_rootless_state_directory(const std::string& directory);
-// Rootless: removes the lock files of that directory that no shell uses (left by shells killed
-// before their clean-up: an outermost rootless shell's namespace dies with it), as the last shell
-// of a namespace removes its file; one in use is left alone.
+// Removes the lock files (root's directory, or the rootless one) that no shell uses, left by
+// shells killed before their clean-up (during their set-up, or with their namespace: an
+// outermost rootless shell's dies with it), as the last shell of a namespace removes its file;
+// one in use is left alone. Every shell's clean-up runs it, and a rootless shell's start.
 void remove_unused_lock_files();
 std::string namespace_lock_path();
 FileDescriptor open_namespace_lock_file();

@@ -464,15 +464,29 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   const uint16_t relay_port = net.dns.active() ? ntohs(local_address(net.dns.outer_relay).sin_port) : 0;
 
   // One helper, one small nftables transaction (the supervisor never talks to nftables). If the helper is killed
-  // half-way (the user interrupted the set-up), the transaction was made or not; what it made is removed by the next
-  // shell that takes this shell's addresses, or with the table by the last shell. (A rootless outside's redirection
-  // of MAHIMAHI_BASE in the same helper: a table of its own, gone with the outside.)
-  run_root_helper(
-      [&] {
-        open_forwarding(entry, net.slot_claim.get());
-        if (options.base_to_host) add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port);
-      },
-      true, HelperWait::UntilExited);
+  // half-way (the user interrupted the set-up), the transaction was made or not; a clean-up helper removes what it
+  // made at once (below), or, if that fails too, the next shell that takes this shell's addresses, or with the table
+  // the last shell. (A rootless outside's redirection of MAHIMAHI_BASE in the same helper: a table of its own, gone
+  // with the outside.)
+  try {
+    run_root_helper(
+        [&] {
+          open_forwarding(entry, net.slot_claim.get());
+          if (options.base_to_host) add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port);
+        },
+        true, HelperWait::UntilExited);
+  } catch (const SetupInterrupted&) {
+    // The helper was killed: its transaction was made or not, and the namespace's lock file
+    // stays if no shell of the namespace ends after this one (a nested shell stopped at its
+    // start, as mm-cumulus-remote stops its spare loader, dies with its namespace). Undone now,
+    // by a helper that is not interrupted: as a clean-up, quick.
+    try {
+      run_root_helper([&] { close_forwarding(entry, net.slot_claim.get()); }, false, HelperWait::UntilExited);
+    } catch (const std::exception&) {
+      // What is left waits for the next shell, as above.
+    }
+    throw;
+  }
   net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
 
   const size_t resolver_count = net.dns.nameservers.size();

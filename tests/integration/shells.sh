@@ -757,6 +757,43 @@ test_a_clean_up_that_timed_out_is_finished_by_the_next_shell() {
   [ -z "$left" ] || fail "left behind after the next shell: $left"
 }
 
+# A lock file that no shell uses (its namespace's last shell killed during its set-up, the
+# namespace gone with it) is removed by the next shell to end, of any namespace; one that a shell
+# holds (here flock, as during a set-up) stays.
+test_lock_files_no_shell_uses_are_removed_by_the_next_shell_to_end() {
+  local stale=/run/mahimahi/netns-4000000001.lock held=/run/mahimahi/netns-4000000002.lock fd out status
+  mkdir -p /run/mahimahi && : > "$stale" && : > "$held" || { fail "cannot make the lock files"; return 1; }
+  # Held by this test's shell itself (the lock is its descriptor's): no process to wait for.
+  exec {fd}<>"$held" && flock -x "$fd" || { rm -f "$stale" "$held"; fail "could not hold $held"; return 1; }
+  out=$(in_world "$BIN/mm-delay" 0 true 2>&1); status=$?
+  local stale_left=no held_left=no
+  [ -e "$stale" ] && stale_left=yes
+  [ -e "$held" ] && held_left=yes
+  exec {fd}>&-
+  rm -f "$stale" "$held"
+  [ "$status" = 0 ] || fail "mm-delay 0 true: $out" || return 1
+  echo "  after a shell ended: unused lock file left: $stale_left, held one left: $held_left"
+  [ "$stale_left" = no ] || fail "the unused lock file stayed" || return 1
+  [ "$held_left" = yes ] || fail "the held lock file was removed"
+}
+
+# A shell stopped at its very start (SIGTERM while its root helper opens the forwarding, as
+# mm-cumulus-remote stops its spare loader) inside mm-replay, whose namespace has no shell of its
+# own to end after it: no lock file of that namespace stays. The kill lands at several moments
+# of the set-up; whichever, nothing may be left.
+test_shells_stopped_at_their_start_leave_no_lock_file() {
+  local before after d out interrupted=0
+  before=$(ls /run/mahimahi 2>/dev/null)
+  for d in 0 0.001 0.002 0.004 0.008 0.016; do
+    out=$(in_world "$BIN/mm-replay" "$top/recordings/demo-site" sh -c \
+      "$BIN/mm-delay 5 sleep 10 & p=\$!; sleep $d; kill \$p; wait \$p" 2>&1)
+    echo "$out" | grep -q "interrupted while setting up the shell" && interrupted=$((interrupted + 1))
+    after=$(ls /run/mahimahi 2>/dev/null)
+    [ "$after" = "$before" ] || fail "after a kill $d s into the start ($out): lock files $after" || return 1
+  done
+  echo "  6 shells stopped at their start ($interrupted while their helper opened the forwarding): no lock file left"
+}
+
 test_dns_through_a_loopback_resolver_udp_and_tcp() {
   # The world's resolver moves to 127.0.0.53 (as systemd-resolved's), unreachable from inside a
   # namespace unless the shell relays it. use-vc makes the C library ask over TCP.
