@@ -129,19 +129,38 @@ hardening_make_check() {  # BUILD LABEL
 }
 
 hardening_fuzz_smoke() {
-  local name out status
+  # Each target runs on one core: the targets are dealt to as many lanes as there are cores, a
+  # lane running its own one after another; recorded in order after.
+  local name status names=() lanes lane pids=() results=$TMP/fuzz-results
+  lanes=$(nproc)
+  mkdir -p "$results"
   for name in $(cd "$top/src/fuzz/corpus" && ls); do
     [ -n "$pattern" ] && [[ ! "fuzz/$name" =~ $pattern ]] && continue
-    out=$(FUZZ_BUILD=$TMP/asan FUZZ_WORK=$TMP/fuzz-work RUNS=$HARDENING_FUZZ_RUNS SEED=1 \
-      "$top/bench/fuzz" 60 "^$name\$" 2>&1)
-    status=$?
+    names+=("$name")
+  done
+  fuzz_lane() {  # LANE: the targets whose index modulo the lanes is LANE
+    local i
+    for i in "${!names[@]}"; do
+      [ $((i % lanes)) = "$1" ] || continue
+      FUZZ_BUILD=$TMP/asan FUZZ_WORK=$TMP/fuzz-work RUNS=$HARDENING_FUZZ_RUNS SEED=1 \
+        "$top/bench/fuzz" 60 "^${names[$i]}\$" > "$results/${names[$i]}.out" 2>&1
+      echo $? > "$results/${names[$i]}.status"
+    done
+  }
+  for ((lane = 0; lane < lanes; lane++)); do
+    fuzz_lane "$lane" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for name in "${names[@]}"; do
+    status=$(cat "$results/$name.status" 2>/dev/null || echo 1)
     record "fuzz/$name" "$status"
-    echo "$out" | tail -1 | sed 's/^/   /'
+    tail -1 "$results/$name.out" | sed 's/^/   /'
     # The finding: the sanitizer's or the check's words and the input, without libFuzzer's progress.
     [ "$status" = 0 ] || grep -v -E '^#[0-9]+|^INFO:|^\s+#[0-9]+ 0x[0-9a-f]+ in fuzzer::|NEW_FUNC' \
       "$TMP/fuzz-work/$name/log" | head -40 | sed 's/^/   /'
   done
-  rm -rf "$TMP/fuzz-work"
+  rm -rf "$TMP/fuzz-work" "$results"
 }
 
 # The integration tests matching REGEX, run by run-all's harness against a setuid install of

@@ -241,16 +241,21 @@ test_pageload_a_hung_browser_is_killed_and_reported() {
   mkdir -p "$out"
   ip netns exec "$WORLD" "$BIN/mm-pageload" --timeout 3 --csv "$out/loads.csv" http://a.test/never.html > /dev/null 2> "$out/err" &
   pid=$!
-  # The browser process (the one reading the pipe) stops answering: stopped by a signal.
+  # The browser process (the one reading the pipe) stops answering: stopped by a signal, once the
+  # page is loading (its request reached the silent server), so that the check after the load's
+  # timeout finds it hung, not its start.
   browser_pid() { world_chromium | awk '/remote-debugging-pipe/ && !/--type=/ { print $1; exit }'; }
-  wait_until 30 eval '[ -n "$(browser_pid)" ]' || { kill "$pid"; silent_server_stop; fail "no browser"; return 1; }
+  silent_connected() { [ -n "$(ip netns exec "$SERVER" ss -Htn state established '( sport = :8081 )')" ]; }
+  wait_until 60 silent_connected || { kill "$pid"; silent_server_stop; fail "the page never reached the silent server"; return 1; }
   browser=$(browser_pid)
+  [ -n "$browser" ] || { kill "$pid"; silent_server_stop; fail "no browser"; return 1; }
   kill -STOP "$browser"
   wait "$pid"
   rc=$?
   silent_server_stop
   [ "$rc" = 1 ] || fail "exit status $rc: $(cat "$out/err")" || return 1
-  [ "$(csv_field "$out/loads.csv" 1 status)" = error ] && csv_field "$out/loads.csv" 1 reason | grep -q "^browser hung" ||
+  [ "$(csv_field "$out/loads.csv" 1 status)" = error ] &&
+    csv_field "$out/loads.csv" 1 reason | grep -q "^browser hung: no answer to Browser.getVersion within 5 s after the load's timeout" ||
     fail "row: $(cat "$out/loads.csv")" || return 1
   echo "  $(csv_field "$out/loads.csv" 1 reason)"
   check_no_chromium
