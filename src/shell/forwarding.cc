@@ -71,6 +71,21 @@ bool unlinked(int fd) {
 // The whole file, locked with flock(), serialises the changes to the forwarding state.
 class NamespaceLock {
  public:
+  // Only if no other shell holds it now (held() says): for a clean-up that another shell's
+  // own clean-up can do instead.
+  struct IfFree {};
+  explicit NamespaceLock(IfFree) {
+    for (;;) {
+      fd_ = open_namespace_lock_file();
+      if (::flock(fd_.get(), LOCK_EX | LOCK_NB) < 0) {
+        fd_ = FileDescriptor();
+        return;
+      }
+      if (!unlinked(fd_.get())) return;  // (removed meanwhile by the last shell: the path's file)
+    }
+  }
+  bool held() const { return fd_.valid(); }
+
   // closing: for a shell's clean-up (whose caller says what becomes of it), not its set-up.
   explicit NamespaceLock(bool closing) {
     // flock() is interrupted by a 100 ms interval timer (a single alarm could fire before flock
@@ -465,5 +480,15 @@ void close_forwarding(const ShellEntry& entry, int slot_claim) {
   }
   // The files of namespaces whose last shell never reached its clean-up (killed during its
   // set-up, or with its namespace): nobody else would ever remove them.
+  remove_unused_lock_files();
+}
+
+void close_forwarding_unless_busy(const ShellEntry& entry, int slot_claim) {
+  {
+    NamespaceLock lock{NamespaceLock::IfFree{}};
+    if (!lock.held()) return;  // another shell is setting up or cleaning up: its end removes what is left
+    close_locked(entry, slot_claim);
+    lock.remove_if_unused();
+  }
   remove_unused_lock_files();
 }

@@ -63,3 +63,7 @@ void open_forwarding(const ShellEntry& entry, int slot_claim);
 // restores the namespace's settings and deletes the table. Releases the claim (slot_claim stays
 // open): the shell's addresses are free again from then on.
 void close_forwarding(const ShellEntry& entry, int slot_claim);
+// close_forwarding after an interrupted open_forwarding, without waiting: if another shell of
+// the namespace holds the lock, nothing (what the killed set-up made is left to the next shell
+// on these addresses, or with the table to the last shell; the file to the last shell's end).
+void close_forwarding_unless_busy(const ShellEntry& entry, int slot_claim);

@@ -479,9 +479,11 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     // The helper was killed: its transaction was made or not, and the namespace's lock file
     // stays if no shell of the namespace ends after this one (a nested shell stopped at its
     // start, as mm-cumulus-remote stops its spare loader, dies with its namespace). Undone now,
-    // by a helper that is not interrupted: as a clean-up, quick.
+    // by a helper that is not interrupted and does not wait: if another shell holds the
+    // namespace's lock (the one this set-up was waiting for, perhaps), that shell's end does it.
     try {
-      run_root_helper([&] { close_forwarding(entry, net.slot_claim.get()); }, false, HelperWait::UntilExited);
+      run_root_helper([&] { close_forwarding_unless_busy(entry, net.slot_claim.get()); }, false,
+                      HelperWait::UntilExited);
     } catch (const std::exception&) {
       // What is left waits for the next shell, as above.
     }

