@@ -315,7 +315,7 @@ Json parse(std::string_view text, bool toml, const std::string& source) {
   }
   try {
     return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number beyond a double (406)
     throw UserError(source + ": not JSON (" + e.what() + ")");
   }
 }

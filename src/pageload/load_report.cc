@@ -192,7 +192,7 @@ std::vector<LoadResult> read_load_json(std::istream& in, const std::string& name
         throw TooDeep{};
       return true;
     });
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number beyond a double (406)
     throw UserError(name + ": not JSON (" + e.what() + "); mm-pageload --json writes an array of loads");
   } catch (const TooDeep&) {
     throw UserError(name + ": nested deeper than an array of loads; mm-pageload --json writes an array of loads");

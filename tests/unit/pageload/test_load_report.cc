@@ -114,6 +114,7 @@ TEST(LoadReport, json_writes_absent_metrics_as_null) {
 
 TEST(LoadReport, read_load_json_names_the_file_and_the_problem) {
   EXPECT_THROW_WITH(UserError, read_text("{\"url\": 1"), "loads.json: not JSON");
+  EXPECT_THROW_WITH(UserError, read_text("[{\"plt_ms\": 1e999}]"), "loads.json: not JSON");  // beyond a double
   EXPECT_THROW_WITH(UserError, read_text("{}"), "loads.json: a JSON object, not the array of loads");
   EXPECT_THROW_WITH(UserError, read_text("[3]"), "loads.json: load 1 is not a JSON object");
   EXPECT_THROW_WITH(UserError, read_text("[{\"run\": 1, \"status\": \"ok\"}]"), "loads.json: load 1 has no \"url\"");
