@@ -1,7 +1,19 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cumulus/bulk.hh"
 
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include "http/start_line.hh"
+#include "util/address.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
 #include "util/text.hh"
 
 namespace {
@@ -70,9 +82,113 @@ std::optional<std::string> percent_decode(std::string_view text) {
   return out;
 }
 
+std::string new_bulk_token() {
+  unsigned char bytes[kBulkTokenBytes];
+  size_t have = 0;
+  while (have < sizeof bytes) {
+    const ssize_t n = ::getrandom(bytes + have, sizeof bytes - have, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("getrandom");
+    }
+    have += static_cast<size_t>(n);
+  }
+  static const char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (const unsigned char b : bytes) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
+}
+
+bool valid_bulk_token(std::string_view text) {
+  if (text.size() < kMinBulkToken || text.size() > kMaxBulkToken) return false;
+  for (const char c : text)
+    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-'))
+      return false;
+  return true;
+}
+
+bool same_bulk_token(std::string_view a, std::string_view b) {
+  // Every byte of the longer is looked at whatever differs: the time says nothing of the token.
+  unsigned char differ = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; i++) {
+    const auto x = static_cast<unsigned char>(i < a.size() ? a[i] : 0);
+    const auto y = static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+    differ |= static_cast<unsigned char>(x ^ y);
+  }
+  return differ == 0 && !a.empty();
+}
+
+std::string read_bulk_token_file(const std::string& file, bool create) {
+  const std::string name = printable(file, 200);
+  FileDescriptor fd(::open(file.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
+  if (!fd.valid() && errno == ENOENT && create) {
+    FileDescriptor out(::open(file.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!out.valid())
+      throw UserError("cannot create the token file " + name + ": " + std::strerror(errno) +
+                      " (give --token-file a path in a directory of yours)");
+    const std::string token = new_bulk_token();
+    const std::string line = token + "\n";
+    if (::write(out.get(), line.data(), line.size()) != static_cast<ssize_t>(line.size()) || ::fsync(out.get()) != 0) {
+      const int err = errno;
+      ::unlink(file.c_str());
+      throw UserError("cannot write the token file " + name + ": " + std::strerror(err));
+    }
+    return token;
+  }
+  if (!fd.valid())
+    throw UserError("cannot read the token file " + name + ": " + std::strerror(errno) +
+                    (errno == ELOOP ? " (it is a symbolic link: give the file itself)" : ""));
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) throw SystemError("fstat " + name);
+  if (!S_ISREG(st.st_mode)) throw UserError("the token file " + name + " is not a regular file");
+  if (st.st_uid != ::geteuid())
+    throw UserError("the token file " + name + " is not yours (owner uid " + std::to_string(st.st_uid) +
+                    "): use a file you made");
+  if (st.st_mode & 077)
+    throw UserError("the token file " + name + " can be read or written by others (mode " +
+                    std::to_string((st.st_mode >> 6) & 7) + std::to_string((st.st_mode >> 3) & 7) +
+                    std::to_string(st.st_mode & 7) + "): chmod 600 " + name);
+  std::string text(kMaxBulkTokenFile + 1, '\0');
+  size_t have = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd.get(), text.data() + have, text.size() - have);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw UserError("cannot read the token file " + name + ": " + std::strerror(errno));
+    if (n == 0 || (have += static_cast<size_t>(n)) == text.size()) break;
+  }
+  if (have > kMaxBulkTokenFile)
+    throw UserError("the token file " + name + " is longer than " + std::to_string(kMaxBulkTokenFile) +
+                    " bytes: it holds one token");
+  text.resize(have);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  const std::string token(trim_blanks(text));
+  if (!valid_bulk_token(token))
+    throw UserError("the token file " + name + " does not hold a token (" + std::to_string(kMinBulkToken) + " to " +
+                    std::to_string(kMaxBulkToken) +
+                    " letters, digits, - and _): remove it, and mm-cumulus-remote --token-file makes a new one");
+  return token;
+}
+
+std::optional<BulkRemote> parse_bulk_remote(std::string_view text) {
+  BulkRemote remote;
+  if (const size_t at = text.rfind('@'); at != std::string_view::npos) {
+    remote.token = std::string(text.substr(0, at));
+    if (!valid_bulk_token(remote.token)) return std::nullopt;
+    text.remove_prefix(at + 1);
+  }
+  if (!parse_ipv4_endpoint(text)) return std::nullopt;
+  remote.address = std::string(text);
+  return remote;
+}
+
 std::string encode_bulk_request(const BulkRequest& request, std::string_view host) {
   std::string out = "GET " + std::string(kBulkPath) + "?url=" + percent_encode(request.url) + " HTTP/1.1\r\n";
   out += "Host: " + header_value(host) + "\r\n";
+  if (!request.token.empty()) out += "Authorization: Bearer " + header_value(request.token) + "\r\n";
   if (!request.user_agent.empty()) out += "User-Agent: " + header_value(request.user_agent) + "\r\n";
   if (!request.accept_language.empty()) out += "Accept-Language: " + header_value(request.accept_language) + "\r\n";
   out += "\r\n";
@@ -113,6 +229,11 @@ std::optional<BulkRequest> parse_bulk_request(std::string_view head, std::string
     const std::string value = header_value(trim_blanks(field.substr(colon + 1)));
     if (equals_ignoring_case(name, "User-Agent")) request.user_agent = value;
     if (equals_ignoring_case(name, "Accept-Language")) request.accept_language = value;
+    if (equals_ignoring_case(name, "Authorization")) {
+      const std::string_view credentials = value;
+      if (credentials.size() > 7 && equals_ignoring_case(credentials.substr(0, 7), "Bearer "))
+        request.token = std::string(trim_blanks(credentials.substr(7)));
+    }
   }
   return request;
 }
@@ -129,12 +250,17 @@ std::string bulk_error_response(int status, std::string_view reason, std::string
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
+std::string encode_bulk_frame_header(BulkFrameKind kind, uint32_t length) {
+  std::string out;
+  out += static_cast<char>(kind);
+  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((length >> shift) & 0xff);
+  return out;
+}
+
 std::string encode_bulk_frame(BulkFrameKind kind, std::string_view payload) {
   std::string out;
   out.reserve(kFrameHeader + payload.size());
-  out += static_cast<char>(kind);
-  const auto n = static_cast<uint32_t>(payload.size());
-  for (int shift = 24; shift >= 0; shift -= 8) out += static_cast<char>((n >> shift) & 0xff);
+  out = encode_bulk_frame_header(kind, static_cast<uint32_t>(payload.size()));
   out.append(payload);
   return out;
 }

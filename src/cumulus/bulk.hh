@@ -6,6 +6,7 @@
 //
 //   GET /cumulus/1/load?url=<the page's URL, percent-encoded> HTTP/1.1
 //   Host: <the Remote Proxy's address>
+//   Authorization: Bearer <the Remote Proxy's token>
 //   User-Agent: <the user's browser's>        (the Remote Proxy's browser presents it)
 //   Accept-Language: <the user's browser's>   (if it sent one)
 //
@@ -24,7 +25,12 @@
 //
 // Anything else (another status, a frame of an unknown kind or beyond kMaxBulkFrame, a stream
 // cut before 'E') is a failed bulk: the Local Proxy forwards what it still needs to the origins.
-// A client that is not the Local Proxy can read the stream too: curl -o - 'http://REMOTE/...'.
+// A client that is not the Local Proxy can read the stream too, with the token:
+// curl -H "Authorization: Bearer $TOKEN" -o - 'http://REMOTE/...'.
+//
+// The token (kBulkTokenBytes random bytes, in hex) is the Remote Proxy's, made when it starts or
+// kept in a file of the user's (--token-file); a request without it is answered 401 and loads
+// nothing. The Local Proxy learns it with the address: MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT.
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -39,6 +45,11 @@ inline constexpr uint32_t kMaxBulkFrame = 256u << 20;
 // The longest URL and header value a bulk request carries, and the largest request.
 inline constexpr size_t kMaxBulkUrl = 8192, kMaxBulkHeaderValue = 1024, kMaxBulkRequest = 16384;
 
+// The token: 16 random bytes, 32 hex digits; a token file may hold 16 to 128 of [A-Za-z0-9_-].
+inline constexpr size_t kBulkTokenBytes = 16, kMinBulkToken = 16, kMaxBulkToken = 128;
+// The largest token file read.
+inline constexpr size_t kMaxBulkTokenFile = 4096;
+
 enum class BulkFrameKind : char { Pair = 'P', End = 'E' };
 
 // "%XX" for every byte outside RFC 3986's unreserved set.
@@ -50,7 +61,27 @@ std::optional<std::string> percent_decode(std::string_view text);
 struct BulkRequest {
   std::string url;  // http:// or https://, at most kMaxBulkUrl bytes
   std::string user_agent, accept_language;
+  std::string token;  // from "Authorization: Bearer TOKEN" (empty: none)
 };
+
+// A new token: kBulkTokenBytes from the kernel's random source, in hex.
+std::string new_bulk_token();
+// Whether `text` is a token as a token file or MAHIMAHI_CUMULUS_REMOTE may carry it.
+bool valid_bulk_token(std::string_view text);
+// The same token, compared in constant time.
+bool same_bulk_token(std::string_view a, std::string_view b);
+// The token in FILE (one line; a token file must be the user's own, a regular file, and not
+// readable by others); if FILE does not exist and `create`, a new token is written to it (mode
+// 0600). Throws UserError naming FILE and the fix.
+std::string read_bulk_token_file(const std::string& file, bool create);
+
+// Where the Local Proxy finds the Remote Proxy: "TOKEN@ADDRESS:PORT" (MAHIMAHI_CUMULUS_REMOTE)
+// or "ADDRESS:PORT" (--remote, whose token comes from a file). nullopt if malformed.
+struct BulkRemote {
+  std::string token;  // empty if the text had none
+  std::string address;  // "ADDRESS:PORT"
+};
+std::optional<BulkRemote> parse_bulk_remote(std::string_view text);
 
 // The request's bytes (host: the Remote Proxy's "ADDRESS:PORT"). Header values are cut at
 // kMaxBulkHeaderValue bytes and control bytes are dropped from them.
@@ -64,8 +95,9 @@ std::optional<BulkRequest> parse_bulk_request(std::string_view head, std::string
 std::string bulk_response_head();
 std::string bulk_error_response(int status, std::string_view reason, std::string_view text);
 
-// One frame's bytes.
+// One frame's bytes; its header alone (the payload follows, `length` bytes).
 std::string encode_bulk_frame(BulkFrameKind kind, std::string_view payload);
+std::string encode_bulk_frame_header(BulkFrameKind kind, uint32_t length);
 // An 'E' frame's payload from its fields (values: their line ends replaced by spaces), and back.
 std::string encode_bulk_end(const std::map<std::string, std::string>& fields);
 std::map<std::string, std::string> parse_bulk_end(std::string_view payload);

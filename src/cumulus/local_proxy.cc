@@ -35,6 +35,9 @@ constexpr Nanos kStopWait = 10 * kNanosPerSec;
 // What one browser connection may have sent that is not answered yet: requests are held whole.
 constexpr size_t kMaxQueuedRequests = 64;
 constexpr size_t kMaxHeldRequests = 64u << 20;  // the most the shell's end waits for a bulk response
+// The browser's connections at once, and what all of them may hold unanswered.
+constexpr size_t kMaxClients = 512;
+constexpr size_t kMaxHeldTotal = 256u << 20;
 
 std::string address_text(const sockaddr_in& a) {
   char ip[INET_ADDRSTRLEN] = "?";
@@ -212,12 +215,45 @@ void LocalProxy::run() {
 }
 
 void LocalProxy::accept_all() {
+  sockaddr_in self{};
+  socklen_t self_length = sizeof self;
+  (void)::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&self), &self_length);
   for (;;) {
-    FileDescriptor fd(::accept4(listener_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) return;
+    sockaddr_in peer{};
+    socklen_t peer_length = sizeof peer;
+    FileDescriptor fd(
+        ::accept4(listener_.get(), reinterpret_cast<sockaddr*>(&peer), &peer_length, SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;
+    }
+    // Only the shell's command: its connections come from its address, redirected here by the
+    // shell's rule. Anyone else in the caller's namespace (another user) reaches the listener
+    // only directly, whose original destination is the listener itself (and would loop).
     auto c = std::make_unique<Client>();
     socklen_t length = sizeof c->destination;
     if (::getsockopt(fd.get(), SOL_IP, SO_ORIGINAL_DST, &c->destination, &length) != 0) continue;
+    const bool from_command =
+        options_.client_address.value == 0 || ntohl(peer.sin_addr.s_addr) == options_.client_address.value;
+    const bool to_self =
+        c->destination.sin_addr.s_addr == self.sin_addr.s_addr && c->destination.sin_port == self.sin_port;
+    if (!from_command || to_self) {
+      if (++totals_.refused_connections <= 5)
+        options_.say("refused a connection from " + address_text(peer) +
+                     (to_self ? " to the proxy itself" : ", which is not the shell's command") +
+                     " (the proxy serves only its own shell)");
+      struct linger reset{1, 0};
+      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      continue;
+    }
+    if (clients_.size() >= kMaxClients) {
+      if (++totals_.refused_connections <= 5)
+        options_.say("refused a connection to " + address_text(c->destination) + ": the browser has " +
+                     std::to_string(kMaxClients) + " open already");
+      struct linger reset{1, 0};
+      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      continue;
+    }
     const int one = 1;
     (void)::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     c->id = next_id_++;
@@ -341,10 +377,13 @@ bool LocalProxy::read_client(Client& c) {
     }
     c.requests.feed(data);
     c.unanswered_bytes += data.size();
-    if (c.unanswered_bytes > kMaxHeldRequests) {
-      close(c, "the browser sent " + c.where() + " more than " + std::to_string(kMaxHeldRequests >> 20) +
-                   " MiB of requests not answered yet (mm-cumulus-local holds each request whole before it "
-                   "answers or forwards it): the connection is closed");
+    if (c.unanswered_bytes > kMaxHeldRequests || (c.unanswered_bytes > (1u << 20) && held_total() > kMaxHeldTotal)) {
+      close(c, "the browser sent " + c.where() + " more than " +
+                   std::to_string((c.unanswered_bytes > kMaxHeldRequests ? kMaxHeldRequests : kMaxHeldTotal) >> 20) +
+                   " MiB of requests not answered yet" +
+                   (c.unanswered_bytes > kMaxHeldRequests ? "" : " over all its connections") +
+                   " (mm-cumulus-local holds each request whole before it answers or forwards it): the connection "
+                   "is closed");
       return false;
     }
     if (c.requests.state() != HttpParser::State::Http) {
@@ -646,6 +685,7 @@ void LocalProxy::start_bulk(const std::string& url, const HttpMessage& navigatio
   request.url = url.substr(0, kMaxBulkUrl);
   request.user_agent = std::string(navigation.header("User-Agent").value_or(""));
   request.accept_language = std::string(navigation.header("Accept-Language").value_or(""));
+  request.token = options_.token;
   bulk->request = encode_bulk_request(request, options_.remote_text);
   if (!bulk->fd.valid()) {
     const std::string why = std::strerror(errno);
@@ -812,4 +852,10 @@ void LocalProxy::check_stall() {
       close(*c, "no connection to " + c->where() + " within " + std::to_string(kConnectTimeout / kNanosPerSec) + " s");
     }
   }
+}
+
+size_t LocalProxy::held_total() const {
+  size_t total = 0;
+  for (const auto& [id, c] : clients_) total += c->unanswered_bytes;
+  return total;
 }

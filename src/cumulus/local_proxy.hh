@@ -18,9 +18,11 @@
 // (one connection to the origin per browser connection, opened when first needed), and so do
 // requests that are not GET or HEAD, and bytes that are not HTTP/1.x (relayed as they are).
 //
-// One thread, one epoll, non-blocking sockets; bounded: the cache (max_cache_bytes), what waits
-// for each browser connection (HttpParser's bounds), what is relayed (read stops at a high-water
-// mark while the other side is slow).
+// One thread, one epoll, non-blocking sockets; bounded: the cache (max_cache_bytes), the browser's
+// connections (kMaxClients), what waits for each browser connection and for all of them (held
+// requests), what is relayed (read stops at a high-water mark while the other side is slow).
+// It serves only its shell's command: a connection from another address, or not redirected (to
+// the listener itself, which would loop), is reset at once.
 #include <netinet/in.h>
 
 #include <atomic>
@@ -34,6 +36,7 @@
 #include "cumulus/bulk.hh"
 #include "cumulus/bulk_cache.hh"
 #include "tls/certificate_authority.hh"
+#include "util/address.hh"
 #include "util/clock.hh"
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
@@ -41,6 +44,8 @@
 struct LocalProxyOptions {
   sockaddr_in remote{};     // the Remote Proxy
   std::string remote_text;  // "ADDRESS:PORT", for messages and the bulk request's Host
+  std::string token;        // the Remote Proxy's (bulk.hh)
+  Ipv4 client_address;      // the only peer served: the shell's command (0: any)
   bool verify_upstream = true;
   std::string upstream_ca_file;  // trusted for origins besides the system's CAs and the user's CA
   uint64_t max_cache_bytes = 512ull << 20;
@@ -58,6 +63,7 @@ struct LocalProxyTotals {
   uint64_t from_cache = 0;     // requests answered from a bulk
   uint64_t forwarded = 0;      // requests sent to their origins
   uint64_t failed_connections = 0;
+  uint64_t refused_connections = 0;  // not from the shell's command, to the proxy itself, or too many
 };
 
 class LocalProxy {
@@ -96,6 +102,7 @@ class LocalProxy {
   void check_stall();
   void open_ready_connection();
   void handle_ready(uint32_t events);
+  size_t held_total() const;  // what every browser connection holds unanswered
 
   static int client_hello(struct ssl_st* ssl, int* alert, void* arg);
 

@@ -12,10 +12,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <arpa/inet.h>
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstring>
 #include <deque>
-#include <fstream>
 #include <map>
 #include <set>
 
@@ -57,20 +59,38 @@ struct RemoteProxy::Loader {
   std::set<std::string> seen;   // files of its directory already queued
   std::deque<fs::path> queued;  // to send, in the order they appeared
   uint64_t pairs = 0, bytes = 0;
+  uint64_t written = 0;   // the bytes of every pair file seen (what the load put in the work directory)
+  bool over_cap = false;  // stopped: its pairs passed max_load_bytes
+  uint64_t left_out = 0;  // pairs beyond max_pair_bytes
 };
 
 struct RemoteProxy::Client {
   uint64_t id = 0;
   FileDescriptor fd;
-  std::string head;  // the request as it arrives
+  in_addr peer{};
+  Nanos accepted = 0;  // its request must come within head_timeout of it
+  Nanos progress = 0;  // when it last took bytes, or was given some to take
+  std::string head;    // the request as it arrives
   bool requested = false;
+  bool authorised = false;  // its request carried the token
   BulkRequest request;
   bool started = false;  // its load began
   std::string out;
   size_t out_offset = 0;
-  bool ending = false;  // close once out is sent
+  FileDescriptor file;     // the pair being sent: read into out as the connection takes it
+  uint64_t file_left = 0;  // its bytes still to read
+  bool ending = false;     // close once out is sent
   bool gone = false;
+  size_t pending() const { return out.size() - out_offset; }
 };
+
+namespace {
+std::string peer_text(in_addr a) {
+  char text[INET_ADDRSTRLEN] = "?";
+  ::inet_ntop(AF_INET, &a, text, sizeof text);
+  return text;
+}
+}  // namespace
 
 RemoteProxy::RemoteProxy(RemoteProxyOptions options)
     : options_(std::move(options)),
@@ -174,8 +194,10 @@ void RemoteProxy::run(const std::vector<int>& stop_fds) {
   for (const int fd : stop_fds) epoll_.add(fd, EPOLLIN, kStopKey);
   start_spare();
   epoll_event events[64];
+  Nanos deadline = kNever;
   for (;;) {
-    const int n = epoll_.wait(events, 64, kNever);
+    const Nanos now = monotonic_now();
+    const int n = epoll_.wait(events, 64, deadline == kNever ? kNever : std::max<Nanos>(deadline - now, 0));
     for (int i = 0; i < n; i++) {
       const uint64_t key = events[i].data.u64;
       if (key == kStopKey) return;
@@ -208,33 +230,97 @@ void RemoteProxy::run(const std::vector<int>& stop_fds) {
     for (auto it = clients_.begin(); it != clients_.end();) {
       Client& c = **it;
       if (c.gone && !(c.started && current_)) {
-        epoll_.remove(c.fd.get());
+        if (c.fd.valid()) epoll_.remove(c.fd.get());
         it = clients_.erase(it);
       } else {
         ++it;
       }
     }
+    deadline = expire_clients(monotonic_now());
     if (!current_) start_next_load();
   }
 }
 
+// Connections past their deadlines: a request that did not come, a client that takes nothing.
+Nanos RemoteProxy::expire_clients(Nanos now) {
+  Nanos next = kNever;
+  for (auto& c : clients_) {
+    if (c->gone) continue;
+    if (!c->requested) {
+      if (now - c->accepted >= options_.head_timeout) {
+        c->requested = true;
+        c->ending = true;
+        c->out = bulk_error_response(408, "Request Timeout", "mm-cumulus-remote: no request within " +
+                                                                  std::to_string(options_.head_timeout / kNanosPerSec) + " s");
+        c->progress = now;
+        flush_client(*c);
+        if (c->gone) continue;
+      } else {
+        next = std::min(next, c->accepted + options_.head_timeout);
+        continue;
+      }
+    }
+    if (c->pending() > 0 || c->file.valid()) {
+      if (now - c->progress >= options_.send_timeout) {
+        options_.say("the client at " + peer_text(c->peer) + " took nothing for " +
+                     std::to_string(options_.send_timeout / kNanosPerSec) + " s: dropped" +
+                     (c->started && current_ ? " (its load is stopped)" : ""));
+        end_client(*c);
+      } else {
+        next = std::min(next, c->progress + options_.send_timeout);
+      }
+    }
+  }
+  return next;
+}
+
 void RemoteProxy::accept_all() {
   for (;;) {
-    FileDescriptor fd(::accept4(options_.listener.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
-    if (!fd.valid()) return;
-    if (clients_.size() >= kMaxWaitingLoads) {
-      const std::string busy =
-          bulk_error_response(503, "Service Unavailable",
-                              "mm-cumulus-remote: " + std::to_string(kMaxWaitingLoads) + " loads are waiting already");
-      (void)!::send(fd.get(), busy.data(), busy.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    sockaddr_in peer{};
+    socklen_t length = sizeof peer;
+    FileDescriptor fd(::accept4(options_.listener.get(), reinterpret_cast<sockaddr*>(&peer), &length,
+                                SOCK_NONBLOCK | SOCK_CLOEXEC));
+    if (!fd.valid()) {
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      return;
+    }
+    size_t live = 0, from_peer = 0;
+    for (const auto& c : clients_) {
+      if (c->gone) continue;
+      live++;
+      if (c->peer.s_addr == peer.sin_addr.s_addr) from_peer++;
+    }
+    std::string busy;
+    if (from_peer >= kMaxConnectionsPerPeer) {
+      busy = std::to_string(kMaxConnectionsPerPeer) + " connections from " + peer_text(peer.sin_addr) + " are open already";
+    } else if (live >= kMaxConnections && !evict_unauthorised()) {
+      busy = std::to_string(kMaxWaitingLoads) + " loads are waiting already";
+    }
+    if (!busy.empty()) {
+      const std::string answer = bulk_error_response(503, "Service Unavailable", "mm-cumulus-remote: " + busy);
+      (void)!::send(fd.get(), answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
       continue;
     }
     auto c = std::make_unique<Client>();
     c->id = next_client_++;
     c->fd = std::move(fd);
+    c->peer = peer.sin_addr;
+    c->accepted = c->progress = monotonic_now();
     epoll_.add(c->fd.get(), EPOLLIN | EPOLLRDHUP, kClientBase + c->id);
     clients_.push_back(std::move(c));
   }
+}
+
+// Room for a new connection: the oldest that has not made an authorised request is closed (so
+// that connections that say nothing, or the wrong thing, cannot keep the token's holders out).
+bool RemoteProxy::evict_unauthorised() {
+  for (auto& c : clients_) {
+    if (!c->gone && !c->authorised) {
+      end_client(*c);
+      return true;
+    }
+  }
+  return false;
 }
 
 void RemoteProxy::handle_client(Client& c) {
@@ -267,10 +353,37 @@ void RemoteProxy::handle_client(Client& c) {
       c.ending = true;
     } else {
       c.request = *request;
+      authorise(c);
     }
   }
   flush_client(c);
   if (!c.gone && c.started && current_) send_new_pairs();  // room again: more files
+}
+
+// A request is served only with the token; and at most kMaxWaitingLoads wait.
+void RemoteProxy::authorise(Client& c) {
+  if (!same_bulk_token(c.request.token, options_.token)) {
+    // A line for the first few, then one in a hundred: a stranger's requests cannot flood the log.
+    if (++refused_ <= 5 || refused_ % 100 == 0)
+      options_.say("refused a request from " + peer_text(c.peer) + ": " +
+                   (c.request.token.empty() ? "no token" : "not the token") + " (" + std::to_string(refused_) +
+                   " refused in all)");
+    c.out = bulk_error_response(401, "Unauthorized",
+                                "mm-cumulus-remote: this Remote Proxy loads pages only for requests with its token "
+                                "(MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT, or mm-cumulus-local --token-file)");
+    c.ending = true;
+    return;
+  }
+  size_t waiting = 0;
+  for (const auto& other : clients_)
+    if (other.get() != &c && !other->gone && other->authorised && !other->started && !other->ending) waiting++;
+  if (waiting >= kMaxWaitingLoads) {
+    c.out = bulk_error_response(503, "Service Unavailable",
+                                "mm-cumulus-remote: " + std::to_string(kMaxWaitingLoads) + " loads are waiting already");
+    c.ending = true;
+    return;
+  }
+  c.authorised = true;
 }
 
 void RemoteProxy::flush_client(Client& c) {
@@ -284,21 +397,29 @@ void RemoteProxy::flush_client(Client& c) {
       return;
     }
     c.out_offset += static_cast<size_t>(n);
+    c.progress = monotonic_now();
   }
+  if (c.out_offset == c.out.size() && !c.file.valid()) c.progress = monotonic_now();  // nothing owed
   if (c.out_offset == c.out.size()) {
     c.out.clear();
     c.out_offset = 0;
     if (c.ending) {
-      c.gone = true;
+      end_client(c);  // (its load, if it had one, has ended: the end frame was the last)
       return;
     }
   }
-  epoll_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : static_cast<uint32_t>(EPOLLOUT)),
-                kClientBase + c.id);
+  // Writable again: more of the buffer, or of the pair being read into it.
+  const bool owed = !c.out.empty() || c.file.valid();
+  epoll_.modify(c.fd.get(), EPOLLIN | EPOLLRDHUP | (owed ? static_cast<uint32_t>(EPOLLOUT) : 0u), kClientBase + c.id);
 }
 
 void RemoteProxy::end_client(Client& c) {
   c.gone = true;
+  c.file = FileDescriptor();
+  c.file_left = 0;
+  // The connection's descriptor goes now (a client that stopped reading holds nothing more).
+  epoll_.remove(c.fd.get());
+  c.fd = FileDescriptor();
   if (c.started && current_ && !current_->exited) {
     // Nobody waits for this load any more: its loader is stopped (its shells clean up).
     if (options_.verbose) options_.say("the client went away: stopping load " + std::to_string(current_->number));
@@ -361,44 +482,85 @@ void RemoteProxy::send_new_pairs() {
     current_->seen.insert(name);
     std::error_code ignored;
     fresh.emplace_back(fs::last_write_time(it->path(), ignored), name);
+    const uintmax_t size = fs::file_size(it->path(), ignored);
+    if (!ignored) current_->written += size;
   }
   std::sort(fresh.begin(), fresh.end());
   for (auto& [time, name] : fresh) current_->queued.push_back(current_->dir / name);
+  if (current_->written > options_.max_load_bytes && !current_->over_cap && !current_->exited) {
+    // What the load writes is bounded (it lives in memory, /dev/shm): stopped, it ends with an error.
+    current_->over_cap = true;
+    options_.say("load " + std::to_string(current_->number) + ": its pairs passed " +
+                 std::to_string(options_.max_load_bytes >> 20) + " MiB (--max-load): stopped");
+    ::kill(current_->pid, SIGTERM);
+  }
   if (!client || client->gone) {
     current_->queued.clear();
     if (current_->exited) finish_load();
     return;
   }
-  while (!current_->queued.empty() && client->out.size() - client->out_offset < kHighWater) {
-    const fs::path file = current_->queued.front();
-    current_->queued.pop_front();
-    std::ifstream in(file, std::ios::binary);
-    std::error_code size_error;
-    const uintmax_t size = fs::file_size(file, size_error);
-    if (!in || size_error) continue;
-    if (size > kMaxBulkFrame) {
-      options_.say(file.filename().string() + " holds " + std::to_string(size) + " bytes, more than a frame carries (" +
-                   std::to_string(kMaxBulkFrame) + "): left out; the Local Proxy fetches it itself");
-      fs::remove(file, size_error);
-      continue;
-    }
-    std::string bytes(static_cast<size_t>(size), '\0');
-    in.read(bytes.data(), static_cast<std::streamsize>(size));
-    if (static_cast<uintmax_t>(in.gcount()) != size) continue;
-    fs::remove(file, size_error);
-    if (client->out_offset > 0 && client->out_offset == client->out.size()) {
-      client->out.clear();
-      client->out_offset = 0;
-    }
-    client->out += encode_bulk_frame(BulkFrameKind::Pair, bytes);
-    current_->pairs++;
-    current_->bytes += bytes.size();
-  }
-  if (current_->exited && current_->queued.empty()) {
+  fill(*client);
+  if (client->gone) return;
+  if (current_->exited && current_->queued.empty() && !client->file.valid()) {
     finish_load();
     return;
   }
   if (!client->out.empty()) flush_client(*client);
+}
+
+// Moves the pair being sent, then the next queued ones, into the client's buffer while it holds
+// less than kHighWater: a pair is never held whole in memory.
+void RemoteProxy::fill(Client& c) {
+  if (c.pending() == 0) {
+    c.out.clear();
+    c.out_offset = 0;
+  }
+  const uint64_t cap = std::min<uint64_t>(options_.max_pair_bytes, kMaxBulkFrame);
+  while (c.pending() < kHighWater) {
+    if (c.file.valid()) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(c.file_left, buffer_.size()));
+      const ssize_t n = ::read(c.file.get(), buffer_.data(), want);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        // The file shrank under us: the frame cannot be completed, so the stream is cut (the
+        // Local Proxy then fetches what it still needs).
+        options_.say("a pair file could not be read whole: the bulk response is cut");
+        end_client(c);
+        return;
+      }
+      if (c.out_offset > 0 && c.out_offset >= kHighWater) {
+        c.out.erase(0, c.out_offset);
+        c.out_offset = 0;
+      }
+      c.out.append(buffer_.data(), static_cast<size_t>(n));
+      c.file_left -= static_cast<uint64_t>(n);
+      if (c.file_left == 0) c.file = FileDescriptor();
+      continue;
+    }
+    if (!current_ || current_->queued.empty()) break;
+    const fs::path path = current_->queued.front();
+    current_->queued.pop_front();
+    FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+    struct stat st{};
+    const bool opened = fd.valid() && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode);
+    ::unlink(path.c_str());  // its space goes when the descriptor closes
+    if (!opened) continue;
+    const auto size = static_cast<uint64_t>(st.st_size);
+    if (size > cap) {
+      current_->left_out++;
+      options_.say(path.filename().string() + " holds " + std::to_string(size) + " bytes, more than --max-pair (" +
+                   std::to_string(cap) + "): left out; the Local Proxy fetches it itself");
+      continue;
+    }
+    if (c.pending() == 0) c.progress = monotonic_now();
+    c.out += encode_bulk_frame_header(BulkFrameKind::Pair, static_cast<uint32_t>(size));
+    current_->pairs++;
+    current_->bytes += size;
+    if (size > 0) {
+      c.file = std::move(fd);
+      c.file_left = size;
+    }
+  }
 }
 
 void RemoteProxy::finish_load() {
@@ -409,7 +571,7 @@ void RemoteProxy::finish_load() {
   Client* client = nullptr;
   for (auto& c : clients_)
     if (c->started) client = c.get();
-  if (client && !client->gone && !l.queued.empty()) return;
+  if (client && !client->gone && (!l.queued.empty() || client->file.valid())) return;
   std::map<std::string, std::string> fields;
   // mm-pageload's line for the load: "mm-pageload: [1/1] URL run 1: ok  PLT 52 ms ..." or why not.
   std::string row, last;
@@ -424,7 +586,7 @@ void RemoteProxy::finish_load() {
     if (line.starts_with("mm-pageload: [") && line.find(" run ") != std::string::npos) row = line;
   }
   const Nanos took = monotonic_now() - l.load_started;
-  std::string status = l.status == 0 ? "ok" : "error";
+  std::string status = l.status == 0 && !l.over_cap ? "ok" : "error";
   std::string reason;
   if (!row.empty()) {
     const size_t colon = row.find(": ", row.find(" run "));
@@ -438,6 +600,8 @@ void RemoteProxy::finish_load() {
   } else if (l.status != 0) {
     reason = "the loader " + how_it_ended(l.status) + (last.empty() ? "" : ": " + printable(last, 300));
   }
+  if (l.over_cap) reason = "its pairs passed " + std::to_string(options_.max_load_bytes >> 20) + " MiB (--max-load)";
+  if (l.left_out > 0) fields["left_out"] = std::to_string(l.left_out);
   const double cpu_ms = (static_cast<double>(l.usage.ru_utime.tv_sec + l.usage.ru_stime.tv_sec) * 1e3 +
                          static_cast<double>(l.usage.ru_utime.tv_usec + l.usage.ru_stime.tv_usec) / 1e3);
   fields["status"] = status;

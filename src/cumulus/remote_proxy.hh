@@ -15,9 +15,17 @@
 // URL, User-Agent and Accept-Language are written to it, and the next one is started when the
 // load ends.
 //
-// Bounded: at most kMaxWaitingLoads requests wait; a load ends at mm-pageload's --timeout; a
-// client that goes away ends its load (the loader is stopped); every loader is stopped and
-// reaped when the proxy ends.
+// Answers only whom it serves: a request must carry the proxy's token (bulk.hh), or it is
+// answered 401 and loads nothing.
+//
+// Bounded: at most kMaxConnections connections, kMaxConnectionsPerPeer from one address (a new
+// connection past the total closes the oldest that has not yet made an authorised request);
+// a request's head must come within head_timeout; at most kMaxWaitingLoads authorised requests
+// wait; a load ends at mm-pageload's --timeout, or when its pairs pass max_load_bytes; a pair
+// beyond max_pair_bytes is left out (the Local Proxy fetches it itself); a pair is read from its
+// file as the client's connection takes it (memory: about kHighWater a client); a client that
+// takes nothing for send_timeout, or goes away, ends its load (the loader is stopped); every
+// loader is stopped and reaped when the proxy ends.
 #include <netinet/in.h>
 
 #include <cstdint>
@@ -31,7 +39,7 @@
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
 
-inline constexpr size_t kMaxWaitingLoads = 16;
+inline constexpr size_t kMaxWaitingLoads = 16, kMaxConnections = 64, kMaxConnectionsPerPeer = 16;
 
 struct RemoteProxyOptions {
   FileDescriptor listener;  // listening already
@@ -39,6 +47,11 @@ struct RemoteProxyOptions {
   // options; "{dir}" in any word is replaced by the load's recording directory.
   std::vector<std::string> loader;
   std::filesystem::path work_directory;  // private: the loads' recording directories
+  std::string token;                      // what a request must carry (valid_bulk_token)
+  uint64_t max_pair_bytes = 64ull << 20;  // a pair beyond it is left out (at most kMaxBulkFrame)
+  uint64_t max_load_bytes = 1ull << 30;   // a load whose pairs pass it is stopped
+  Nanos head_timeout = 10 * kNanosPerSec;  // a connection's request must come within it
+  Nanos send_timeout = 60 * kNanosPerSec;  // a client that takes nothing for so long is dropped
   bool verbose = false;
   std::function<void(const std::string&)> say;  // one line for standard error (no newline)
 };
@@ -59,7 +72,11 @@ class RemoteProxy {
 
  private:
   void accept_all();
+  bool evict_unauthorised();
   void handle_client(Client& c);
+  void authorise(Client& c);
+  Nanos expire_clients(Nanos now);  // returns the next deadline (kNever: none)
+  void fill(Client& c);
   void start_next_load();
   void start_spare();
   void watch_directory();
@@ -76,5 +93,6 @@ class RemoteProxy {
   std::unique_ptr<Loader> spare_, current_;
   FileDescriptor inotify_;
   uint64_t next_load_ = 1, next_client_ = 1;
+  uint64_t refused_ = 0;  // requests without the token
   std::string buffer_;
 };

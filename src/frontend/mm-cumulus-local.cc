@@ -34,7 +34,10 @@ const ProgramInfo kInfo{"mm-cumulus-local", "[OPTION]... [--] [COMMAND...]",
                         "\n"
                         "Options:\n"
                         "  --remote=ADDRESS:PORT the Remote Proxy (default: $MAHIMAHI_CUMULUS_REMOTE, which\n"
-                        "                        mm-cumulus-remote sets for its command)\n"
+                        "                        mm-cumulus-remote sets for its command: TOKEN@ADDRESS:PORT)\n"
+                        "  --token-file=FILE     the Remote Proxy's token, in FILE (yours, mode 600: the file\n"
+                        "                        mm-cumulus-remote --token-file made; default: the token in\n"
+                        "                        $MAHIMAHI_CUMULUS_REMOTE). Never on a command line: any user sees it\n"
                         "  --ca-dir=DIR          the CA to use (default: $MAHIMAHI_CA_DIR, else\n"
                         "                        ~/.local/share/mahimahi/ca)\n"
                         "  --upstream-ca=FILE    also trust FILE's CAs (PEM) for servers reached directly, besides\n"
@@ -57,11 +60,12 @@ const ProgramInfo kInfo{"mm-cumulus-local", "[OPTION]... [--] [COMMAND...]",
 
 int main(int argc, char** argv) {
   return run_packet_shell(argc, argv, kInfo, [](int ac, char** av) {
-    std::optional<std::string> ca_dir, remote;
+    std::optional<std::string> ca_dir, remote, token_file;
     LocalProxyOptions options;
     ShellSpec spec;
     ArgScanner scanner(kInfo,
                        {{"remote", true, [&](std::string_view v) { remote = std::string(v); }},
+                        {"token-file", true, [&](std::string_view v) { token_file = std::string(v); }},
                         {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
@@ -83,31 +87,54 @@ int main(int argc, char** argv) {
                         ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
     spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+    if (remote && remote->find('@') != std::string::npos)
+      throw UsageError(
+          "--remote takes ADDRESS:PORT, without the token: a command line is seen by every user (ps); give the "
+          "token in --token-file=FILE or MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT");
     if (remote && !parse_ipv4_endpoint(*remote))
       throw UsageError("--remote=" + printable(*remote, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
+    if (token_file && token_file->empty()) throw UsageError("--token-file needs a file");
     spec.device_kind = "cumulus";
     spec.tag = "[cumulus] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = true;
-    spec.ferry = [ca_dir, remote, options](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
-      // The user's rights from here on: the CA and the environment are read as the user.
+    spec.ferry = [ca_dir, remote, token_file, options](const FerryEndpoints& endpoints,
+                                                       const std::function<void()>& ready) {
+      // The user's rights from here on: the CA, the token file and the environment are read as the user.
       try {
         LocalProxyOptions proxy_options = options;
+        std::optional<BulkRemote> from_env;
+        if (const char* env = std::getenv("MAHIMAHI_CUMULUS_REMOTE"); env && *env) {
+          from_env = parse_bulk_remote(env);
+          // (The value is not repeated: it may hold the token.)
+          if (!from_env && !remote)
+            throw UserError(
+                "MAHIMAHI_CUMULUS_REMOTE is not TOKEN@ADDRESS:PORT (the token, an IPv4 address and a port), as "
+                "mm-cumulus-remote sets it");
+        }
         std::string where;
         if (remote) {
           where = *remote;
-        } else if (const char* env = std::getenv("MAHIMAHI_CUMULUS_REMOTE"); env && *env) {
-          where = env;
-          if (!parse_ipv4_endpoint(where))
-            throw UserError("MAHIMAHI_CUMULUS_REMOTE=" + printable(where, 80) +
-                            " is not ADDRESS:PORT (an IPv4 address and a port)");
+        } else if (from_env) {
+          where = from_env->address;
         } else {
           throw UserError(
               "no Remote Proxy: give --remote=ADDRESS:PORT, or run inside mm-cumulus-remote, which sets "
               "MAHIMAHI_CUMULUS_REMOTE");
         }
+        if (token_file) {
+          proxy_options.token = read_bulk_token_file(*token_file, false);
+        } else if (from_env && !from_env->token.empty()) {
+          proxy_options.token = from_env->token;
+        } else {
+          throw UserError(
+              "no token for the Remote Proxy at " + where +
+              ": give --token-file=FILE (the file of mm-cumulus-remote --token-file), or "
+              "MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT");
+        }
         proxy_options.remote = *parse_ipv4_endpoint(where);
         proxy_options.remote_text = where;
+        proxy_options.client_address = endpoints.inner_address;
         proxy_options.say = [](const std::string& line) { std::cerr << "mm-cumulus-local: " << line << std::endl; };
         const char* bundle = std::getenv("SSL_CERT_FILE");
         if (proxy_options.upstream_ca_file.empty() && bundle && *bundle) proxy_options.upstream_ca_file = bundle;
@@ -124,6 +151,7 @@ int main(int argc, char** argv) {
                     << " sent to servers";
           if (t.bulk_failures) std::cerr << "; " << count_of(t.bulk_failures, "bulk response") << " failed";
           if (t.failed_connections) std::cerr << "; " << count_of(t.failed_connections, "connection") << " failed";
+          if (t.refused_connections) std::cerr << "; " << count_of(t.refused_connections, "connection") << " refused";
           std::cerr << std::endl;
         }
         return status;

@@ -7,18 +7,22 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <sstream>
 
+#include "cumulus/bulk.hh"
 #include "cumulus/remote_proxy.hh"
 #include "shell/command_lookup.hh"
+#include "shell/packet_shell.hh"
 #include "tls/certificate_authority.hh"
 #include "util/address.hh"
 #include "util/args.hh"
@@ -38,14 +42,30 @@ const ProgramInfo kInfo{"mm-cumulus-remote", "[OPTION]... [--] [COMMAND...]",
                         "unmodified headless Chromium (mm-pageload's) inside mm-record, inside its own shells to the\n"
                         "servers, and streams every request/response pair the browser exchanged, as the servers sent\n"
                         "it, back as one bulk response. One load runs at a time; a browser waits ready for the next.\n"
-                        "With COMMAND, it runs COMMAND with MAHIMAHI_CUMULUS_REMOTE=ADDRESS:PORT (where it listens)\n"
-                        "and ends with COMMAND's exit status; without, it serves until interrupted. A line per load\n"
-                        "on standard error gives its pairs, bytes, time and CPU time.\n"
+                        "With COMMAND, it runs COMMAND with MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT (its token and\n"
+                        "where it listens) and ends with COMMAND's exit status; without, it serves until interrupted.\n"
+                        "A line per load on standard error gives its pairs, bytes, time and CPU time.\n"
+                        "\n"
+                        "It answers only requests that carry its token (random, made at its start, or kept in\n"
+                        "--token-file), loads no page from loopback, private, shared, link-local or this machine's\n"
+                        "own addresses, and does not run as root; inside mm-replay's namespace (which nothing else\n"
+                        "reaches, and whose servers are all replayed) it listens on every address, loads from any,\n"
+                        "and runs as root too.\n"
                         "\n"
                         "Options:\n"
-                        "  --listen=ADDRESS:PORT where to listen (default: port chosen by the system, on every\n"
-                        "                        address; the one advertised is the first address that is not\n"
-                        "                        loopback: in mm-replay, a replayed server's)\n"
+                        "  --listen=ADDRESS:PORT where to listen (default: 127.0.0.1 and a port chosen by the system;\n"
+                        "                        in mm-replay's namespace, every address, and the one advertised is\n"
+                        "                        the first that is not loopback: a replayed server's). 0.0.0.0 is\n"
+                        "                        every address; the token still guards it\n"
+                        "  --token-file=FILE     the token, kept in FILE (yours, mode 600): read if it exists, else\n"
+                        "                        made; give the same FILE to mm-cumulus-local on another machine\n"
+                        "                        (default: a new token each run, passed to COMMAND, or printed)\n"
+                        "  --allow-private       let the loads reach loopback, private, shared (100.64/10),\n"
+                        "                        link-local and this machine's own addresses (servers of your own)\n"
+                        "  --max-pair=MB         a response beyond MB is left out of the bulk response, and the Local\n"
+                        "                        Proxy fetches it itself (default 64; 1 to 256)\n"
+                        "  --max-load=MB         a load whose responses pass MB in all is stopped, and ends with an\n"
+                        "                        error (default 1024; 1 to 65536)\n"
                         "  --delay=MS            one-way delay of the Remote Proxy's own path to the servers, as a\n"
                         "                        cloud server near them (default 5: a 10 ms round trip); 0: none\n"
                         "  --uplink-trace=FILE, --downlink-trace=FILE\n"
@@ -64,8 +84,8 @@ const ProgramInfo kInfo{"mm-cumulus-remote", "[OPTION]... [--] [COMMAND...]",
                         "  --verbose             a line per loader started and per load begun\n"
                         "  --help, --version\n"
                         "\n"
-                        "The bulk connection is plain TCP: on a real network, keep it on a trusted path (an SSH\n"
-                        "tunnel). Example (see mm-cumulus-local):\n"
+                        "The bulk connection is plain TCP with the token in its request: on a real network, keep\n"
+                        "it on a trusted path (an SSH tunnel). Example (see mm-cumulus-local):\n"
                         "  mm-replay /tmp/site mm-cumulus-remote -- mm-delay 50 \\\n"
                         "      mm-link rate:14Mbit/s rate:14Mbit/s -- \\\n"
                         "      mm-cumulus-local -- mm-pageload https://example.com/\n"};
@@ -90,6 +110,30 @@ std::string address_text(in_addr a, uint16_t port) {
   return std::string(ip) + ":" + std::to_string(port);
 }
 
+// Whether this runs in an isolated shell's namespace (mm-replay's): the variable it sets for its
+// command names the namespace, which must be this process's own.
+bool in_replay_namespace() {
+  const char* named = std::getenv(kIsolatedNamespaceVariable);
+  struct stat st{};
+  if (!named || ::stat("/proc/self/ns/net", &st) != 0) return false;
+  return std::string_view(named) == std::to_string(st.st_ino);
+}
+
+// Every IPv4 address of this namespace (its loads refuse them: this machine's own services).
+std::vector<std::string> own_addresses() {
+  std::vector<std::string> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return out;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET) continue;
+    char ip[INET_ADDRSTRLEN];
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr, ip, sizeof ip);
+    if (std::find(out.begin(), out.end(), ip) == out.end()) out.emplace_back(ip);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
 // The system's CA bundle and the user's CA, in one file: what the loaders' mm-record trusts.
 fs::path write_trust_bundle(const fs::path& dir, const fs::path& ca_certificate) {
   const fs::path bundle = dir / "upstream-ca.pem";
@@ -111,9 +155,10 @@ fs::path write_trust_bundle(const fs::path& dir, const fs::path& ca_certificate)
 
 int main(int argc, char** argv) {
   try {
-    std::optional<std::string> listen, ca_dir, upstream_ca, uplink_trace, downlink_trace, browser, window;
+    std::optional<std::string> listen, ca_dir, upstream_ca, uplink_trace, downlink_trace, browser, window, token_file;
     double delay_ms = 5, timeout_s = 30;
-    bool insecure = false, verbose = false;
+    bool insecure = false, verbose = false, allow_private = false;
+    uint64_t max_pair_mb = 64, max_load_mb = 1024;
     std::vector<std::string> browser_flags;
     ArgScanner scanner(kInfo, {{"listen", true, [&](std::string_view v) { listen = std::string(v); }},
                                {"delay", true,
@@ -136,13 +181,37 @@ int main(int argc, char** argv) {
                                {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
                                {"upstream-ca", true, [&](std::string_view v) { upstream_ca = std::string(v); }},
                                {"insecure-upstream", false, [&](std::string_view) { insecure = true; }},
+                               {"token-file", true, [&](std::string_view v) { token_file = std::string(v); }},
+                               {"allow-private", false, [&](std::string_view) { allow_private = true; }},
+                               {"max-pair", true,
+                                [&](std::string_view v) {
+                                  max_pair_mb = parse_unsigned(v, "--max-pair");
+                                  if (max_pair_mb < 1 || max_pair_mb > 256)
+                                    throw UsageError("--max-pair must be 1 to 256 (MB), not " + std::string(v));
+                                }},
+                               {"max-load", true,
+                                [&](std::string_view v) {
+                                  max_load_mb = parse_unsigned(v, "--max-load");
+                                  if (max_load_mb < 1 || max_load_mb > 65536)
+                                    throw UsageError("--max-load must be 1 to 65536 (MB), not " + std::string(v));
+                                }},
                                {"verbose", false, [&](std::string_view) { verbose = true; }}});
     std::vector<std::string> command = scanner.scan(argc, argv, [](std::string_view) { return false; });
     if (uplink_trace.has_value() != downlink_trace.has_value())
       throw UsageError("--uplink-trace and --downlink-trace go together (the Remote Proxy's mm-link)");
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
+    if (token_file && token_file->empty()) throw UsageError("--token-file needs a file");
+    // Inside mm-replay's namespace nothing but the user's own processes reaches the proxy, and
+    // its loads reach only replayed servers: the defaults that guard a real network are not needed.
+    const bool in_replay = in_replay_namespace();
+    if (!in_replay && (::getuid() == 0 || ::geteuid() == 0))
+      throw UserError(
+          "mm-cumulus-remote does not run as root outside mm-replay: its browser would load other people's "
+          "pages with root's rights and without its sandbox; run it as an ordinary user");
+    const std::string token = token_file ? read_bulk_token_file(*token_file, true) : new_bulk_token();
     sockaddr_in where{};
     where.sin_family = AF_INET;
+    if (!in_replay) where.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (listen) {
       const std::optional<sockaddr_in> parsed = parse_ipv4_endpoint(*listen, true);
       if (!parsed)
@@ -208,6 +277,13 @@ int main(int argc, char** argv) {
     loader.push_back(resolve_program("mm-record", path));
     loader.push_back("{dir}");
     loader.push_back("--write-at-once");  // each pair is streamed as soon as it is whole
+    if (!allow_private && !in_replay) {
+      // Every connection the loader's browser makes, not only the page's: checked where it is
+      // made (mm-record), by address, after the names are resolved.
+      std::string refused = "private";
+      for (const std::string& own : own_addresses()) refused += "," + own;
+      loader.push_back("--refuse-upstream=" + refused);
+    }
     if (insecure) {
       loader.push_back("--insecure-upstream");
     } else {
@@ -236,16 +312,26 @@ int main(int argc, char** argv) {
     options.listener = std::move(listener);
     options.loader = loader;
     options.work_directory = work;
+    options.token = token;
+    options.max_pair_bytes = max_pair_mb << 20;
+    options.max_load_bytes = max_load_mb << 20;
     options.verbose = verbose;
     options.say = [](const std::string& line) { std::cerr << "mm-cumulus-remote: " << line << std::endl; };
     RemoteProxy proxy(std::move(options));
-    std::cerr << "mm-cumulus-remote: listening on " << advertised_text << std::endl;
+    std::cerr << "mm-cumulus-remote: listening on " << advertised_text;
+    if (token_file) {
+      std::cerr << " (the token is in " << *token_file << ")";
+    } else if (command.empty()) {
+      // Nobody else is told the token: the user is, to give it to the Local Proxy.
+      std::cerr << "; give the Local Proxy MAHIMAHI_CUMULUS_REMOTE=" << token << "@" << advertised_text;
+    }
+    std::cerr << std::endl;
 
     pid_t child = -1;
     FileDescriptor child_fd;
     std::vector<int> stop_fds = {signal_fd.fd()};  // an interrupt ends the serving; so does the command's end
     if (!command.empty()) {
-      ::setenv("MAHIMAHI_CUMULUS_REMOTE", advertised_text.c_str(), 1);
+      ::setenv("MAHIMAHI_CUMULUS_REMOTE", (token + "@" + advertised_text).c_str(), 1);
       SpawnOptions spawn;
       spawn.default_signals = true;
       child = spawn_program(resolve_command(command.front(), path),

@@ -41,6 +41,11 @@ const ProgramInfo kInfo{
     "  --upstream-ca=FILE    trust the servers whose certificates FILE's CAs issued (PEM), instead\n"
     "                        of the system's CAs (SSL_CERT_FILE does the same)\n"
     "  --insecure-upstream   do not check servers' certificates\n"
+    "  --refuse-upstream=LIST\n"
+    "                        refuse (reset) connections to LIST's destinations instead of making\n"
+    "                        them: comma-separated ADDRESS[/BITS], and \"private\" for loopback,\n"
+    "                        private, shared (100.64/10), link-local, multicast and reserved space\n"
+    "                        (repeatable; mm-cumulus-remote's loaders use it)\n"
     "  --deterministic       the program gets every HTML page with a script that makes Date,\n"
     "                        Math.random and crypto.getRandomValues repeat (the recording keeps\n"
     "                        the page as sent): a page that builds URLs from the clock or at\n"
@@ -96,6 +101,10 @@ int main(int argc, char** argv) {
                         {"write-at-once", false, [&](std::string_view) { write_at_once = true; }},
                         {"insecure-upstream", false, [&](std::string_view) { options.verify_upstream = false; }},
                         {"upstream-ca", true, [&](std::string_view v) { options.upstream_ca_file = std::string(v); }},
+                        {"refuse-upstream", true,
+                         [&](std::string_view v) {
+                           for (const Ipv4Net& net : parse_refused_upstream(v)) options.refused_upstream.push_back(net);
+                         }},
                         {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }},
                         ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
@@ -137,6 +146,9 @@ int main(int argc, char** argv) {
         const int status = run_ferry_pair_beside(endpoints, proxy, ready);
         writer.finish();
         report_recording(dir, created, writer, proxy.failed_connections());
+        if (proxy.refused_connections())
+          std::cerr << "mm-record: " << count_of(proxy.refused_connections(), "connection")
+                    << " refused (--refuse-upstream)" << std::endl;
         // Pairs lost to the disk: the shell ends with status 1 (the line above said how many).
         return writer.failed() ? kFerryFailedSaidWhy : status;
       } catch (const std::exception& e) {

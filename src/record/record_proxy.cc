@@ -26,6 +26,7 @@
 #include "tls/proxy_tls.hh"
 #include "tls/tls_stream.hh"
 #include "util/clock.hh"
+#include "util/exception.hh"
 #include "util/host_name.hh"
 #include "util/tcp_info.hh"
 #include "util/text.hh"
@@ -236,10 +237,20 @@ void RecordProxy::start_connection(FileDescriptor client_fd) {
     client.reset_on_close();  // to the proxy itself: it would loop
     return;
   }
-  auto c = std::make_unique<Connection>();
-  c->id = next_id_++;
   char text[INET_ADDRSTRLEN];
   ::inet_ntop(AF_INET, &original.sin_addr, text, sizeof text);
+  const Ipv4 destination{ntohl(original.sin_addr.s_addr)};
+  for (const Ipv4Net& net : options_.refused_upstream) {
+    if (!net.contains(destination)) continue;
+    // A line for the first few: a page cannot flood standard error.
+    if (++refused_ <= 10)
+      std::cerr << "mm-record: refused a connection to " << text << ":" << ntohs(original.sin_port) << " (in "
+                << net.str() << ", which --refuse-upstream names)" << std::endl;
+    client.reset_on_close();
+    return;
+  }
+  auto c = std::make_unique<Connection>();
+  c->id = next_id_++;
   c->ip = text;
   c->port = ntohs(original.sin_port);
   c->client = std::move(client);
@@ -841,4 +852,27 @@ uint64_t RecordProxy::expire_probes() {
   }
   for (uint64_t id : expired) finish_probe(id, "");
   return next;
+}
+
+std::vector<Ipv4Net> parse_refused_upstream(std::string_view list) {
+  // RFC 6890's special-purpose space that a machine's own network may hold (and 0/8, 224/3).
+  static constexpr std::string_view kPrivate[] = {
+      "0.0.0.0/8",     "10.0.0.0/8",      "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+      "172.16.0.0/12", "192.0.0.0/24",    "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3"};
+  std::vector<Ipv4Net> nets;
+  for (std::string_view rest = list; !rest.empty();) {
+    const size_t comma = rest.find(',');
+    const std::string_view item = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item == "private") {
+      for (const std::string_view net : kPrivate) nets.push_back(*Ipv4Net::parse(net));
+    } else if (const std::optional<Ipv4Net> net = Ipv4Net::parse(item)) {
+      nets.push_back(*net);
+    } else {
+      throw UsageError("--refuse-upstream: \"" + printable(item, 60) +
+                       "\" is not ADDRESS[/BITS] (host bits zero) or \"private\"");
+    }
+    if (nets.size() > 4096) throw UsageError("--refuse-upstream names more than 4096 networks");
+  }
+  return nets;
 }

@@ -22,6 +22,7 @@
 
 #include "recording/record_file.hh"
 #include "tls/certificate_authority.hh"
+#include "util/address.hh"
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
 
@@ -32,7 +33,16 @@ struct RecordProxyOptions {
   // HTML pages reach the client with the script of http/deterministic_page.hh (recorded as the
   // server sent them): mm-record --deterministic.
   bool deterministic = false;
+  // Connections to these destinations are refused (reset), not made: mm-record --refuse-upstream,
+  // which mm-cumulus-remote's loaders use so that nobody can read, through them, what only the
+  // Remote Proxy's machine reaches.
+  std::vector<Ipv4Net> refused_upstream;
 };
+
+// --refuse-upstream's LIST: comma-separated ADDRESS[/BITS] and the word "private" (loopback,
+// this network, private, shared (CGNAT), link-local, IETF protocol assignments, benchmarking,
+// multicast and reserved space). Throws UsageError naming the bad item.
+std::vector<Ipv4Net> parse_refused_upstream(std::string_view list);
 
 class RecordProxy {
  public:
@@ -44,6 +54,7 @@ class RecordProxy {
   void run();                           // until stop(); closes every connection on the way out
   void stop();                          // from any thread
   uint64_t failed_connections() const;  // upstream unreachable, or TLS failed: the client was reset
+  uint64_t refused_connections() const { return refused_; }  // to a refused destination
 
   struct Connection;
   struct Probe;
@@ -98,4 +109,5 @@ class RecordProxy {
   uint64_t next_id_ = 1;
   std::string buffer_;               // one read buffer for all connections
   std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread
+  std::atomic<uint64_t> refused_{0};
 };

@@ -10,6 +10,7 @@
 #include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,12 @@ std::string prompt_safe(const std::string& tag) {
 
 void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const ShellNetwork& net) {
   if (!env.get("MAHIMAHI_BASE") && !spec.isolated) env.set("MAHIMAHI_BASE", net.addresses.outer.str());
+  // Which namespace is an isolated shell's (mm-replay's, which nothing outside reaches): its
+  // inode, so that a program can tell it runs there (mm-cumulus-remote's defaults). A hint to
+  // ordinary programs, never read with root's rights.
+  struct stat st{};
+  if (spec.isolated && net.inner_namespace.valid() && ::fstat(net.inner_namespace.get(), &st) == 0)
+    env.set(kIsolatedNamespaceVariable, std::to_string(st.st_ino));
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
   env.set("MAHIMAHI_SHELL_PREFIX", prompt_safe(std::string(prefix ? prefix : "") + spec.tag));
   env.set("PROMPT_COMMAND", "PS1=\"$MAHIMAHI_SHELL_PREFIX$PS1\"; unset PROMPT_COMMAND");
@@ -705,7 +712,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     const int channel_fd = ferry_channel.get();
     FerryEndpoints endpoints{
         net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, net.intercepted.get(), {},
-        net.offload,         clock_base};
+        net.offload,         clock_base,
+        net.addresses.inner};
     if (isolated) {
       endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
         request_addresses(channel_fd, addresses);

@@ -30,6 +30,7 @@ struct FerryEndpoints {
   // MAHIMAHI_CLOCK_BASE as the shells around this one set it (unparsed: the ferry reads it, see
   // trace_start()), or the instant this shell set it to (ShellSpec::follows_trace); empty if none.
   std::string clock_base = {};
+  Ipv4 inner_address = {};  // the command's address (not isolated shells): whom `intercepted` serves
 };
 
 // The instant from which this shell's traces are indexed (CLOCK_MONOTONIC): the outermost
@@ -46,6 +47,9 @@ constexpr int kFerryFailedSaidWhy = 78;
 // The status of a shell whose traces ran out before the command ended (as timeout(1)'s 124 for a
 // command it had to end): a script can tell that the command did not finish on its own.
 constexpr int kOnceEndedStatus = 124;
+
+// Set by an isolated shell (mm-replay) for its command: its network namespace's inode.
+constexpr const char* kIsolatedNamespaceVariable = "MAHIMAHI_REPLAY_NETNS";
 
 struct ShellSpec {
   std::string device_kind;           // short word for the outer device name: delay, loss, onoff, inter, link

@@ -2,7 +2,15 @@
 // The bulk protocol: requests both ways, frames in any pieces, and what is refused.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include "cumulus/bulk.hh"
+#include "expect.hh"
+#include "temp_files.hh"
+#include "util/exception.hh"
 
 TEST(Bulk, percent_encoding_round_trips_every_byte) {
   std::string all;
@@ -18,7 +26,8 @@ TEST(Bulk, percent_encoding_round_trips_every_byte) {
 }
 
 TEST(Bulk, request_round_trips_url_and_headers) {
-  BulkRequest request{"https://www.example.test/a?b=c&d=e#f", "Mozilla/5.0 (X11) Chrome/1", "fr-CH, fr;q=0.9"};
+  BulkRequest request{"https://www.example.test/a?b=c&d=e#f", "Mozilla/5.0 (X11) Chrome/1", "fr-CH, fr;q=0.9",
+                      "0123456789abcdef0123456789abcdef"};
   const std::string bytes = encode_bulk_request(request, "10.0.0.1:8463");
   EXPECT_TRUE(
       bytes.starts_with("GET /cumulus/1/load?url=https%3A%2F%2Fwww.example.test%2Fa%3Fb%3Dc%26d%3De%23f HTTP/1.1\r\n"));
@@ -29,10 +38,12 @@ TEST(Bulk, request_round_trips_url_and_headers) {
   EXPECT_EQ(parsed->url, request.url);
   EXPECT_EQ(parsed->user_agent, request.user_agent);
   EXPECT_EQ(parsed->accept_language, request.accept_language);
+  EXPECT_EQ(parsed->token, request.token);
+  EXPECT_NE(bytes.find("\r\nAuthorization: Bearer 0123456789abcdef0123456789abcdef\r\n"), std::string::npos);
 }
 
 TEST(Bulk, header_values_lose_control_bytes_and_are_bounded) {
-  BulkRequest request{"http://a.test/", "evil\r\nX-Injected: 1", std::string(5000, 'l')};
+  BulkRequest request{"http://a.test/", "evil\r\nX-Injected: 1", std::string(5000, 'l'), "t\r\nX-Injected: 2"};
   const std::string bytes = encode_bulk_request(request, "1.2.3.4:5");
   EXPECT_EQ(bytes.find("\r\nX-Injected"), std::string::npos);
   const std::optional<BulkRequest> parsed = parse_bulk_request(bytes, nullptr);
@@ -121,4 +132,52 @@ TEST(Bulk, end_fields_stay_on_their_lines) {
   EXPECT_EQ(fields.at("reason"), "two lines ");
   EXPECT_EQ(fields.at("status"), "error");
   EXPECT_TRUE(parse_bulk_end("no equals sign\n=empty key\n").empty());
+}
+
+TEST(Bulk, tokens_are_random_hex_and_compared_whole) {
+  const std::string a = new_bulk_token(), b = new_bulk_token();
+  EXPECT_EQ(a.size(), 2 * kBulkTokenBytes);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(valid_bulk_token(a));
+  EXPECT_TRUE(same_bulk_token(a, a));
+  EXPECT_FALSE(same_bulk_token(a, b));
+  EXPECT_FALSE(same_bulk_token(a, a.substr(0, a.size() - 1)));
+  EXPECT_FALSE(same_bulk_token(a + "0", a));
+  EXPECT_FALSE(same_bulk_token("", ""));
+  EXPECT_FALSE(valid_bulk_token("short"));
+  EXPECT_FALSE(valid_bulk_token(std::string(kMaxBulkToken + 1, 'a')));
+  EXPECT_FALSE(valid_bulk_token("0123456789abcdef0123456789abcde\n"));
+}
+
+TEST(Bulk, the_remote_is_token_at_address_or_address) {
+  const auto with = parse_bulk_remote("0123456789abcdef0123456789abcdef@10.0.0.1:8463");
+  ASSERT_TRUE(with);
+  EXPECT_EQ(with->token, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(with->address, "10.0.0.1:8463");
+  const auto without = parse_bulk_remote("10.0.0.1:8463");
+  ASSERT_TRUE(without);
+  EXPECT_TRUE(without->token.empty());
+  EXPECT_FALSE(parse_bulk_remote("bad@10.0.0.1:8463"));
+  EXPECT_FALSE(parse_bulk_remote("0123456789abcdef0123456789abcdef@10.0.0.1"));
+  EXPECT_FALSE(parse_bulk_remote("@10.0.0.1:1"));
+}
+
+TEST(Bulk, a_token_file_is_made_private_and_read_back_and_a_shared_one_refused) {
+  TempDir tmp;
+  const std::string file = (tmp.path / "token").string();
+  const std::string made = read_bulk_token_file(file, true);
+  EXPECT_TRUE(valid_bulk_token(made));
+  struct stat st{};
+  ASSERT_EQ(::stat(file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(read_bulk_token_file(file, false), made);
+  EXPECT_EQ(read_bulk_token_file(file, true), made);
+  ::chmod(file.c_str(), 0644);
+  EXPECT_THROW_WITH(UserError, read_bulk_token_file(file, false), "chmod 600");
+  EXPECT_THROW_WITH(UserError, read_bulk_token_file((tmp.path / "none").string(), false), "cannot read the token file");
+  std::ofstream(tmp.path / "junk") << "not a token\n";
+  ::chmod((tmp.path / "junk").c_str(), 0600);
+  EXPECT_THROW_WITH(UserError, read_bulk_token_file((tmp.path / "junk").string(), false), "does not hold a token");
+  std::filesystem::create_symlink(file, tmp.path / "link");
+  EXPECT_THROW_WITH(UserError, read_bulk_token_file((tmp.path / "link").string(), false), "symbolic link");
 }

@@ -3,7 +3,8 @@
 // and mm-pageload: it makes its directory, reads its line, links record files in, exits): the
 // pairs stream as frames in the order they appear, then the end with the load's status; a
 // failing loader's words reach the end frame; a bad request gets a 400; a client that goes away
-// stops its load. Loopback only.
+// stops its load; a request without the token gets a 401 and loads nothing; connections that say
+// nothing time out and cannot keep the token's holders out; the byte caps. Loopback only.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -13,6 +14,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "cumulus/bulk.hh"
@@ -26,6 +29,8 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";
 
 RecordedPair sample_pair(const std::string& path) {
   RecordedPair p;
@@ -45,17 +50,23 @@ struct Harness {
   sockaddr_in address{};
   int stop[2] = {-1, -1};
   std::vector<std::string> said;
+  std::mutex said_lock;
   std::unique_ptr<RemoteProxy> proxy;
   std::thread runner;
 
-  explicit Harness(const std::string& script) {
+  explicit Harness(const std::string& script, const std::function<void(RemoteProxyOptions&)>& adjust = {}) {
     check_syscall("pipe", ::pipe(stop));
     RemoteProxyOptions options;
+    options.token = kToken;
     options.listener = loopback_listener(&address);
     options.loader = {"/bin/sh", "-c", script, "loader", "{dir}"};
     fs::create_directory(tmp.path / "work");
     options.work_directory = tmp.path / "work";
-    options.say = [this](const std::string& line) { said.push_back(line); };
+    options.say = [this](const std::string& line) {
+      const std::lock_guard<std::mutex> hold(said_lock);
+      said.push_back(line);
+    };
+    if (adjust) adjust(options);
     proxy = std::make_unique<RemoteProxy>(std::move(options));
     runner = std::thread([this] { proxy->run({stop[0]}); });
   }
@@ -67,8 +78,15 @@ struct Harness {
     ::close(stop[1]);
   }
 
-  FileDescriptor connect_client() {
+  // From `from` (a loopback address: 127.0.0.1 unless told).
+  FileDescriptor connect_client(const char* from = nullptr) {
     FileDescriptor fd(check_syscall("socket", ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)));
+    if (from) {
+      sockaddr_in source{};
+      source.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &source.sin_addr);
+      check_syscall("bind", ::bind(fd.get(), reinterpret_cast<const sockaddr*>(&source), sizeof source));
+    }
     check_syscall("connect", ::connect(fd.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address));
     return fd;
   }
@@ -96,8 +114,23 @@ std::vector<BulkDecoder::Frame> frames_of(const std::string& stream, std::string
   return frames;
 }
 
-std::string load_request(const std::string& url) {
-  return encode_bulk_request({url, "TestAgent/1", "de"}, "127.0.0.1:1");
+std::string load_request(const std::string& url, const std::string& token = kToken) {
+  return encode_bulk_request({url, "TestAgent/1", "de", token}, "127.0.0.1:1");
+}
+
+void send_all(int fd, const std::string& bytes) {
+  ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+}
+
+// A loader that links a pair of `body_bytes` bytes COUNT times, then says its load was ok.
+std::string pairs_loader(const fs::path& dir, size_t body_bytes, int count) {
+  RecordedPair pair = sample_pair("/big");
+  pair.response.body = std::string(body_bytes, 'x');
+  pair.response.headers = {{"Content-Length", std::to_string(body_bytes)}};
+  std::ofstream(dir / "pair", std::ios::binary) << serialize_pair(pair);
+  return "mkdir \"$1\" && read -r line && for i in $(seq " + std::to_string(count) + "); do cp " +
+         (dir / "pair").string() + " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$i\"; done;"
+         " echo 'mm-pageload: [1/1] http://a.test/ run 1: ok  PLT 42 ms' >&2";
 }
 }  // namespace
 
@@ -212,4 +245,113 @@ TEST(RemoteProxy, pairs_stream_even_when_the_directory_comes_late) {
   std::ofstream(go) << "go\n";  // the loader may end now
   ASSERT_TRUE(frame) << "the pair did not come while the loader ran";
   EXPECT_EQ(frame->kind, BulkFrameKind::Pair);
+}
+
+TEST(RemoteProxy, a_request_without_the_token_gets_401_and_loads_nothing) {
+  TempDir files;
+  const fs::path line = files.path / "line";
+  Harness h("mkdir \"$1\"; read -r line && printf '%s\\n' \"$line\" > " + line.string());
+  for (const std::string& token : {std::string(), std::string("ffffffffffffffffffffffffffffffff"), kToken + "0"}) {
+    FileDescriptor client = h.connect_client();
+    send_all(client.get(), load_request("http://169.254.169.254/latest/meta-data/", token));
+    const std::string answer = Harness::read_all(client.get());
+    EXPECT_TRUE(answer.starts_with("HTTP/1.1 401 Unauthorized\r\n")) << answer;
+    EXPECT_NE(answer.find("token"), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(line)) << "a load began";
+  const std::lock_guard<std::mutex> hold(h.said_lock);
+  ASSERT_FALSE(h.said.empty());
+  EXPECT_NE(h.said.front().find("refused a request from 127.0.0.1: no token"), std::string::npos) << h.said.front();
+}
+
+TEST(RemoteProxy, a_connection_that_sends_no_request_is_closed_with_408) {
+  Harness h("mkdir \"$1\"; read -r line", [](RemoteProxyOptions& o) { o.head_timeout = 300'000'000; });
+  FileDescriptor client = h.connect_client();
+  const Nanos started = monotonic_now();
+  const std::string answer = Harness::read_all(client.get());
+  EXPECT_TRUE(answer.starts_with("HTTP/1.1 408 Request Timeout\r\n")) << answer;
+  EXPECT_LT(monotonic_now() - started, 10 * kNanosPerSec);
+}
+
+// Idle connections from many addresses fill the table; an authorised request still gets its
+// load (the oldest idle one is closed for it), and one address cannot hold more than its share.
+TEST(RemoteProxy, idle_connections_cannot_keep_the_tokens_holders_out) {
+  TempDir files;
+  Harness h(pairs_loader(files.path, 10, 1));
+  std::vector<FileDescriptor> idle;
+  const char* sources[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"};
+  for (const char* from : sources)
+    for (size_t i = 0; i < kMaxConnectionsPerPeer; i++) idle.push_back(h.connect_client(from));
+  ASSERT_EQ(idle.size(), kMaxConnections);
+  // One more from an address that has its share: refused at once.
+  FileDescriptor extra = h.connect_client("127.0.0.2");
+  EXPECT_NE(Harness::read_all(extra.get()).find("503 Service Unavailable"), std::string::npos);
+  FileDescriptor client = h.connect_client();
+  send_all(client.get(), load_request("http://a.test/"));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_EQ(frames.size(), 2u) << error;
+  EXPECT_EQ(parse_bulk_end(frames[1].payload).at("status"), "ok");
+}
+
+TEST(RemoteProxy, a_pair_beyond_the_cap_is_left_out_and_the_others_stream_from_their_files) {
+  TempDir files;
+  // Pairs of 3 MiB each, streamed in pieces (never held whole); a cap of 1 MiB leaves them out.
+  {
+    Harness h(pairs_loader(files.path, 3 << 20, 2));
+    FileDescriptor client = h.connect_client();
+    send_all(client.get(), load_request("http://a.test/"));
+    std::string error;
+    const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+    ASSERT_EQ(frames.size(), 3u) << error;
+    std::string why;
+    std::optional<RecordedPair> pair = parse_owned_pair(std::string(frames[0].payload), &why);
+    ASSERT_TRUE(pair) << why;
+    EXPECT_EQ(pair->response.body.size(), 3u << 20);
+  }
+  Harness h(pairs_loader(files.path, 3 << 20, 2), [](RemoteProxyOptions& o) { o.max_pair_bytes = 1 << 20; });
+  FileDescriptor client = h.connect_client();
+  send_all(client.get(), load_request("http://a.test/"));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_EQ(frames.size(), 1u) << error;
+  const auto end = parse_bulk_end(frames[0].payload);
+  EXPECT_EQ(end.at("pairs"), "0");
+  EXPECT_EQ(end.at("left_out"), "2");
+}
+
+TEST(RemoteProxy, a_load_whose_pairs_pass_the_cap_is_stopped_with_an_error) {
+  TempDir files;
+  // 40 pairs of 100 KiB against a cap of 1 MiB; the loader would then wait a minute.
+  Harness h(pairs_loader(files.path, 100 << 10, 40) + "; sleep 60 & wait",
+            [](RemoteProxyOptions& o) { o.max_load_bytes = 1 << 20; });
+  FileDescriptor client = h.connect_client();
+  send_all(client.get(), load_request("http://a.test/"));
+  std::string error;
+  const Nanos started = monotonic_now();
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_FALSE(frames.empty()) << error;
+  EXPECT_LT(monotonic_now() - started, 30 * kNanosPerSec);
+  const auto end = parse_bulk_end(frames.back().payload);
+  EXPECT_EQ(end.at("status"), "error");
+  EXPECT_NE(end.at("reason").find("--max-load"), std::string::npos) << end.at("reason");
+}
+
+TEST(RemoteProxy, a_client_that_stops_reading_is_dropped_and_its_load_stopped) {
+  TempDir files;
+  const fs::path marker = files.path / "stopped";
+  // 16 pairs of 1 MiB: more than the socket buffers take; the client reads none of it.
+  Harness h("trap 'touch " + marker.string() + "; kill $!; exit 143' TERM; " + pairs_loader(files.path, 1 << 20, 16) +
+                "; sleep 60 & wait",
+            [](RemoteProxyOptions& o) { o.send_timeout = 500'000'000; });
+  FileDescriptor client = h.connect_client();
+  const int small = 4096;
+  (void)::setsockopt(client.get(), SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+  send_all(client.get(), load_request("http://a.test/"));
+  for (int i = 0; i < 400 && !fs::exists(marker); i++) ::usleep(50'000);
+  EXPECT_TRUE(fs::exists(marker)) << "the load was not stopped";
+  const std::lock_guard<std::mutex> hold(h.said_lock);
+  bool dropped = false;
+  for (const std::string& line : h.said) dropped |= line.find("took nothing for") != std::string::npos;
+  EXPECT_TRUE(dropped);
 }
