@@ -232,11 +232,11 @@ void LocalProxy::accept_all() {
     // only directly, whose original destination is the listener itself (and would loop).
     auto c = std::make_unique<Client>();
     socklen_t length = sizeof c->destination;
-    if (::getsockopt(fd.get(), SOL_IP, SO_ORIGINAL_DST, &c->destination, &length) != 0) continue;
+    const bool redirected = ::getsockopt(fd.get(), SOL_IP, SO_ORIGINAL_DST, &c->destination, &length) == 0;
     const bool from_command =
         options_.client_address.value == 0 || ntohl(peer.sin_addr.s_addr) == options_.client_address.value;
-    const bool to_self =
-        c->destination.sin_addr.s_addr == self.sin_addr.s_addr && c->destination.sin_port == self.sin_port;
+    const bool to_self = !redirected || (c->destination.sin_addr.s_addr == self.sin_addr.s_addr &&
+                                         c->destination.sin_port == self.sin_port);
     if (!from_command || to_self) {
       if (++totals_.refused_connections <= 5)
         options_.say("refused a connection from " + address_text(peer) +

@@ -574,8 +574,8 @@ void RemoteProxy::finish_load() {
   if (client && !client->gone && (!l.queued.empty() || client->file.valid())) return;
   std::map<std::string, std::string> fields;
   // mm-pageload's line for the load: "mm-pageload: [1/1] URL run 1: ok  PLT 52 ms ..." or why not.
-  std::string row, last;
-  size_t pos = 0;
+  std::string row, last, refused;
+  size_t pos = 0, refusals = 0;
   while (pos < l.tail.size()) {
     size_t end = l.tail.find('\n', pos);
     if (end == std::string::npos) end = l.tail.size();
@@ -584,7 +584,13 @@ void RemoteProxy::finish_load() {
     if (line.empty()) continue;
     last = line;
     if (line.starts_with("mm-pageload: [") && line.find(" run ") != std::string::npos) row = line;
+    // mm-record --refuse-upstream's lines: the user learns what was kept out, and how to allow it.
+    if (line.starts_with("mm-record: refused a connection to ") && refusals++ == 0) refused = line.substr(11);
   }
+  if (!refused.empty())
+    options_.say("load " + std::to_string(l.number) + ": " + printable(refused, 200) +
+                 (refusals > 1 ? " and " + std::to_string(refusals - 1) + " more" : "") +
+                 " (--allow-private lets the loads reach such addresses)");
   const Nanos took = monotonic_now() - l.load_started;
   std::string status = l.status == 0 && !l.over_cap ? "ok" : "error";
   std::string reason;

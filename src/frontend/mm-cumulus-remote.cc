@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
     const bool in_replay = in_replay_namespace();
     if (!in_replay && (::getuid() == 0 || ::geteuid() == 0))
       throw UserError(
-          "mm-cumulus-remote does not run as root outside mm-replay: its browser would load other people's "
+          "it does not run as root outside mm-replay: its browser would load other people's "
           "pages with root's rights and without its sandbox; run it as an ordinary user");
     const std::string token = token_file ? read_bulk_token_file(*token_file, true) : new_bulk_token();
     sockaddr_in where{};

@@ -127,7 +127,8 @@ test_cumulus_cut_stalled_or_unreachable_remote_loads_from_servers() {
         . "$lib"; cumulus_fake_remote "$mode" 8463 "$out.ready" & fake=$!
         for i in $(seq 100); do [ -f "$out.ready" ] && break; sleep 0.05; done
       fi
-      "$bin/mm-delay" 10 "$bin/mm-cumulus-local" --remote="$ip:8463" --stall-timeout=1 -- \
+      (umask 077; echo 0123456789abcdef0123456789abcdef > "$out.token")
+      "$bin/mm-delay" 10 "$bin/mm-cumulus-local" --remote="$ip:8463" --token-file="$out.token" --stall-timeout=1 -- \
         curl -sS -o "$out.page" -w "%{http_code}\n" "$url"
       status=$?; [ -z "${fake:-}" ] || kill "$fake" 2>/dev/null; exit $status' \
       sh "$mode" "$out" "$url" "$BIN" "$cumulus_top/tests/integration/cumulus.sh" > "$out.code" 2> "$out.err" ||
@@ -157,22 +158,32 @@ test_cumulus_refusals_name_the_input() {
   rc_msg 1 "no Remote Proxy: give --remote=ADDRESS:PORT, or run inside mm-cumulus-remote" \
     cumulus_as_user "$BIN/mm-cumulus-local" -- true || return 1
   rc_msg 2 "--remote=nowhere is not ADDRESS:PORT" cumulus_as_user "$BIN/mm-cumulus-local" --remote=nowhere -- true || return 1
-  rc_msg 1 "MAHIMAHI_CUMULUS_REMOTE=10.1.2.3 is not ADDRESS:PORT" \
+  rc_msg 1 "MAHIMAHI_CUMULUS_REMOTE is not TOKEN@ADDRESS:PORT" \
     cumulus_as_user env MAHIMAHI_CUMULUS_REMOTE=10.1.2.3 "$BIN/mm-cumulus-local" -- true || return 1
+  # The token: never on a command line, and needed.
+  rc_msg 2 "--remote takes ADDRESS:PORT, without the token" \
+    cumulus_as_user "$BIN/mm-cumulus-local" --remote=0123456789abcdef0123456789abcdef@10.1.2.3:1 -- true || return 1
+  rc_msg 1 "no token for the Remote Proxy at 10.1.2.3:1: give --token-file=FILE" \
+    cumulus_as_user "$BIN/mm-cumulus-local" --remote=10.1.2.3:1 -- true || return 1
+  rc_msg 1 "cannot read the token file $CUMULUS_HOME/none" \
+    cumulus_as_user "$BIN/mm-cumulus-local" --remote=10.1.2.3:1 --token-file="$CUMULUS_HOME/none" -- true || return 1
+  rc_msg 2 "--max-pair must be 1 to 256" cumulus_as_user "$BIN/mm-cumulus-remote" --max-pair=0 -- true || return 1
+  # Root's browser would run without its sandbox: refused, outside mm-replay.
+  rc_msg 1 "does not run as root outside mm-replay" in_world "$BIN/mm-cumulus-remote" -- true || return 1
   rc_msg 2 "--stall-timeout must be 1 to 600" cumulus_as_user "$BIN/mm-cumulus-local" --stall-timeout=0 -- true || return 1
   rc_msg 2 "--listen=1.2.3 is not ADDRESS:PORT" cumulus_as_user "$BIN/mm-cumulus-remote" --listen=1.2.3 -- true || return 1
   rc_msg 2 "--uplink-trace and --downlink-trace go together" \
     cumulus_as_user "$BIN/mm-cumulus-remote" --uplink-trace=x -- true || return 1
-  # Where nothing but loopback exists, the Remote Proxy has no address to be reached at.
+  # Where nothing but loopback exists, the Remote Proxy has no other address to be reached at.
   rc_msg 1 "no address to be reached at" \
-    cumulus_as_user unshare -rn "$BIN/mm-cumulus-remote" -- true || return 1
+    cumulus_as_user unshare --map-current-user -n "$BIN/mm-cumulus-remote" --listen=0.0.0.0:0 -- true || return 1
   # The command's exit status is the Remote Proxy's, and the environment tells the Local Proxy.
   local got
   got=$(cumulus_as_user "$BIN/mm-replay" "$CUMULUS_HOME/corpus/news" "$BIN/mm-cumulus-remote" -- \
     sh -c 'echo "$MAHIMAHI_CUMULUS_REMOTE"; exit 7' 2>/dev/null)
   [ $? = 7 ] || fail "mm-cumulus-remote did not exit with its command's status 7" || return 1
-  echo "$got" | grep -Eq '^[0-9.]+:[0-9]+$' || fail "MAHIMAHI_CUMULUS_REMOTE was \"$got\"" || return 1
-  echo "  refusals named; MAHIMAHI_CUMULUS_REMOTE=$got; status 7 passed on"
+  echo "$got" | grep -Eq '^[0-9a-f]{32}@[0-9.]+:[0-9]+$' || fail "MAHIMAHI_CUMULUS_REMOTE was \"$got\"" || return 1
+  echo "  refusals named; MAHIMAHI_CUMULUS_REMOTE=TOKEN@${got#*@}; status 7 passed on"
   cumulus_check_nothing_running
 }
 
@@ -205,4 +216,80 @@ print("  h1 %s ms, cumulus %s ms (optimal %s ms); remote load %s ms, CPU %s ms" 
       cu["optimal_plt_ms"], rows[-1]["remote_load_ms"], rows[-1]["remote_cpu_ms"]))
 PY
   cumulus_check_nothing_running
+}
+
+# The Remote Proxy outside mm-replay, as on a shared machine, the test user's: it listens on
+# loopback only; another user's request (no token) gets a 401 and starts no load; the token's
+# holder's load of a private address (the world's server host, 10.77.0.2) is refused at its
+# connection, not fetched.
+test_cumulus_remote_serves_only_its_token_and_no_private_address() {
+  command -v chromium >/dev/null || { echo "  chromium not installed"; return 1; }
+  cumulus_home || return 1
+  local dir=$CUMULUS_HOME/guard port code pid
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  cumulus_as_user "$BIN/mm-cumulus-remote" --token-file="$dir/token" --delay=0 2> "$dir/remote.err" & pid=$!
+  # (The background job is a subshell around the program: the program itself is signalled.)
+  local stop_remote="pkill -TERM -u $TEST_USER -f -- --token-file=$dir/token"
+  wait_until 30 grep -q '^mm-cumulus-remote: listening on' "$dir/remote.err" ||
+    { $stop_remote; wait "$pid"; fail "the Remote Proxy did not start: $(cat "$dir/remote.err")"; return 1; }
+  port=$(sed -n 's/^mm-cumulus-remote: listening on 127\.0\.0\.1:\([0-9]*\) (the token is in .*)$/\1/p' "$dir/remote.err")
+  cumulus_remote_guard_checks "$dir" "$port"; local status=$?
+  $stop_remote; wait "$pid"
+  [ "$status" = 0 ] || return 1
+  cumulus_check_nothing_running
+}
+
+cumulus_remote_guard_checks() {  # DIR PORT
+  local dir=$1 port=$2 code url
+  [ -n "$port" ] || fail "not on loopback: $(cat "$dir/remote.err")" || return 1
+  in_world ss -ltn "sport = :$port" | grep -q "127.0.0.1:$port " || fail "not listening on 127.0.0.1:$port" || return 1
+  ! in_world ss -ltn "sport = :$port" | grep -q "0.0.0.0:$port " || fail "listening on every address" || return 1
+  [ "$(stat -c %a "$dir/token")" = 600 ] || fail "the token file's mode is $(stat -c %a "$dir/token")" || return 1
+  url="http://127.0.0.1:$port/cumulus/1/load?url=http%3A%2F%2F$SERVER_IP%2F"
+  # Another user, without the token (and with a wrong one).
+  code=$(AS_USER=$OTHER_USER in_world curl -s -m 20 -o "$dir/other.out" -w '%{http_code}' "$url")
+  [ "$code" = 401 ] || fail "another user's request got $code: $(head -c 300 "$dir/other.out")" || return 1
+  code=$(AS_USER=$OTHER_USER in_world curl -s -m 20 -o /dev/null -w '%{http_code}' \
+    -H "Authorization: Bearer ffffffffffffffffffffffffffffffff" "$url")
+  [ "$code" = 401 ] || fail "a wrong token got $code" || return 1
+  grep -q "refused a request from 127.0.0.1: no token" "$dir/remote.err" || fail "no line for the refusal" || return 1
+  ! grep -q "^mm-cumulus-remote: load " "$dir/remote.err" || fail "a load ran for a request without the token" || return 1
+  # The token's holder: a private address is refused where the loader's browser connects.
+  cumulus_as_user sh -c 'curl -s -m 60 -H "Authorization: Bearer $(cat "$1")" -o "$2" "$3"' sh \
+    "$dir/token" "$dir/private.bulk" "$url" || fail "the token's holder's request failed" || return 1
+  wait_until 30 grep -q "^mm-cumulus-remote: load 1 " "$dir/remote.err" || fail "no load line: $(tail -5 "$dir/remote.err")" || return 1
+  grep -q "^mm-cumulus-remote: load 1: refused a connection to $SERVER_IP:80 (in 10.0.0.0/8, which --refuse-upstream names).* (--allow-private lets the loads reach such addresses)$" "$dir/remote.err" ||
+    fail "the loader's connection to $SERVER_IP was not refused: $(grep -v '^\[' "$dir/remote.err" | tail -5)" || return 1
+  ! grep -aq "HTTP/1.1 200" "$dir/private.bulk" || fail "the server host's page came back in the bulk" || return 1
+  echo "  loopback only (127.0.0.1:$port); another user: 401; $(grep -o 'refused a connection to [^(]*' "$dir/remote.err" | head -1)"
+}
+
+# The Local Proxy's listener is on the shell's address in the caller's namespace: another user
+# who connects there directly is reset (it would otherwise be proxied, to the proxy itself), and
+# the owner's page loads as before.
+test_cumulus_local_proxy_refuses_another_users_connection() {
+  cumulus_home || return 1
+  local dir=$CUMULUS_HOME/local-guard base port pid
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  (umask 077; echo 0123456789abcdef0123456789abcdef > "$dir/token"); chown "$TEST_USER" "$dir/token"
+  cumulus_as_user "$BIN/mm-cumulus-local" --remote=127.0.0.1:9 --token-file="$dir/token" -- \
+    sh -c 'echo "$MAHIMAHI_BASE" > "$1/base"; while [ ! -e "$1/done" ]; do sleep 0.1; done' sh "$dir" \
+    2> "$dir/local.err" & pid=$!
+  wait_until 20 test -s "$dir/base" || { kill "$pid"; wait "$pid"; fail "the shell did not start: $(cat "$dir/local.err")"; return 1; }
+  base=$(cat "$dir/base")
+  port=$(in_world ss -ltn | awk -v b="$base" '{ n = split($4, a, ":"); if (a[1] == b) print a[n] }' | head -1)
+  local out status=0
+  if [ -z "$port" ]; then
+    status=1; echo "FAIL: no listener on $base: $(in_world ss -ltn)"
+  else
+    out=$(AS_USER=$OTHER_USER in_world timeout 10 curl -sS -m 5 "http://$base:$port/" 2>&1); local rc=$?
+    # Reset at once: curl's "Recv failure" (56) or an empty reply (52), never a proxied answer or a hang.
+    case $rc in 52 | 56) ;; *) status=1; echo "FAIL: another user's connection to the Local Proxy: curl status $rc: $out" ;; esac
+  fi
+  touch "$dir/done"; wait "$pid"
+  [ "$status" = 0 ] || return 1
+  grep -q "refused a connection from $base:[0-9]* to the proxy itself" "$dir/local.err" ||
+    grep -q "refused a connection from .*, which is not the shell's command" "$dir/local.err" ||
+    fail "no line for the refused connection: $(cat "$dir/local.err")" || return 1
+  echo "  another user's connection to $base:$port: curl status $rc; $(grep -o 'refused a connection from [^(]*' "$dir/local.err" | head -1)"
 }
