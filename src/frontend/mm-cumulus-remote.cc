@@ -277,6 +277,8 @@ int main(int argc, char** argv) {
     loader.push_back(resolve_program("mm-record", path));
     loader.push_back("{dir}");
     loader.push_back("--write-at-once");  // each pair is streamed as soon as it is whole
+    // A response beyond --max-pair is relayed to the browser but neither held nor written.
+    loader.push_back("--max-body=" + std::to_string(max_pair_mb));
     if (!allow_private && !in_replay) {
       // Every connection the loader's browser makes, not only the page's: checked where it is
       // made (mm-record), by address, after the names are resolved.

@@ -46,6 +46,9 @@ const ProgramInfo kInfo{
     "                        them: comma-separated ADDRESS[/BITS], and \"private\" for loopback,\n"
     "                        private, shared (100.64/10), link-local, multicast and reserved space\n"
     "                        (repeatable; mm-cumulus-remote's loaders use it)\n"
+    "  --max-body=MB         a request or response whose body passes MB is relayed whole but not\n"
+    "                        recorded (nor held in memory), with a line saying so (default: every\n"
+    "                        pair is recorded, whatever its size)\n"
     "  --deterministic       the program gets every HTML page with a script that makes Date,\n"
     "                        Math.random and crypto.getRandomValues repeat (the recording keeps\n"
     "                        the page as sent): a page that builds URLs from the clock or at\n"
@@ -105,6 +108,13 @@ int main(int argc, char** argv) {
                          [&](std::string_view v) {
                            for (const Ipv4Net& net : parse_refused_upstream(v)) options.refused_upstream.push_back(net);
                          }},
+                        {"max-body", true,
+                         [&](std::string_view v) {
+                           const uint64_t mb = parse_unsigned(v, "--max-body");
+                           if (mb < 1 || mb > 65536)
+                             throw UsageError("--max-body must be 1 to 65536 (MB), not " + std::string(v));
+                           options.max_body_bytes = mb << 20;
+                         }},
                         {"verbose", false, [&](std::string_view) { options.verbose = spec.verbose = true; }},
                         ArgScanner::tcp_ecn_option(spec.tcp_ecn)});
     spec.command = scanner.scan(ac, av, [&](std::string_view word) {
@@ -146,6 +156,9 @@ int main(int argc, char** argv) {
         const int status = run_ferry_pair_beside(endpoints, proxy, ready);
         writer.finish();
         report_recording(dir, created, writer, proxy.failed_connections());
+        if (proxy.not_recorded())
+          std::cerr << "mm-record: " << count_of(proxy.not_recorded(), "pair") << " not recorded (--max-body)"
+                    << std::endl;
         if (proxy.refused_connections())
           std::cerr << "mm-record: " << count_of(proxy.refused_connections(), "connection")
                     << " refused (--refuse-upstream)" << std::endl;

@@ -183,6 +183,7 @@ size_t HttpParser::consume(std::string_view data, bool one_step) {
         pos = consume_trailer(data, pos);
         break;
     }
+    trim_body();
     if (state_ != State::Error && !in_message()) boundary = pos;
     if (one_step && (completed_.size() != completed_before || (phase_before == Phase::Head && phase_ != Phase::Head)))
       break;
@@ -388,7 +389,8 @@ void HttpParser::start_body() {
       complete_message(false);
       return;
     }
-    current_.body.reserve(static_cast<size_t>(std::min<uint64_t>(length.value, kMaxBodyReserve)));
+    const uint64_t reserve = std::min<uint64_t>(length.value, kMaxBodyReserve);
+    current_.body.reserve(static_cast<size_t>(body_limit_ > 0 ? std::min(reserve, body_limit_) : reserve));
     body_remaining_ = length.value;
     phase_ = Phase::FixedBody;
   } else if (direction_ == Direction::Response) {
@@ -481,8 +483,27 @@ size_t HttpParser::consume_trailer(std::string_view data, size_t pos) {
 }
 
 void HttpParser::complete_message(bool interim) {
-  completed_.push_back({std::move(current_), interim});
+  uint64_t dropped = 0;
+  if (body_limit_ > 0 && (dropped_ > 0 || current_.body.size() > body_limit_)) {
+    dropped = dropped_ + current_.body.size();
+    current_.body.clear();
+    current_.body.shrink_to_fit();
+  }
+  completed_.push_back({std::move(current_), interim, dropped});
   reset_message();
+}
+
+void HttpParser::trim_body() {
+  if (body_limit_ == 0 || phase_ == Phase::Head) return;
+  if (dropped_ == 0 && current_.body.size() <= body_limit_) return;
+  // Past the limit: only the line being parsed (a chunk-size or trailer line) is still needed.
+  const bool in_line = phase_ == Phase::ChunkSize || phase_ == Phase::Trailer;
+  const size_t keep_from = in_line ? std::min(body_line_start_, current_.body.size()) : current_.body.size();
+  dropped_ += keep_from;
+  current_.body.erase(0, keep_from);
+  // What a large piece made it allocate goes back (it would stay for the rest of the message).
+  if (current_.body.capacity() > 2 * body_limit_ + 65536) current_.body.shrink_to_fit();
+  body_line_start_ = body_line_start_ > keep_from ? body_line_start_ - keep_from : 0;
 }
 
 void HttpParser::reset_message() {
@@ -496,6 +517,7 @@ void HttpParser::reset_message() {
   body_line_start_ = 0;
   trailer_bytes_ = 0;
   saw_cr_ = false;
+  dropped_ = 0;
 }
 
 void HttpParser::fail(std::string why) {

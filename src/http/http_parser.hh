@@ -57,7 +57,14 @@ class HttpParser {
   struct Completed {
     HttpMessage message;
     bool interim;  // a 1xx response other than 101 (100 Continue, 103 Early Hints)
+    // With a body limit: the body passed it, so it was counted, not kept (message.body is empty).
+    uint64_t dropped_body_bytes;
   };
+
+  // Bodies beyond `bytes` are counted, not kept (0, the default: every body is kept whole), so
+  // that a relay that records (mm-record --max-body) holds at most that much of a message: the
+  // framing is still followed, and the message completes with dropped_body_bytes set.
+  void set_body_limit(uint64_t bytes) { body_limit_ = bytes; }
   bool has_completed() const { return !completed_.empty(); }
   Completed pop_completed();                 // oldest first; throws std::logic_error if !has_completed()
   const Completed& front_completed() const;  // the one pop_completed would return
@@ -92,6 +99,7 @@ class HttpParser {
   bool parse_field_line(std::string_view line, HttpHeader* field);  // nullptr: validate only
   void start_body();                                                // the header section ended: choose the framing
   void complete_message(bool interim);
+  void trim_body();  // with a body limit: drops what the framing no longer needs
   void reset_message();  // forget the message in progress
   void fail(std::string why);
 
@@ -112,4 +120,6 @@ class HttpParser {
   size_t body_line_start_ = 0;   // ChunkSize / Trailer: where the current line starts in current_.body
   size_t trailer_bytes_ = 0;     // trailer section bytes so far (for the size cap)
   bool saw_cr_ = false;          // ChunkDataEnd: the CR of the CRLF has been seen
+  uint64_t body_limit_ = 0;      // 0: none
+  uint64_t dropped_ = 0;         // body bytes of the current message counted, not kept
 };

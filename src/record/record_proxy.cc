@@ -85,6 +85,7 @@ struct RecordProxy::Connection {
   struct PendingRequest {
     HttpMessage request;
     uint64_t start_us, end_us;
+    uint64_t dropped_body_bytes;  // its body passed --max-body: the pair is not recorded
   };
 
   uint64_t id = 0;
@@ -254,6 +255,8 @@ void RecordProxy::start_connection(FileDescriptor client_fd) {
   c->ip = text;
   c->port = ntohs(original.sin_port);
   c->client = std::move(client);
+  c->requests.set_body_limit(options_.max_body_bytes);
+  c->responses.set_body_limit(options_.max_body_bytes);
   c->server = TlsStream(FileDescriptor(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)));
   if (c->server.fd() < 0) {
     std::cerr << "mm-record: cannot make a socket: " << std::strerror(errno) << std::endl;
@@ -624,7 +627,7 @@ bool RecordProxy::relay_deterministic(Connection& c, std::string_view data) {
 bool RecordProxy::release_held(Connection& c) {
   using Hold = Connection::Hold;
   std::string out;
-  if (c.hold == Hold::Page && c.responses.has_completed()) {
+  if (c.hold == Hold::Page && c.responses.has_completed() && c.responses.front_completed().dropped_body_bytes == 0) {
     HttpMessage page = c.responses.front_completed().message;
     if (is_chunked(page)) {
       page.body = decoded_body(page);
@@ -652,7 +655,7 @@ void RecordProxy::take_requests(Connection& c, uint64_t now, bool was_idle) {
     const uint64_t start = (!completed && !was_idle) ? c.request_start_us : now;
     completed = true;
     c.responses.expect_response_to(split_request_line(done.message.first_line).method);
-    c.pending.push_back({std::move(done.message), start, now});
+    c.pending.push_back({std::move(done.message), start, now, done.dropped_body_bytes});
   }
   if (c.requests.in_message() && (was_idle || completed)) c.request_start_us = now;
 }
@@ -668,6 +671,15 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     Connection::PendingRequest request = std::move(c.pending.front());
     c.pending.pop_front();
     if (c.responses.upgraded()) continue;  // 101 / CONNECT: the connection is a tunnel now
+    if (request.dropped_body_bytes > 0 || done.dropped_body_bytes > 0) {
+      // Relayed whole, but not kept: a line for the first few, and the closing line counts them.
+      if (++not_recorded_ <= 10)
+        std::cerr << "mm-record: " << c.where() << ": " << printable(request.request.first_line, 200) << ": a "
+                  << (request.dropped_body_bytes > 0 ? "request" : "response") << " body of "
+                  << std::max(request.dropped_body_bytes, done.dropped_body_bytes) << " bytes, over --max-body ("
+                  << options_.max_body_bytes << "): relayed, not recorded" << std::endl;
+      continue;
+    }
     RecordedPair pair;
     pair.ip = c.ip;
     pair.port = c.port;

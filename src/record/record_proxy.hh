@@ -37,6 +37,9 @@ struct RecordProxyOptions {
   // which mm-cumulus-remote's loaders use so that nobody can read, through them, what only the
   // Remote Proxy's machine reaches.
   std::vector<Ipv4Net> refused_upstream;
+  // A message whose body passes it is relayed whole but neither kept in memory nor recorded
+  // (mm-record --max-body; 0: every body is kept and recorded).
+  uint64_t max_body_bytes = 0;
 };
 
 // --refuse-upstream's LIST: comma-separated ADDRESS[/BITS] and the word "private" (loopback,
@@ -55,6 +58,7 @@ class RecordProxy {
   void stop();                          // from any thread
   uint64_t failed_connections() const;  // upstream unreachable, or TLS failed: the client was reset
   uint64_t refused_connections() const { return refused_; }  // to a refused destination
+  uint64_t not_recorded() const { return not_recorded_; }     // pairs over max_body_bytes
 
   struct Connection;
   struct Probe;
@@ -109,5 +113,5 @@ class RecordProxy {
   uint64_t next_id_ = 1;
   std::string buffer_;               // one read buffer for all connections
   std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread
-  std::atomic<uint64_t> refused_{0};
+  std::atomic<uint64_t> refused_{0}, not_recorded_{0};
 };

@@ -118,6 +118,24 @@ test_record_streams_a_200MB_download() {
   [ "$size" = 209715200 ] || fail "recorded body size: '${size}'" || return 1
 }
 
+# --max-body: the 200 MB body reaches curl whole, but is not recorded; the small pair beside it
+# is recorded; a line names the one left out.
+test_record_max_body_relays_but_does_not_keep_a_larger_body() {
+  local dir=$WORLD_TMP/rec-max-body out
+  out=$(recording_shell "$dir" --max-body=1 -- sh -c '
+    curl -sf -o /dev/null -w "%{size_download}\n" http://a.test/big.bin &&
+    curl -sf -o /dev/null -w "%{size_download}\n" http://c.test/app.js' 2> "$WORLD_TMP/max-body.err")
+  [ "$(echo "$out" | head -1)" = 209715200 ] && [ "$(echo "$out" | wc -l)" = 2 ] ||
+    fail "curl got \"$(echo $out)\": $(tail -3 "$WORLD_TMP/max-body.err")" || return 1
+  grep -q "^mm-record: .*GET /big.bin HTTP/1.1: a response body of 209715200 bytes, over --max-body (1048576): relayed, not recorded$" \
+    "$WORLD_TMP/max-body.err" || fail "no line for the body left out: $(cat "$WORLD_TMP/max-body.err")" || return 1
+  grep -q "^mm-record: 1 pair not recorded (--max-body)$" "$WORLD_TMP/max-body.err" || fail "no count in the closing lines" || return 1
+  local listing; listing=$("$BIN/mm-recording" ls "$dir")
+  ! echo "$listing" | grep -q big.bin || fail "big.bin was recorded" || return 1
+  echo "$listing" | grep -q app.js || fail "app.js was not recorded: $listing" || return 1
+  echo "  200 MB relayed whole, not recorded; app.js recorded"
+}
+
 test_record_500_concurrent_connections_lose_no_pair() {
   local dir=$WORLD_TMP/rec-500 urls=$WORLD_TMP/urls.txt
   for i in $(seq 500); do printf 'url = "http://c.test/app.js?n=%s"\noutput = "/dev/null"\n' "$i"; done > "$urls"

@@ -714,3 +714,47 @@ TEST(HttpParser, http_parser_feed_step_stops_at_each_head_and_each_message) {
   EXPECT_EQ(parser.pop_completed().message.first_line, "HTTP/1.1 200 OK");
   EXPECT_FALSE(parser.in_message());
 }
+
+// With a body limit, a body beyond it is counted, not kept, whatever its framing and however it
+// arrives; what is held stays near the limit; the messages around it are kept whole.
+TEST(HttpParser, bodies_beyond_the_limit_are_counted_not_kept) {
+  const std::string big(100000, 'x');
+  std::string chunked;
+  for (size_t at = 0; at < big.size(); at += 7000) {
+    const std::string piece = big.substr(at, 7000);
+    char size[16];
+    std::snprintf(size, sizeof size, "%zx", piece.size());
+    chunked += std::string(size) + ";ext=1\r\n" + piece + "\r\n";
+  }
+  chunked += "0\r\nX-Trailer: t\r\n\r\n";
+  const std::string stream = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+                             "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big +
+                             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked +
+                             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                             "HTTP/1.1 200 OK\r\n\r\n" + big;
+  for (const size_t piece : {size_t{1}, size_t{997}, stream.size()}) {
+    HttpParser parser(Direction::Response);
+    parser.set_body_limit(1000);
+    for (int i = 0; i < 5; i++) parser.expect_response_to("GET");
+    size_t most_held = 0;
+    for (size_t pos = 0; pos < stream.size(); pos += piece) {
+      ASSERT_EQ(parser.feed(std::string_view(stream).substr(pos, piece)), std::min(piece, stream.size() - pos));
+      if (const HttpMessage* head = parser.head()) most_held = std::max(most_held, head->body.capacity());
+    }
+    ASSERT_TRUE(parser.finish());
+    std::vector<HttpParser::Completed> done;
+    while (parser.has_completed()) done.push_back(parser.pop_completed());
+    ASSERT_EQ(done.size(), 5u) << piece;
+    EXPECT_EQ(done[0].message.body, "abc");
+    EXPECT_EQ(done[0].dropped_body_bytes, 0u);
+    EXPECT_TRUE(done[1].message.body.empty());
+    EXPECT_EQ(done[1].dropped_body_bytes, big.size());
+    EXPECT_TRUE(done[2].message.body.empty());
+    EXPECT_EQ(done[2].dropped_body_bytes, chunked.size());  // as it crossed the wire, framing included
+    EXPECT_EQ(done[3].message.body, "ok");
+    EXPECT_EQ(done[4].dropped_body_bytes, big.size());
+    // Held (allocated) at most about twice the limit and what one piece brings past it: a string
+    // grows by doubling, and past the limit only a line being parsed is kept.
+    EXPECT_LE(most_held, 2 * (1000 + std::min(piece, stream.size())) + 64) << piece;
+  }
+}
