@@ -142,7 +142,7 @@ std::string read_bulk_token_file(const std::string& file, bool create) {
   if (!fd.valid())
     throw UserError("cannot read the token file " + name + ": " + std::strerror(errno) +
                     (errno == ELOOP ? " (it is a symbolic link: give the file itself)" : ""));
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd.get(), &st) != 0) throw SystemError("fstat " + name);
   if (!S_ISREG(st.st_mode)) throw UserError("the token file " + name + " is not a regular file");
   if (st.st_uid != ::geteuid())

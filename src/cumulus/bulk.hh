@@ -78,7 +78,7 @@ std::string read_bulk_token_file(const std::string& file, bool create);
 // Where the Local Proxy finds the Remote Proxy: "TOKEN@ADDRESS:PORT" (MAHIMAHI_CUMULUS_REMOTE)
 // or "ADDRESS:PORT" (--remote, whose token comes from a file). nullopt if malformed.
 struct BulkRemote {
-  std::string token;  // empty if the text had none
+  std::string token;    // empty if the text had none
   std::string address;  // "ADDRESS:PORT"
 };
 std::optional<BulkRemote> parse_bulk_remote(std::string_view text);

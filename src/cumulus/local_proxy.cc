@@ -242,16 +242,14 @@ void LocalProxy::accept_all() {
         options_.say("refused a connection from " + address_text(peer) +
                      (to_self ? " to the proxy itself" : ", which is not the shell's command") +
                      " (the proxy serves only its own shell)");
-      struct linger reset{1, 0};
-      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      TlsStream(std::move(fd)).reset_on_close();  // closed at once, with a reset
       continue;
     }
     if (clients_.size() >= kMaxClients) {
       if (++totals_.refused_connections <= 5)
         options_.say("refused a connection to " + address_text(c->destination) + ": the browser has " +
                      std::to_string(kMaxClients) + " open already");
-      struct linger reset{1, 0};
-      (void)::setsockopt(fd.get(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+      TlsStream(std::move(fd)).reset_on_close();  // closed at once, with a reset
       continue;
     }
     const int one = 1;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "cumulus/remote_proxy.hh"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -8,12 +9,10 @@
 #include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <arpa/inet.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
@@ -250,8 +249,9 @@ Nanos RemoteProxy::expire_clients(Nanos now) {
       if (now - c->accepted >= options_.head_timeout) {
         c->requested = true;
         c->ending = true;
-        c->out = bulk_error_response(408, "Request Timeout", "mm-cumulus-remote: no request within " +
-                                                                  std::to_string(options_.head_timeout / kNanosPerSec) + " s");
+        c->out = bulk_error_response(
+            408, "Request Timeout",
+            "mm-cumulus-remote: no request within " + std::to_string(options_.head_timeout / kNanosPerSec) + " s");
         c->progress = now;
         flush_client(*c);
         if (c->gone) continue;
@@ -278,8 +278,8 @@ void RemoteProxy::accept_all() {
   for (;;) {
     sockaddr_in peer{};
     socklen_t length = sizeof peer;
-    FileDescriptor fd(::accept4(options_.listener.get(), reinterpret_cast<sockaddr*>(&peer), &length,
-                                SOCK_NONBLOCK | SOCK_CLOEXEC));
+    FileDescriptor fd(
+        ::accept4(options_.listener.get(), reinterpret_cast<sockaddr*>(&peer), &length, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (!fd.valid()) {
       if (errno == EINTR || errno == ECONNABORTED) continue;
       return;
@@ -292,9 +292,10 @@ void RemoteProxy::accept_all() {
     }
     std::string busy;
     if (from_peer >= kMaxConnectionsPerPeer) {
-      busy = std::to_string(kMaxConnectionsPerPeer) + " connections from " + peer_text(peer.sin_addr) + " are open already";
+      busy = std::to_string(kMaxConnectionsPerPeer) + " connections from " + peer_text(peer.sin_addr) +
+             " are open already";
     } else if (live >= kMaxConnections && !evict_unauthorised()) {
-      busy = std::to_string(kMaxWaitingLoads) + " loads are waiting already";
+      busy = std::to_string(kMaxConnections) + " connections are open already";
     }
     if (!busy.empty()) {
       const std::string answer = bulk_error_response(503, "Service Unavailable", "mm-cumulus-remote: " + busy);
@@ -378,8 +379,9 @@ void RemoteProxy::authorise(Client& c) {
   for (const auto& other : clients_)
     if (other.get() != &c && !other->gone && other->authorised && !other->started && !other->ending) waiting++;
   if (waiting >= kMaxWaitingLoads) {
-    c.out = bulk_error_response(503, "Service Unavailable",
-                                "mm-cumulus-remote: " + std::to_string(kMaxWaitingLoads) + " loads are waiting already");
+    c.out =
+        bulk_error_response(503, "Service Unavailable",
+                            "mm-cumulus-remote: " + std::to_string(kMaxWaitingLoads) + " loads are waiting already");
     c.ending = true;
     return;
   }
@@ -541,7 +543,7 @@ void RemoteProxy::fill(Client& c) {
     const fs::path path = current_->queued.front();
     current_->queued.pop_front();
     FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
-    struct stat st{};
+    struct stat st {};
     const bool opened = fd.valid() && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode);
     ::unlink(path.c_str());  // its space goes when the descriptor closes
     if (!opened) continue;

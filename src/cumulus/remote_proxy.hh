@@ -46,10 +46,10 @@ struct RemoteProxyOptions {
   // The loader's command line up to the URL: shells, mm-record DIR --, mm-pageload and its
   // options; "{dir}" in any word is replaced by the load's recording directory.
   std::vector<std::string> loader;
-  std::filesystem::path work_directory;  // private: the loads' recording directories
-  std::string token;                      // what a request must carry (valid_bulk_token)
-  uint64_t max_pair_bytes = 64ull << 20;  // a pair beyond it is left out (at most kMaxBulkFrame)
-  uint64_t max_load_bytes = 1ull << 30;   // a load whose pairs pass it is stopped
+  std::filesystem::path work_directory;    // private: the loads' recording directories
+  std::string token;                       // what a request must carry (valid_bulk_token)
+  uint64_t max_pair_bytes = 64ull << 20;   // a pair beyond it is left out (at most kMaxBulkFrame)
+  uint64_t max_load_bytes = 1ull << 30;    // a load whose pairs pass it is stopped
   Nanos head_timeout = 10 * kNanosPerSec;  // a connection's request must come within it
   Nanos send_timeout = 60 * kNanosPerSec;  // a client that takes nothing for so long is dropped
   bool verbose = false;

@@ -127,10 +127,9 @@ int main(int argc, char** argv) {
         } else if (from_env && !from_env->token.empty()) {
           proxy_options.token = from_env->token;
         } else {
-          throw UserError(
-              "no token for the Remote Proxy at " + where +
-              ": give --token-file=FILE (the file of mm-cumulus-remote --token-file), or "
-              "MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT");
+          throw UserError("no token for the Remote Proxy at " + where +
+                          ": give --token-file=FILE (the file of mm-cumulus-remote --token-file), or "
+                          "MAHIMAHI_CUMULUS_REMOTE=TOKEN@ADDRESS:PORT");
         }
         proxy_options.remote = *parse_ipv4_endpoint(where);
         proxy_options.remote_text = where;

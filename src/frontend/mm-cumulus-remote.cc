@@ -114,7 +114,7 @@ std::string address_text(in_addr a, uint16_t port) {
 // command names the namespace, which must be this process's own.
 bool in_replay_namespace() {
   const char* named = std::getenv(kIsolatedNamespaceVariable);
-  struct stat st{};
+  struct stat st {};
   if (!named || ::stat("/proc/self/ns/net", &st) != 0) return false;
   return std::string_view(named) == std::to_string(st.st_ino);
 }

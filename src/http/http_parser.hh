@@ -99,7 +99,7 @@ class HttpParser {
   bool parse_field_line(std::string_view line, HttpHeader* field);  // nullptr: validate only
   void start_body();                                                // the header section ended: choose the framing
   void complete_message(bool interim);
-  void trim_body();  // with a body limit: drops what the framing no longer needs
+  void trim_body();      // with a body limit: drops what the framing no longer needs
   void reset_message();  // forget the message in progress
   void fail(std::string why);
 

@@ -868,9 +868,9 @@ uint64_t RecordProxy::expire_probes() {
 
 std::vector<Ipv4Net> parse_refused_upstream(std::string_view list) {
   // RFC 6890's special-purpose space that a machine's own network may hold (and 0/8, 224/3).
-  static constexpr std::string_view kPrivate[] = {
-      "0.0.0.0/8",     "10.0.0.0/8",      "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
-      "172.16.0.0/12", "192.0.0.0/24",    "192.168.0.0/16", "198.18.0.0/15", "224.0.0.0/3"};
+  static constexpr std::string_view kPrivate[] = {"0.0.0.0/8",      "10.0.0.0/8",    "100.64.0.0/10", "127.0.0.0/8",
+                                                  "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",  "192.168.0.0/16",
+                                                  "198.18.0.0/15",  "224.0.0.0/3"};
   std::vector<Ipv4Net> nets;
   for (std::string_view rest = list; !rest.empty();) {
     const size_t comma = rest.find(',');

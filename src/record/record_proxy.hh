@@ -58,7 +58,7 @@ class RecordProxy {
   void stop();                          // from any thread
   uint64_t failed_connections() const;  // upstream unreachable, or TLS failed: the client was reset
   uint64_t refused_connections() const { return refused_; }  // to a refused destination
-  uint64_t not_recorded() const { return not_recorded_; }     // pairs over max_body_bytes
+  uint64_t not_recorded() const { return not_recorded_; }    // pairs over max_body_bytes
 
   struct Connection;
   struct Probe;

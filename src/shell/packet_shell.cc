@@ -61,7 +61,7 @@ void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const Shel
   // Which namespace is an isolated shell's (mm-replay's, which nothing outside reaches): its
   // inode, so that a program can tell it runs there (mm-cumulus-remote's defaults). A hint to
   // ordinary programs, never read with root's rights.
-  struct stat st{};
+  struct stat st {};
   if (spec.isolated && net.inner_namespace.valid() && ::fstat(net.inner_namespace.get(), &st) == 0)
     env.set(kIsolatedNamespaceVariable, std::to_string(st.st_ino));
   const char* prefix = env.get("MAHIMAHI_SHELL_PREFIX");
@@ -711,9 +711,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     net.slot_claim.close();  // a writable root-owned file: not for the user's process
     const int channel_fd = ferry_channel.get();
     FerryEndpoints endpoints{
-        net.outer_tun.get(), net.inner_tun.get(), &net.dns, outer_prefix, net.intercepted.get(), {},
-        net.offload,         clock_base,
-        net.addresses.inner};
+        net.outer_tun.get(), net.inner_tun.get(), &net.dns,           outer_prefix, net.intercepted.get(), {},
+        net.offload,         clock_base,          net.addresses.inner};
     if (isolated) {
       endpoints.add_addresses = [channel_fd](const std::vector<Ipv4>& addresses) {
         request_addresses(channel_fd, addresses);

@@ -277,14 +277,18 @@ test_cumulus_local_proxy_refuses_another_users_connection() {
     2> "$dir/local.err" & pid=$!
   wait_until 20 test -s "$dir/base" || { kill "$pid"; wait "$pid"; fail "the shell did not start: $(cat "$dir/local.err")"; return 1; }
   base=$(cat "$dir/base")
-  port=$(in_world ss -ltn | awk -v b="$base" '{ n = split($4, a, ":"); if (a[1] == b) print a[n] }' | head -1)
+  # The proxy's listener: the socket on the shell's address that mm-cumulus-local's ferry holds.
+  port=$(in_world ss -ltnp | awk -v b="$base" '/"mm-cumulus-loca"/ { n = split($4, a, ":"); if (a[1] == b) print a[n] }' | head -1)
   local out status=0
   if [ -z "$port" ]; then
     status=1; echo "FAIL: no listener on $base: $(in_world ss -ltn)"
   else
     out=$(AS_USER=$OTHER_USER in_world timeout 10 curl -sS -m 5 "http://$base:$port/" 2>&1); local rc=$?
     # Reset at once: curl's "Recv failure" (56) or an empty reply (52), never a proxied answer or a hang.
-    case $rc in 52 | 56) ;; *) status=1; echo "FAIL: another user's connection to the Local Proxy: curl status $rc: $out" ;; esac
+    case $rc in
+      52 | 56) ;;
+      *) status=1; echo "FAIL: another user's connection to the Local Proxy: curl status $rc: $out; $(in_world ss -ltnp | grep -F "$base:")" ;;
+    esac
   fi
   touch "$dir/done"; wait "$pid"
   [ "$status" = 0 ] || return 1

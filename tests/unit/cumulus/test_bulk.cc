@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The bulk protocol: requests both ways, frames in any pieces, and what is refused.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -167,7 +166,7 @@ TEST(Bulk, a_token_file_is_made_private_and_read_back_and_a_shared_one_refused) 
   const std::string file = (tmp.path / "token").string();
   const std::string made = read_bulk_token_file(file, true);
   EXPECT_TRUE(valid_bulk_token(made));
-  struct stat st{};
+  struct stat st {};
   ASSERT_EQ(::stat(file.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   EXPECT_EQ(read_bulk_token_file(file, false), made);

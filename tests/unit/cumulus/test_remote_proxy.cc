@@ -129,7 +129,8 @@ std::string pairs_loader(const fs::path& dir, size_t body_bytes, int count) {
   pair.response.headers = {{"Content-Length", std::to_string(body_bytes)}};
   std::ofstream(dir / "pair", std::ios::binary) << serialize_pair(pair);
   return "mkdir \"$1\" && read -r line && for i in $(seq " + std::to_string(count) + "); do cp " +
-         (dir / "pair").string() + " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$i\"; done;"
+         (dir / "pair").string() +
+         " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$i\"; done;"
          " echo 'mm-pageload: [1/1] http://a.test/ run 1: ok  PLT 42 ms' >&2";
 }
 }  // namespace

@@ -727,11 +727,14 @@ TEST(HttpParser, bodies_beyond_the_limit_are_counted_not_kept) {
     chunked += std::string(size) + ";ext=1\r\n" + piece + "\r\n";
   }
   chunked += "0\r\nX-Trailer: t\r\n\r\n";
-  const std::string stream = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
-                             "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(big.size()) + "\r\n\r\n" + big +
-                             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked +
-                             "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
-                             "HTTP/1.1 200 OK\r\n\r\n" + big;
+  const std::string stream =
+      "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+      "HTTP/1.1 200 OK\r\nContent-Length: " +
+      std::to_string(big.size()) + "\r\n\r\n" + big + "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" +
+      chunked +
+      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+      "HTTP/1.1 200 OK\r\n\r\n" +
+      big;
   for (const size_t piece : {size_t{1}, size_t{997}, stream.size()}) {
     HttpParser parser(Direction::Response);
     parser.set_body_limit(1000);
