@@ -473,6 +473,9 @@ bool LocalProxy::open_upstream(Client& c) {
   c.upstream_connected = c.upstream_tls_done = false;
   c.upstream_deadline = monotonic_now() + kConnectTimeout;
   c.responses = std::make_unique<HttpParser>(HttpParser::Direction::Response);
+  // The origin's answer is relayed as it comes; only its framing matters here, not its body,
+  // which the parser counts without keeping (a large download costs no memory).
+  c.responses->set_body_limit(1);
   c.upstream_interest = EPOLLOUT;
   epoll_.add(c.upstream.fd(), EPOLLOUT, c.id << 1 | kUpstreamBit);
   return true;

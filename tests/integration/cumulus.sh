@@ -297,3 +297,29 @@ test_cumulus_local_proxy_refuses_another_users_connection() {
     fail "no line for the refused connection: $(cat "$dir/local.err")" || return 1
   echo "  another user's connection to $base:$port: curl status $rc; $(grep -o 'refused a connection from [^(]*' "$dir/local.err" | head -1)"
 }
+
+# A download the Local Proxy forwards to its origin (here every request: no Remote Proxy answers)
+# is relayed as it comes: 200 MB reach curl whole while the proxy's process never holds them
+# (its parser counts the body without keeping it).
+test_cumulus_local_proxy_relays_a_200MB_download_without_holding_it() {
+  origins_create || return 1
+  cumulus_home || return 1
+  local dir=$CUMULUS_HOME/relay pid supervisor most=0 p hwm
+  rm -rf "$dir" && mkdir -p "$dir" && chown "$TEST_USER" "$dir"
+  (umask 077; echo 0123456789abcdef0123456789abcdef > "$dir/token"); chown "$TEST_USER" "$dir/token"
+  cumulus_as_user "$BIN/mm-cumulus-local" --remote=127.0.0.1:9 --token-file="$dir/token" -- sh -c '
+    curl -sS -o /dev/null -w "%{size_download}\n" http://a.test/big.bin > "$1/size"
+    touch "$1/fetched"; while [ ! -e "$1/done" ]; do sleep 0.1; done' sh "$dir" 2> "$dir/local.err" & pid=$!
+  wait_until 120 test -e "$dir/fetched"
+  supervisor=$(pgrep -o -f -- "--token-file=$dir/token")
+  for p in $(shell_processes "$supervisor" sh); do
+    hwm=$(awk '/^VmHWM:/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0)
+    [ "${hwm:-0}" -gt "$most" ] && most=$hwm
+  done
+  touch "$dir/done"; wait "$pid"
+  [ "$(cat "$dir/size" 2>/dev/null)" = 209715200 ] ||
+    fail "curl got $(cat "$dir/size" 2>/dev/null) bytes: $(tail -3 "$dir/local.err")" || return 1
+  [ -n "$supervisor" ] && [ "$most" -gt 0 ] || fail "the shell's processes were not found" || return 1
+  [ "$most" -lt 102400 ] || fail "a process of the shell held $((most / 1024)) MB at its peak" || return 1
+  echo "  200 MB relayed; the shell's largest process peaked at $((most / 1024)) MB"
+}
