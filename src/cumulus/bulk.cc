@@ -226,7 +226,14 @@ std::optional<BulkRequest> parse_bulk_request(std::string_view head, std::string
     const size_t colon = field.find(':');
     if (colon == std::string_view::npos) return refuse("a header line without a colon");
     const std::string_view name = field.substr(0, colon);
-    const std::string value = header_value(trim_blanks(field.substr(colon + 1)));
+    // Control bytes out first, then the blanks they hid (a bare line feed ends no line here),
+    // then the bound, and blanks it may have left at the end: the value is then what
+    // encode_bulk_request sends again (found by fuzz-bulk-request).
+    std::string visible;
+    for (const char c : field.substr(colon + 1))
+      if (static_cast<unsigned char>(c) >= 0x20 && c != 0x7f) visible += c;
+    const std::string bounded(trim_blanks(visible).substr(0, kMaxBulkHeaderValue));
+    const std::string value(trim_blanks(bounded));
     if (equals_ignoring_case(name, "User-Agent")) request.user_agent = value;
     if (equals_ignoring_case(name, "Accept-Language")) request.accept_language = value;
     if (equals_ignoring_case(name, "Authorization")) {

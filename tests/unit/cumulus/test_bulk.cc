@@ -51,6 +51,19 @@ TEST(Bulk, header_values_lose_control_bytes_and_are_bounded) {
   EXPECT_EQ(parsed->accept_language.size(), kMaxBulkHeaderValue);
 }
 
+// A bare line feed ends no header line: it is dropped with the other control bytes, and the
+// blanks before it trimmed, so that the request sent again is the request read (fuzz-bulk-request).
+TEST(Bulk, a_value_with_a_bare_line_feed_reads_the_same_once_sent_again) {
+  const std::string head =
+      "GET /cumulus/1/load?url=http%3A%2F%2Fa.test%2F HTTP/1.1\r\nUser-Agent: Mozilla/5.0*\nAccept: x \n\r\n\r\n";
+  const std::optional<BulkRequest> parsed = parse_bulk_request(head, nullptr);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->user_agent, "Mozilla/5.0*Accept: x");
+  const std::optional<BulkRequest> again = parse_bulk_request(encode_bulk_request(*parsed, "h:1"), nullptr);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->user_agent, parsed->user_agent);
+}
+
 TEST(Bulk, requests_that_are_not_loads_are_refused_with_a_reason) {
   const auto refused = [](const std::string& head) {
     std::string why;
