@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <linux/netfilter.h>
+#include <linux/netfilter/nf_conntrack_common.h>
 #include <linux/netfilter/nf_tables.h>
 #include <netinet/in.h>
 
@@ -20,6 +21,7 @@ void add_nat_definitions(nft::Transaction& t) {
   t.add_set("own_paths", concatenation(kIpv4Type, kIfnameType), 4 + 16);
   t.add_set("intercepts", concatenation(kIfnameType, kIpv4Type), 16 + 4, concatenation(kIpv4Type, kServiceType), 4 + 4);
   t.add_set("quic_refused", kIfnameType, 16);
+  t.add_set("listeners", concatenation(kIpv4Type, kServiceType), 4 + 4);
 
   // ip saddr . oifname @own_paths return; ip saddr @inners masquerade
   t.add_base_chain("postrouting", "nat", NF_INET_POST_ROUTING, 100);  // srcnat
@@ -59,6 +61,23 @@ void add_nat_definitions(nft::Transaction& t) {
       .equals(kReg1, &https, 2)
       .reject_port_unreachable();
   t.add_rule("quic", refuse);
+
+  // meta l4proto tcp ip daddr . tcp dport @listeners ct status & dnat == 0 reject: an interception
+  // listener (on the shell's outer address, where every local user can connect) takes only the
+  // connections the rule above redirected to it from its shell; anyone else's is refused.
+  t.add_base_chain("listeners_in", "filter", NF_INET_LOCAL_IN, 0);
+  const uint32_t zero = 0;
+  Rule direct;
+  direct.meta(NFT_META_L4PROTO, kReg1)
+      .equals(kReg1, &tcp, 1)
+      .payload(NFT_PAYLOAD_NETWORK_HEADER, 16, 4, kReg1)
+      .payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, kReg32_01)
+      .lookup(kReg1, "listeners")
+      .ct(NFT_CT_STATUS, kReg1)
+      .bitwise_and(kReg1, IPS_DST_NAT)
+      .equals(kReg1, &zero, 4)
+      .reject_port_unreachable();
+  t.add_rule("listeners_in", direct);
 }
 
 void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
@@ -74,6 +93,7 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
   if (entry.intercept) {
     const Bytes to = Bytes().ipv4(entry.intercept->outer).port(entry.intercept->port);
     element("intercepts", Bytes().ifname(entry.device).ipv4(entry.inner), &to);
+    element("listeners", to);
     if (entry.intercept->refuse_quic) element("quic_refused", Bytes().ifname(entry.device));
   }
 }
