@@ -85,7 +85,7 @@ int main(int argc, char** argv) {
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
     if (remote && !parse_ipv4_endpoint(*remote))
       throw UsageError("--remote=" + printable(*remote, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
-    spec.device_kind = "cumulus";
+    spec.device_kind = ShellKind::Cumulus;
     spec.tag = "[cumulus] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = true;

@@ -144,20 +144,6 @@ class NamespaceLock {
   FileDescriptor fd_;
 };
 
-// A shell's own outer device (<kind>-<pid>): never an "opened" device, even before its own
-// helper has switched its forwarding on.
-bool shell_device_name(const std::string& name) {
-  const size_t dash = name.rfind('-');
-  if (dash == std::string::npos || dash + 1 == name.size() ||
-      name.find_first_not_of("0123456789", dash + 1) != std::string::npos)
-    return false;
-  const std::string kind = name.substr(0, dash);
-  for (const char* k : {"delay", "loss", "onoff", "inter", "link", "record", "replay"}) {
-    if (kind == k) return true;
-  }
-  return false;
-}
-
 // The devices of this namespace whose IPv4 forwarding is off, shells' devices aside. A device
 // that goes away while this runs (another shell's ferry exiting, a container's veth) is skipped.
 std::vector<std::string> devices_not_forwarding() {
@@ -167,7 +153,8 @@ std::vector<std::string> devices_not_forwarding() {
   while (const dirent* entry = ::readdir(dir.get())) {
     const std::string name = entry->d_name;
     if (name == "." || name == ".." || name == "all" || name == "default" || name == "lo") continue;
-    if (!safe_device_name(name) || shell_device_name(name)) continue;
+    // (A shell's own device is no opened device, even before its helper has switched it on.)
+    if (!safe_device_name(name) || is_shell_device_name(name)) continue;
     try {
       if (read_small_file(forwarding_path(name)).rfind('0', 0) == 0) names.push_back(name);
     } catch (const SystemError&) {

@@ -14,6 +14,24 @@
 using nft::Bytes;
 using nft::Rule;
 
+std::string shell_device_name(ShellKind kind, pid_t pid) {
+  for (const auto& [k, name] : kShellKinds) {
+    if (k == kind) return std::string(name) + "-" + std::to_string(pid);
+  }
+  throw std::logic_error("a shell kind missing from kShellKinds");
+}
+
+bool is_shell_device_name(std::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash + 1 == name.size() ||
+      name.find_first_not_of("0123456789", dash + 1) != std::string_view::npos)
+    return false;
+  for (const auto& [unused, kind] : kShellKinds) {
+    if (name.substr(0, dash) == kind) return true;
+  }
+  return false;
+}
+
 void add_nat_definitions(nft::Transaction& t) {
   using namespace nft;
   t.add_set("inners", kIpv4Type, 4);

@@ -4,9 +4,14 @@
 // namespace's one shared nftables table (forwarding.hh): its chains are made once, by the first
 // shell, and each shell adds and deletes only its own elements, so a shell's set-up and clean-up
 // cost the same however many shells run. Only root helpers (privileged.hh) use nftables.
+#include <sys/types.h>
+
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include "shell/nftables.hh"
 #include "util/address.hh"
@@ -19,6 +24,24 @@ struct Intercept {
   uint16_t port = 0;
   bool refuse_quic = false;
 };
+
+// The kinds of shell with an outer device. Each names its device <kind>-<supervisor's pid>
+// (shell_device_name), and the shared table tells shells' devices from the host's by that name
+// (is_shell_device_name): this list is the only one.
+enum class ShellKind { Delay, Loss, OnOff, Intermittent, Link, Meter, Record, Cumulus };
+inline constexpr std::array<std::pair<ShellKind, std::string_view>, 8> kShellKinds = {{
+    {ShellKind::Delay, "delay"},
+    {ShellKind::Loss, "loss"},
+    {ShellKind::OnOff, "onoff"},
+    {ShellKind::Intermittent, "inter"},
+    {ShellKind::Link, "link"},
+    {ShellKind::Meter, "meter"},
+    {ShellKind::Record, "record"},
+    {ShellKind::Cumulus, "cumulus"},
+}};
+std::string shell_device_name(ShellKind kind, pid_t pid);
+// Whether `name` is spelt as a shell's device (a kind of kShellKinds, a dash, a number).
+bool is_shell_device_name(std::string_view name);
 
 // What one shell adds to the shared table. Its elements are keyed by its device and its inner
 // address, and the inner address is its slot's (claim_address_slot): whoever holds the slot

@@ -410,7 +410,7 @@ std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
 }
 }  // namespace
 
-ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
+ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options) {
   std::vector<Ipv4Net> in_use = networks_in_use();
   if (avoid) in_use.push_back(Ipv4Net::of(*avoid, 32));
@@ -429,7 +429,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     in_use.push_back(Ipv4Net::of(addresses->outer, 30));  // a shell starting now has it
   }
 
-  net.outer_device = kind + "-" + std::to_string(::getpid());
+  net.outer_device = shell_device_name(kind, ::getpid());
   if (options.offload) {
     OffloadTun tun = create_offload_tun(net.outer_device, false);
     net.offload = tun.fd.valid();

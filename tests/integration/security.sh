@@ -229,7 +229,7 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
 
 forwarding_state() {  # every IPv4 forwarding sysctl of the world but the shells' own devices
   in_world sh -c 'for f in /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv4/conf/*/forwarding; do echo "$f $(cat $f)"; done' |
-    grep -v -E '/conf/(delay|loss|onoff|inter|link|record)-[0-9]+/'
+    grep -v -E "/conf/$SHELL_DEVICE_RE/"
 }
 
 test_forwarding_stays_off_between_other_interfaces_and_is_restored() {
@@ -331,4 +331,19 @@ test_command_gets_back_what_glibc_withholds_from_setuid_programs() {
   out=$(AS_USER=$TEST_USER in_world env TMPDIR=/tmp/mm-tmp LD_LIBRARY_PATH=/nonexistent RES_OPTIONS=ndots:2 LOCALDOMAIN=example.test \
         "$BIN/mm-delay" 0 sh -c 'echo "$TMPDIR|$LD_LIBRARY_PATH|$RES_OPTIONS|$LOCALDOMAIN"')
   [ "$out" = "/tmp/mm-tmp|/nonexistent|ndots:2|example.test" ] || fail "the command got: $out"
+}
+
+# ----- issue 49: one shared table, several users -----
+
+# Finding 5: mm-meter's device (as mm-cumulus-local's) is a shell's, never one of the host's
+# devices "opened" for forwarding.
+test_every_kind_of_shells_device_is_known_as_a_shells() {
+  local shell opened
+  ip netns exec "$WORLD" "$BIN/mm-meter" --meter-output="$WORLD_TMP/kinds.png" -- sleep 31.5 & shell=$!
+  wait_until 10 sleeping 31.5 || { kill "$shell"; wait "$shell"; fail "mm-meter did not start"; return 1; }
+  opened=$(in_world nft list set ip mahimahi opened | tr -s ' \n\t' ' ')
+  kill -TERM "$shell"; wait "$shell"
+  echo "  opened while mm-meter ran: ${opened#*elements = }"
+  echo "$opened" | grep -q 'mmt-a' || fail "the world's own device was not opened: $opened" || return 1
+  ! echo "$opened" | grep -q 'meter-' || fail "mm-meter's device was taken for one of the host's: $opened"
 }
