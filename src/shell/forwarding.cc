@@ -15,8 +15,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "shell/nat.hh"
@@ -190,18 +192,20 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
-// Adds to transaction the additions (add) or deletions of the shell's elements: its device
-// among the shells, its slot, its NAT.
-void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+// Adds to transaction the additions (add) or deletions of the shell's elements: its device among
+// the shells, its slot (the device's name and index), its NAT. Without name_keyed, not those
+// keyed by the device's name alone.
+void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bool name_keyed = true) {
   const nft::Bytes device = nft::Bytes().ifname(entry.device), inner = nft::Bytes().ipv4(entry.inner);
+  const nft::Bytes holder = nft::Bytes().ifname(entry.device).number(entry.ifindex);
   if (add) {
     t.add_element("shells", device);
-    t.add_element("slots", inner, &device);
+    t.add_element("slots", inner, &holder);
   } else {
-    t.delete_element("shells", device);
+    if (name_keyed) t.delete_element("shells", device);
     t.delete_element("slots", inner);
   }
-  add_nat_elements(t, add, entry);
+  add_nat_elements(t, add, entry, name_keyed);
 }
 
 // The whole table, for the first shell, with create_table: the transaction fails if the table
@@ -211,7 +215,7 @@ void add_table_definition(nft::Transaction& t) {
   t.create_table();
   t.add_set("opened", kIfnameType, 16);
   t.add_set("shells", kIfnameType, 16);
-  t.add_set("slots", kIpv4Type, 4, kIfnameType, 16);
+  t.add_set("slots", kIpv4Type, 4, concatenation(kIfnameType, kIfindexType), 16 + 4);
   // What did not come in on an opened device is none of this table's business; from a shell,
   // anything goes out (the shell's own traffic); into a shell, only replies to its connections
   // (and their ICMP errors); everything else coming in on an opened device is what the host did
@@ -238,30 +242,47 @@ void add_table_definition(nft::Transaction& t) {
   add_nat_definitions(t);
 }
 
-// The device that holds `inner` in the table's slots, or "" if none (or no table).
-std::string slot_holder(Ipv4 inner) {
+// The shell that holds `inner` in the table's slots, if any (or no table): its device's name and
+// index.
+std::optional<ShellEntry> slot_holder(Ipv4 inner) {
   try {
     const nft::Bytes key = nft::Bytes().ipv4(inner);
-    for (const auto& [slot, device] : nft::elements(kSharedTable, "slots")) {
-      if (slot == key) return nft::ifname_of(device);
+    for (const auto& [slot, holder] : nft::elements(kSharedTable, "slots")) {
+      if (!(slot == key) || holder.size != IFNAMSIZ + 4) continue;
+      ShellEntry entry{nft::ifname_of(holder), 0, inner, Intercept{inner, 0, true}};
+      std::memcpy(&entry.ifindex, holder.data + IFNAMSIZ, 4);
+      return entry;
     }
   } catch (const SystemError&) {
   }
-  return "";
+  return std::nullopt;
 }
 
 // Deletes each of the shell's elements on its own, whatever is there of them.
-void delete_each_element(const ShellEntry& entry) {
+void delete_each_element(const ShellEntry& entry, bool name_keyed = true) {
   nft::Transaction each(kSharedTable);
-  add_shell_elements(each, false, entry);
+  add_shell_elements(each, false, entry, name_keyed);
   each.commit_each();
 }
 
-// Deletes what a dead shell left under `inner`: which of the elements it had (interception,
-// QUIC) is not known, so each on its own. Only the holder of the slot calls this.
-void remove_dead_shell(const std::string& device, Ipv4 inner) {
-  if (!safe_device_name(device)) return;
-  delete_each_element(ShellEntry{device, inner, Intercept{inner, 0, true}});
+// Deletes what a dead shell left under `inner` (which of the elements it had, interception or
+// QUIC, is not known: each on its own). Only the holder of the slot calls this. Its elements keyed
+// by its address or its device's index are its own; those keyed by its device's name alone are
+// another shell's if a device of that name is there now with another index (a live shell of the
+// same pid, in another pid namespace or after the pid was used again): left to that shell.
+void remove_dead_shell(const ShellEntry& dead) {
+  if (!safe_device_name(dead.device)) return;
+  const unsigned now = ::if_nametoindex(dead.device.c_str());
+  delete_each_element(dead, now == 0 || now == dead.ifindex);
+}
+
+// Deletes the elements keyed by this shell's device name alone that are there before it adds its
+// own: a dead shell's of the same name (its device is gone, or this one could not have its name).
+void remove_dead_namesake(const ShellEntry& entry) {
+  nft::Transaction each(kSharedTable);
+  each.delete_element("shells", nft::Bytes().ifname(entry.device));
+  each.delete_element("quic_refused", nft::Bytes().ifname(entry.device));
+  each.commit_each();
 }
 
 std::string refused(const std::string& what, int error) {
@@ -269,15 +290,17 @@ std::string refused(const std::string& what, int error) {
 }
 
 // Adds the shell's elements, and the devices to open. They are refused if the table is missing
-// (the first shell makes it, with them: ENOENT) or if the shell's slot still names a device
-// (EEXIST): the shell that held the slot before, which ended without cleaning up (its elements
-// go first).
+// (the first shell makes it, with them: ENOENT) or if one of them is there already (EEXIST): the
+// shell's slot still names the shell that held it before, or its device's name is a dead shell's
+// too; either ended without cleaning up (its elements go first).
 void add_elements(const ShellEntry& entry, const std::vector<std::string>& open) {
   const auto transaction = [&](bool with_table) {
     nft::Transaction t(kSharedTable);
     if (with_table) add_table_definition(t);
     add_shell_elements(t, true, entry);
-    for (const std::string& device : open) t.add_element("opened", nft::Bytes().ifname(device));
+    // (A device's opening is shared: it may be there, opened by a shell that has ended.)
+    for (const std::string& device : open)
+      t.add_element("opened", nft::Bytes().ifname(device), nullptr, nft::IfPresent::Keep);
     return t.commit();
   };
   int error = transaction(false);
@@ -295,10 +318,10 @@ void add_elements(const ShellEntry& entry, const std::vector<std::string>& open)
     return;
   }
   if (error == EEXIST) {
-    // This shell holds the slot and has added nothing yet: whatever is there is a dead shell's
-    // (whose pid may even have been this shell's, with other elements).
-    const std::string holder = slot_holder(entry.inner);
-    if (!holder.empty()) remove_dead_shell(holder, entry.inner);
+    // This shell holds the slot and its device's name, and has added nothing yet: whatever is
+    // there under either is a dead shell's.
+    if (const std::optional<ShellEntry> holder = slot_holder(entry.inner)) remove_dead_shell(*holder);
+    remove_dead_namesake(entry);
     error = transaction(false);
   }
   if (error != 0) throw std::runtime_error(refused("the shell's elements", error));

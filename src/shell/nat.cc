@@ -79,7 +79,7 @@ void add_nat_definitions(nft::Transaction& t) {
   t.add_rule("quic", refuse);
 }
 
-void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bool name_keyed) {
   const auto element = [&](const char* set, const Bytes& key, const Bytes* value = nullptr) {
     if (add) {
       t.add_element(set, key, value);
@@ -92,7 +92,7 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
   if (entry.intercept) {
     const Bytes to = Bytes().ipv4(entry.intercept->outer).port(entry.intercept->port);
     element("intercepts", Bytes().ifname(entry.device).ipv4(entry.inner), &to);
-    if (entry.intercept->refuse_quic) element("quic_refused", Bytes().ifname(entry.device));
+    if (entry.intercept->refuse_quic && name_keyed) element("quic_refused", Bytes().ifname(entry.device));
   }
 }
 

@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -448,7 +449,10 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
   // The shell's NAT, and for mm-record the redirection of its connections to a listening socket
   // on the outer address (not loopback: a DNAT to a local address on the TUN needs no
   // route_localnet, and only this shell's packets reach it).
-  ShellEntry entry{net.outer_device, net.addresses.inner, std::nullopt};
+  // Its index stays its own while this process holds the device open.
+  const unsigned ifindex = ::if_nametoindex(net.outer_device.c_str());
+  if (ifindex == 0) throw SystemError("finding the index of " + net.outer_device);
+  ShellEntry entry{net.outer_device, ifindex, net.addresses.inner, std::nullopt};
   if (options.intercept) {
     net.intercepted = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
     check_syscall("listen", ::listen(net.intercepted.get(), 4096));

@@ -335,6 +335,46 @@ test_command_gets_back_what_glibc_withholds_from_setuid_programs() {
 
 # ----- issue 49: one shared table, several users -----
 
+# A directory that both test users may write to.
+shared_dir() { local d=$WORLD_TMP/$1; rm -rf "$d"; mkdir -p "$d"; chmod 777 "$d"; echo "$d"; }
+
+# Runs COMMAND as USER in the world, as pid 2 of a pid namespace of its own, under a shell
+# (pid 1) that outlives it: a shell started so is named delay-2, whoever starts it (the collision
+# of pids that pid reuse would bring, made certain). Run it in the background: the job becomes
+# unshare, whose child is that pid 1 (killing it kills the whole namespace).
+exec_in_world_as_pid_2() {  # USER COMMAND...
+  local user=$1; shift
+  exec ip netns exec "$WORLD" unshare --pid --fork --mount-proc sh -c '"$@"; exit $?' sh \
+    setpriv --reuid="$user" --regid="$user" --init-groups -- "$@"
+}
+
+# Finding 4: user A's killed shell left its elements under delay-2; user B's live shell is
+# delay-2 too (another pool: A's slot keeps A's dead elements). A's next shell, on A's old
+# addresses, removes what A left, and nothing of B's: B's replies still come in.
+test_a_dead_shell_of_one_user_leaves_alone_the_namesake_of_another() {
+  local dir a b i
+  dir=$(shared_dir namesake) || return 1
+  exec_in_world_as_pid_2 "$TEST_USER" "$BIN/mm-delay" 0 sleep 31.4 2>/dev/null & a=$!  # (unshare's word on the kill)
+  wait_until 10 sleeping 31.4 || { kill -9 $(pgrep -P "$a") 2>/dev/null; wait "$a"; fail "A's shell did not start"; return 1; }
+  in_world ip -o link show delay-2 >/dev/null || { kill -9 $(pgrep -P "$a"); wait "$a"; fail "A's shell is not delay-2"; return 1; }
+  kill -9 $(pgrep -P "$a"); wait "$a" 2>/dev/null  # the pid namespace's first process: all of it dies
+  a_gone() { ! in_world ip link show delay-2 >/dev/null 2>&1; }
+  wait_until 10 a_gone || fail "A's device stayed after kill -9" || return 1
+  in_world nft list set ip mahimahi shells | grep -q '"delay-2"' || fail "A's killed shell left no element" || return 1
+  exec_in_world_as_pid_2 "$OTHER_USER" env MAHIMAHI_ADDRESS_POOL=10.201.0.0/24 "$BIN/mm-delay" 0 sh -c \
+    ': > "$0/b.ready"; while [ ! -e "$0/go" ]; do sleep 0.02; done; ping -n -c 5 -i 0.2 -W 2 "$1"' \
+    "$dir" "$SERVER_IP" > "$dir/b.out" 2>&1 & b=$!
+  wait_until 10 test -e "$dir/b.ready" || { kill -9 $(pgrep -P "$b"); wait "$b"; fail "B's shell did not start"; return 1; }
+  in_world ip -o link show delay-2 >/dev/null || { touch "$dir/go"; wait "$b"; fail "B's shell is not delay-2"; return 1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 true || { touch "$dir/go"; wait "$b"; fail "A's next shell failed"; return 1; }
+  local shells; shells=$(in_world nft list set ip mahimahi shells | tr -s ' \n\t' ' ')
+  touch "$dir/go"
+  wait "$b"; i=$?
+  set -- $(ping_stats < "$dir/b.out")
+  echo "  B's shell (delay-2), after A's killed delay-2 and A's next shell on its addresses: $1 of 5 replies; shells: ${shells#*elements = }"
+  [ "$i" = 0 ] && [ "$1" = 5 ] || fail "B's shell lost its replies (status $i): $(cat "$dir/b.out")"
+}
+
 # Finding 5: mm-meter's device (as mm-cumulus-local's) is a shell's, never one of the host's
 # devices "opened" for forwarding.
 test_every_kind_of_shells_device_is_known_as_a_shells() {
