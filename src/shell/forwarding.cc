@@ -192,18 +192,32 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
+// A slot's holder with no owner (a rootless shell's).
+constexpr uint32_t kNoOwner = UINT32_MAX;
+
 // Adds to transaction the additions (add) or deletions of the shell's elements: its device among
-// the shells, its slot (the device's name and index), its NAT. Without name_keyed, not those
-// keyed by the device's name alone.
+// the shells, its slot (the device's name and index, and its owner), its owner's right to
+// connect into it, its NAT. Without name_keyed, not those keyed by the device's name alone.
 void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bool name_keyed = true) {
   const nft::Bytes device = nft::Bytes().ifname(entry.device), inner = nft::Bytes().ipv4(entry.inner);
-  const nft::Bytes holder = nft::Bytes().ifname(entry.device).number(entry.ifindex);
+  const nft::Bytes index = nft::Bytes().number(entry.ifindex);
+  const nft::Bytes holder =
+      nft::Bytes().ifname(entry.device).number(entry.ifindex).number(entry.owner.value_or(kNoOwner));
+  const nft::Bytes owner = nft::Bytes().number(entry.ifindex).number(entry.owner.value_or(kNoOwner));
   if (add) {
     t.add_element("shells", device);
     t.add_element("slots", inner, &holder);
+    if (entry.owner) {
+      t.add_element("guarded", index);
+      t.add_element("owners", owner);
+    }
   } else {
     if (name_keyed) t.delete_element("shells", device);
     t.delete_element("slots", inner);
+    if (entry.owner) {
+      t.delete_element("guarded", index);
+      t.delete_element("owners", owner);
+    }
   }
   add_nat_elements(t, add, entry, name_keyed);
 }
@@ -215,7 +229,9 @@ void add_table_definition(nft::Transaction& t) {
   t.create_table();
   t.add_set("opened", kIfnameType, 16);
   t.add_set("shells", kIfnameType, 16);
-  t.add_set("slots", kIpv4Type, 4, concatenation(kIfnameType, kIfindexType), 16 + 4);
+  t.add_set("slots", kIpv4Type, 4, concatenation(concatenation(kIfnameType, kIfindexType), kUidType), 16 + 4 + 4);
+  t.add_set("guarded", kIfindexType, 4);
+  t.add_set("owners", concatenation(kIfindexType, kUidType), 4 + 4);
   // What did not come in on an opened device is none of this table's business; from a shell,
   // anything goes out (the shell's own traffic); into a shell, only replies to its connections
   // (and their ICMP errors); everything else coming in on an opened device is what the host did
@@ -239,18 +255,39 @@ void add_table_definition(nft::Transaction& t) {
       .verdict(NF_ACCEPT);
   drop.verdict(NF_DROP);
   for (Rule* rule : {&not_opened, &from_shell, &reply, &related, &drop}) t.add_rule("forward", *rule);
+  // A connection from the caller's namespace into a guarded shell (one with an owner) is opened
+  // by its owner or by root, nobody else: another user's socket may not reach the command's
+  // servers, as it could not reach a rootless shell's. Replies and ICMP errors to the shell's own
+  // connections are not new, and the kernel's own packets (no socket: skuid finds none, and the
+  // rule does not match) are not judged.
+  t.add_base_chain("output", "filter", NF_INET_LOCAL_OUT, 0);
+  Rule stranger;
+  const uint32_t root = 0;
+  stranger.ct(NFT_CT_STATE, kReg1)
+      .bitwise_and(kReg1, NF_CT_STATE_BIT(IP_CT_NEW))
+      .equals(kReg1, &zero, 4, true)
+      .meta(NFT_META_OIF, kReg1)
+      .lookup(kReg1, "guarded")
+      .meta(NFT_META_SKUID, kReg32_01)
+      .equals(kReg32_01, &root, 4, true)
+      .lookup(kReg1, "owners", true)  // oif . skuid
+      .verdict(NF_DROP);
+  t.add_rule("output", stranger);
   add_nat_definitions(t);
 }
 
 // The shell that holds `inner` in the table's slots, if any (or no table): its device's name and
-// index.
+// index, and its owner.
 std::optional<ShellEntry> slot_holder(Ipv4 inner) {
   try {
     const nft::Bytes key = nft::Bytes().ipv4(inner);
     for (const auto& [slot, holder] : nft::elements(kSharedTable, "slots")) {
-      if (!(slot == key) || holder.size != IFNAMSIZ + 4) continue;
-      ShellEntry entry{nft::ifname_of(holder), 0, inner, Intercept{inner, 0, true}};
+      if (!(slot == key) || holder.size != IFNAMSIZ + 8) continue;
+      ShellEntry entry{nft::ifname_of(holder), 0, inner, Intercept{inner, 0, true}, std::nullopt};
+      uint32_t owner = 0;
       std::memcpy(&entry.ifindex, holder.data + IFNAMSIZ, 4);
+      std::memcpy(&owner, holder.data + IFNAMSIZ + 4, 4);
+      if (owner != kNoOwner) entry.owner = owner;
       return entry;
     }
   } catch (const SystemError&) {

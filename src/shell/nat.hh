@@ -54,6 +54,9 @@ struct ShellEntry {
   uint32_t ifindex = 0;  // its index
   Ipv4 inner;
   std::optional<Intercept> intercept;
+  // Whose shell it is (the caller's real uid), if only that user and root may open connections
+  // into it from the caller's namespace (not rootless shells: their namespaces are the user's).
+  std::optional<uid_t> owner;
 };
 
 // Adds the NAT part of the shared table to transaction: its sets, maps and chains. Packets

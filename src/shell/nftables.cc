@@ -297,7 +297,7 @@ void Transaction::add_set(const std::string& name, uint32_t key_type, uint32_t k
     user_data.insert(user_data.end(), bytes, bytes + sizeof value);
   };
   const auto byte_order = [](uint32_t type) -> uint32_t {
-    if (type == kIfnameType || type == kIfindexType) return 1;
+    if (type == kIfnameType || type == kIfindexType || type == kUidType) return 1;
     return type < 64 ? 2 : 0;
   };
   put(0, byte_order(key_type));

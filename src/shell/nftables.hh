@@ -20,7 +20,7 @@ namespace nft {
 
 // nft's numbers for the types of set keys and values (a concatenation: 6 bits each), by which
 // nft shows a set's elements.
-constexpr uint32_t kIpv4Type = 7, kServiceType = 13, kIfindexType = 20, kIfnameType = 41;
+constexpr uint32_t kIpv4Type = 7, kServiceType = 13, kIfindexType = 20, kUidType = 24, kIfnameType = 41;
 constexpr uint32_t concatenation(uint32_t a, uint32_t b) { return a << 6 | b; }
 
 // A set's key or a map's value: up to 24 bytes, as the kernel compares them.
@@ -31,7 +31,7 @@ struct Bytes {
   Bytes& ifname(const std::string& name);  // 16 bytes, zero-padded
   Bytes& ipv4(Ipv4 address);               // 4 bytes, network order
   Bytes& port(uint16_t port);              // 2 bytes, network order, padded to 4
-  Bytes& number(uint32_t value);           // 4 bytes, host order (an ifindex)
+  Bytes& number(uint32_t value);           // 4 bytes, host order (an ifindex, a uid)
   bool operator==(const Bytes& other) const;
 };
 std::string ifname_of(const Bytes& bytes);  // the name at its start

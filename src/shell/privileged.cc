@@ -452,7 +452,8 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
   // Its index stays its own while this process holds the device open.
   const unsigned ifindex = ::if_nametoindex(net.outer_device.c_str());
   if (ifindex == 0) throw SystemError("finding the index of " + net.outer_device);
-  ShellEntry entry{net.outer_device, ifindex, net.addresses.inner, std::nullopt};
+  ShellEntry entry{net.outer_device, ifindex, net.addresses.inner, std::nullopt, std::nullopt};
+  if (decided_mode != PrivilegeMode::Rootless) entry.owner = ::getuid();
   if (options.intercept) {
     net.intercepted = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
     check_syscall("listen", ::listen(net.intercepted.get(), 4096));

@@ -387,3 +387,42 @@ test_every_kind_of_shells_device_is_known_as_a_shells() {
   echo "$opened" | grep -q 'mmt-a' || fail "the world's own device was not opened: $opened" || return 1
   ! echo "$opened" | grep -q 'meter-' || fail "mm-meter's device was taken for one of the host's: $opened"
 }
+
+# Finding 8: a server in user B's setuid shell answers B and root, and no other user, as a
+# rootless shell's answers nobody; B's command's own connections to a server of another user
+# (replies going into the shell) are untouched.
+test_another_user_cannot_connect_into_a_users_shell() {
+  local dir port a_port shell inner ok=0
+  dir=$(shared_dir intruder) || return 1
+  port=$(free_port) && a_port=$(free_port) || return 1
+  [ "$a_port" != "$port" ] || a_port=$((port + 1))
+  echo hello-from-a > "$dir/a.txt"
+  # (Not in_world, whose job is a subshell: these jobs are the server and B's shell themselves.)
+  ip netns exec "$WORLD" setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- \
+    /usr/bin/python3 -m http.server --bind "$WORLD_IP" --directory "$dir" "$a_port" >/dev/null 2>&1 & local a_server=$!
+  ip netns exec "$WORLD" setpriv --reuid="$OTHER_USER" --regid="$OTHER_USER" --init-groups -- "$BIN/mm-delay" 0 sh -c \
+    'ip -4 -o addr show ingress | awk "{ print \$4 }" | cut -d/ -f1 > "$0/inner"; echo hello-from-b > "$0/b.txt"
+     exec /usr/bin/python3 -m http.server --directory "$0" "$1"' "$dir" "$port" >/dev/null 2>&1 & shell=$!
+  answers() { in_world curl -sf --max-time 2 -o /dev/null "http://$(cat "$dir/inner" 2>/dev/null):$port/b.txt"; }
+  a_answers() { AS_USER=$OTHER_USER in_world "$BIN/mm-delay" 0 curl -sf --max-time 2 -o /dev/null "http://$WORLD_IP:$a_port/a.txt"; }
+  if wait_until 15 answers && wait_until 10 a_answers; then
+    inner=$(cat "$dir/inner")
+    local by_a by_b by_root from_b a_ping b_ping
+    by_a=$(AS_USER=$TEST_USER in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    by_b=$(AS_USER=$OTHER_USER in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    by_root=$(in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    a_ping=$(AS_USER=$TEST_USER in_world ping -n -c 1 -W 1 "$inner" 2>&1 | ping_stats)
+    b_ping=$(AS_USER=$OTHER_USER in_world ping -n -c 1 -W 1 "$inner" 2>&1 | ping_stats)
+    # From inside B's shell, a connection to A's server: its replies enter B's shell.
+    from_b=$(AS_USER=$OTHER_USER in_world "$BIN/mm-delay" 0 curl -s --max-time 3 "http://$WORLD_IP:$a_port/a.txt" 2>&1)
+    ok=1
+  fi
+  kill -TERM "$shell" "$a_server"; wait "$shell"; wait "$a_server"
+  [ "$ok" = 1 ] || fail "B's server or A's did not answer" || return 1
+  echo "  B's server at $inner:$port: to A '$by_a', to B '$by_b', to root '$by_root'; pings answered: A ${a_ping%% *}, B ${b_ping%% *}"
+  echo "  A's server, to a command in B's shell: '$from_b'"
+  [ "$by_b" = hello-from-b ] && [ "$by_root" = hello-from-b ] || fail "B's server did not answer B and root" || return 1
+  [ -z "$by_a" ] || fail "A connected into B's shell: $by_a" || return 1
+  [ "${b_ping%% *}" = 1 ] && [ "${a_ping%% *}" = 0 ] || fail "pings into B's shell: A's answered ${a_ping%% *}, B's ${b_ping%% *}" || return 1
+  [ "$from_b" = hello-from-a ] || fail "a connection from B's shell to A's server got: $from_b"
+}
