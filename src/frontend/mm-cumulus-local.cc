@@ -94,7 +94,7 @@ int main(int argc, char** argv) {
     if (remote && !parse_ipv4_endpoint(*remote))
       throw UsageError("--remote=" + printable(*remote, 80) + " is not ADDRESS:PORT (an IPv4 address and a port)");
     if (token_file && token_file->empty()) throw UsageError("--token-file needs a file");
-    spec.device_kind = "cumulus";
+    spec.device_kind = ShellKind::Cumulus;
     spec.tag = "[cumulus] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = true;

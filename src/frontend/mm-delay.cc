@@ -195,7 +195,7 @@ int main(int argc, char** argv) {
       return true;
     });
     if (!delay_ms && !(varying.trace[0] && varying.trace[1])) throw UsageError("missing DELAY-MS");
-    spec.device_kind = "delay";
+    spec.device_kind = ShellKind::Delay;
     logs.set_command_line(ac, av);
     meters.finish(spec, false);
     // What a log's header and a graph's title say of the shell: its tag, e.g. "delay 50 ms".

@@ -180,7 +180,7 @@ int main(int argc, char** argv) {
     spec.command = scan_link_arguments(ac, av, settings);
     spec.verbose = settings.verbose;
     spec.tcp_ecn = settings.tcp_ecn;
-    spec.device_kind = "link";
+    spec.device_kind = ShellKind::Link;
     spec.follows_trace = true;
     spec.tag = link_tag(settings);
     settings.meters.finish(spec, false);

@@ -122,7 +122,7 @@ int main(int argc, char** argv) {
     if (!is_trace(kUplink) && !is_trace(kDownlink) && (interval_ms > 0 || linear || once))
       throw UsageError("--loss-interval, --interpolate and --once go with a loss trace (trace FILE)");
     spec.follows_trace = is_trace(kUplink) || is_trace(kDownlink);
-    spec.device_kind = "loss";
+    spec.device_kind = ShellKind::Loss;
     logs.set_command_line(ac, av);
     meters.finish(spec, false);
     if (model[kUplink]) spec.tag += "[loss up=" + model[kUplink]->describe() + "] ";

@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     meters.add_options(options, false);
     ArgScanner scanner(kInfo, std::move(options));
     spec.command = scanner.scan(ac, av, [](std::string_view) { return false; });
-    spec.device_kind = "meter";
+    spec.device_kind = ShellKind::Meter;
     spec.tag = "[meter] ";
     meters.finish(spec, true);
     spec.ferry = [meters](const FerryEndpoints& endpoints, const std::function<void()>& ready) {

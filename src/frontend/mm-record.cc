@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       throw UsageError(append ? "missing DIR (the recording to add to)"
                               : "missing DIR (the directory to record into; it must not exist)");
     if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
-    spec.device_kind = "record";
+    spec.device_kind = ShellKind::Record;
     spec.tag = "[record " + *dir + "] ";
     spec.intercept_tcp = true;
     spec.refuse_quic = !allow_quic;

@@ -452,7 +452,6 @@ ShellSpec parse_command_line(int argc, char** argv) {
   if (ca_dir && ca_dir->empty()) throw UsageError("--ca-dir needs a directory");
   if (http3.qlog_dir && http3.qlog_dir->empty()) throw UsageError("--qlog-dir needs a directory");
   if (http3.qlog_dir && !http3.serve) throw UsageError("--qlog-dir goes with --http3 (there is no QUIC without it)");
-  spec.device_kind = "replay";
   spec.tag = "[replay " + *dir + "] ";
   if (timing.recorded) {
     // The command runs inside a per-destination delay shell (mm-delay, found next to this

@@ -36,7 +36,7 @@ inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, c
     if (!uplink) throw UsageError("missing direction (uplink or downlink)");
     if (seconds.size() < 2) throw UsageError(seconds.empty() ? "missing ON-SECONDS" : "missing OFF-SECONDS");
     if (seconds[0] == 0 && seconds[1] == 0) throw UsageError("ON-SECONDS and OFF-SECONDS must not both be 0");
-    spec.device_kind = durations == OnOffGate::Durations::Fixed ? "inter" : "onoff";
+    spec.device_kind = durations == OnOffGate::Durations::Fixed ? ShellKind::Intermittent : ShellKind::OnOff;
     spec.tag = "[" + tag_word + " (" + (*uplink ? "up" : "down") + ") on=" + typed[0] + "s off=" + typed[1] + "s] ";
     const Nanos on = seconds_to_nanos(seconds[0]), off = seconds_to_nanos(seconds[1]);
     const uint64_t gate_seed = seed ? *seed : Random::fresh_seed();

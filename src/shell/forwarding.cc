@@ -2,6 +2,7 @@
 // Per-device IPv4 forwarding behind one filter, changed only in root helpers (see forwarding.hh).
 #include "shell/forwarding.hh"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/netfilter.h>
@@ -15,8 +16,10 @@
 
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "shell/nat.hh"
@@ -144,20 +147,6 @@ class NamespaceLock {
   FileDescriptor fd_;
 };
 
-// A shell's own outer device (<kind>-<pid>): never an "opened" device, even before its own
-// helper has switched its forwarding on.
-bool shell_device_name(const std::string& name) {
-  const size_t dash = name.rfind('-');
-  if (dash == std::string::npos || dash + 1 == name.size() ||
-      name.find_first_not_of("0123456789", dash + 1) != std::string::npos)
-    return false;
-  const std::string kind = name.substr(0, dash);
-  for (const char* k : {"delay", "loss", "onoff", "inter", "link", "record", "replay"}) {
-    if (kind == k) return true;
-  }
-  return false;
-}
-
 // The devices of this namespace whose IPv4 forwarding is off, shells' devices aside. A device
 // that goes away while this runs (another shell's ferry exiting, a container's veth) is skipped.
 std::vector<std::string> devices_not_forwarding() {
@@ -167,7 +156,8 @@ std::vector<std::string> devices_not_forwarding() {
   while (const dirent* entry = ::readdir(dir.get())) {
     const std::string name = entry->d_name;
     if (name == "." || name == ".." || name == "all" || name == "default" || name == "lo") continue;
-    if (!safe_device_name(name) || shell_device_name(name)) continue;
+    // (A shell's own device is no opened device, even before its helper has switched it on.)
+    if (!safe_device_name(name) || is_shell_device_name(name)) continue;
     try {
       if (read_small_file(forwarding_path(name)).rfind('0', 0) == 0) names.push_back(name);
     } catch (const SystemError&) {
@@ -203,18 +193,34 @@ bool other_shells_alive(int slot_claim) {
   return probe.l_type != F_UNLCK;
 }
 
-// Adds to transaction the additions (add) or deletions of the shell's elements: its device
-// among the shells, its slot, its NAT.
-void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+// A slot's holder with no owner (a rootless shell's).
+constexpr uint32_t kNoOwner = UINT32_MAX;
+
+// Adds to transaction the additions (add) or deletions of the shell's elements: its device among
+// the shells, its slot (the device's name and index, and its owner), its owner's right to
+// connect into it, its NAT. Without name_keyed, not those keyed by the device's name alone.
+void add_shell_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bool name_keyed = true) {
   const nft::Bytes device = nft::Bytes().ifname(entry.device), inner = nft::Bytes().ipv4(entry.inner);
+  const nft::Bytes index = nft::Bytes().number(entry.ifindex);
+  const nft::Bytes holder =
+      nft::Bytes().ifname(entry.device).number(entry.ifindex).number(entry.owner.value_or(kNoOwner));
+  const nft::Bytes owner = nft::Bytes().number(entry.ifindex).number(entry.owner.value_or(kNoOwner));
   if (add) {
     t.add_element("shells", device);
-    t.add_element("slots", inner, &device);
+    t.add_element("slots", inner, &holder);
+    if (entry.owner) {
+      t.add_element("guarded", index);
+      t.add_element("owners", owner);
+    }
   } else {
-    t.delete_element("shells", device);
+    if (name_keyed) t.delete_element("shells", device);
     t.delete_element("slots", inner);
+    if (entry.owner) {
+      t.delete_element("guarded", index);
+      t.delete_element("owners", owner);
+    }
   }
-  add_nat_elements(t, add, entry);
+  add_nat_elements(t, add, entry, name_keyed);
 }
 
 // The whole table, for the first shell, with create_table: the transaction fails if the table
@@ -224,7 +230,9 @@ void add_table_definition(nft::Transaction& t) {
   t.create_table();
   t.add_set("opened", kIfnameType, 16);
   t.add_set("shells", kIfnameType, 16);
-  t.add_set("slots", kIpv4Type, 4, kIfnameType, 16);
+  t.add_set("slots", kIpv4Type, 4, concatenation(concatenation(kIfnameType, kIfindexType), kUidType), 16 + 4 + 4);
+  t.add_set("guarded", kIfindexType, 4);
+  t.add_set("owners", concatenation(kIfindexType, kUidType), 4 + 4);
   // What did not come in on an opened device is none of this table's business; from a shell,
   // anything goes out (the shell's own traffic); into a shell, only replies to its connections
   // (and their ICMP errors); everything else coming in on an opened device is what the host did
@@ -248,33 +256,81 @@ void add_table_definition(nft::Transaction& t) {
       .verdict(NF_ACCEPT);
   drop.verdict(NF_DROP);
   for (Rule* rule : {&not_opened, &from_shell, &reply, &related, &drop}) t.add_rule("forward", *rule);
+  // A connection from the caller's namespace into a guarded shell (one with an owner) is opened
+  // by its owner or by root, nobody else: another user's socket may not reach the command's
+  // servers, as it could not reach a rootless shell's. Replies and ICMP errors to the shell's own
+  // connections are not new, and the kernel's own packets (no socket: skuid finds none, and the
+  // rule does not match) are not judged.
+  t.add_base_chain("output", "filter", NF_INET_LOCAL_OUT, 0);
+  Rule stranger;
+  const uint32_t root = 0;
+  stranger.ct(NFT_CT_STATE, kReg1)
+      .bitwise_and(kReg1, NF_CT_STATE_BIT(IP_CT_NEW))
+      .equals(kReg1, &zero, 4, true)
+      .meta(NFT_META_OIF, kReg1)
+      .lookup(kReg1, "guarded")
+      .meta(NFT_META_SKUID, kReg32_01)
+      .equals(kReg32_01, &root, 4, true)
+      .lookup(kReg1, "owners", true)  // oif . skuid
+      .verdict(NF_DROP);
+  t.add_rule("output", stranger);
   add_nat_definitions(t);
 }
 
-// The device that holds `inner` in the table's slots, or "" if none (or no table).
-std::string slot_holder(Ipv4 inner) {
+// The shell that holds `inner` in the table's slots, if any (or no table): its device's name and
+// index, and its owner.
+std::optional<ShellEntry> slot_holder(Ipv4 inner) {
   try {
     const nft::Bytes key = nft::Bytes().ipv4(inner);
-    for (const auto& [slot, device] : nft::elements(kSharedTable, "slots")) {
-      if (slot == key) return nft::ifname_of(device);
+    for (const auto& [slot, holder] : nft::elements(kSharedTable, "slots")) {
+      if (!(slot == key) || holder.size != IFNAMSIZ + 8) continue;
+      ShellEntry entry{nft::ifname_of(holder), 0, inner, Intercept{inner, 0, true}, std::nullopt};
+      uint32_t owner = 0;
+      std::memcpy(&entry.ifindex, holder.data + IFNAMSIZ, 4);
+      std::memcpy(&owner, holder.data + IFNAMSIZ + 4, 4);
+      if (owner != kNoOwner) entry.owner = owner;
+      // Its interception listener, if it had one: the `listeners` element is keyed by it.
+      const nft::Bytes intercept_key = nft::Bytes().ifname(entry.device).ipv4(inner);
+      for (const auto& [from, to] : nft::elements(kSharedTable, "intercepts")) {
+        if (!(from == intercept_key) || to.size != 8) continue;
+        uint32_t outer = 0;
+        uint16_t port = 0;
+        std::memcpy(&outer, to.data, 4);
+        std::memcpy(&port, to.data + 4, 2);
+        entry.intercept = Intercept{Ipv4{ntohl(outer)}, ntohs(port), true};
+      }
+      return entry;
     }
   } catch (const SystemError&) {
   }
-  return "";
+  return std::nullopt;
 }
 
 // Deletes each of the shell's elements on its own, whatever is there of them.
-void delete_each_element(const ShellEntry& entry) {
+void delete_each_element(const ShellEntry& entry, bool name_keyed = true) {
   nft::Transaction each(kSharedTable);
-  add_shell_elements(each, false, entry);
+  add_shell_elements(each, false, entry, name_keyed);
   each.commit_each();
 }
 
-// Deletes what a dead shell left under `inner`: which of the elements it had (interception,
-// QUIC) is not known, so each on its own. Only the holder of the slot calls this.
-void remove_dead_shell(const std::string& device, Ipv4 inner) {
-  if (!safe_device_name(device)) return;
-  delete_each_element(ShellEntry{device, inner, Intercept{inner, 0, true}});
+// Deletes what a dead shell left under `inner` (which of the elements it had, interception or
+// QUIC, is not known: each on its own). Only the holder of the slot calls this. Its elements keyed
+// by its address or its device's index are its own; those keyed by its device's name alone are
+// another shell's if a device of that name is there now with another index (a live shell of the
+// same pid, in another pid namespace or after the pid was used again): left to that shell.
+void remove_dead_shell(const ShellEntry& dead) {
+  if (!safe_device_name(dead.device)) return;
+  const unsigned now = ::if_nametoindex(dead.device.c_str());
+  delete_each_element(dead, now == 0 || now == dead.ifindex);
+}
+
+// Deletes the elements keyed by this shell's device name alone that are there before it adds its
+// own: a dead shell's of the same name (its device is gone, or this one could not have its name).
+void remove_dead_namesake(const ShellEntry& entry) {
+  nft::Transaction each(kSharedTable);
+  each.delete_element("shells", nft::Bytes().ifname(entry.device));
+  each.delete_element("quic_refused", nft::Bytes().ifname(entry.device));
+  each.commit_each();
 }
 
 std::string refused(const std::string& what, int error) {
@@ -282,15 +338,17 @@ std::string refused(const std::string& what, int error) {
 }
 
 // Adds the shell's elements, and the devices to open. They are refused if the table is missing
-// (the first shell makes it, with them: ENOENT) or if the shell's slot still names a device
-// (EEXIST): the shell that held the slot before, which ended without cleaning up (its elements
-// go first).
+// (the first shell makes it, with them: ENOENT) or if one of them is there already (EEXIST): the
+// shell's slot still names the shell that held it before, or its device's name is a dead shell's
+// too; either ended without cleaning up (its elements go first).
 void add_elements(const ShellEntry& entry, const std::vector<std::string>& open) {
   const auto transaction = [&](bool with_table) {
     nft::Transaction t(kSharedTable);
     if (with_table) add_table_definition(t);
     add_shell_elements(t, true, entry);
-    for (const std::string& device : open) t.add_element("opened", nft::Bytes().ifname(device));
+    // (A device's opening is shared: it may be there, opened by a shell that has ended.)
+    for (const std::string& device : open)
+      t.add_element("opened", nft::Bytes().ifname(device), nullptr, nft::IfPresent::Keep);
     return t.commit();
   };
   int error = transaction(false);
@@ -308,10 +366,10 @@ void add_elements(const ShellEntry& entry, const std::vector<std::string>& open)
     return;
   }
   if (error == EEXIST) {
-    // This shell holds the slot and has added nothing yet: whatever is there is a dead shell's
-    // (whose pid may even have been this shell's, with other elements).
-    const std::string holder = slot_holder(entry.inner);
-    if (!holder.empty()) remove_dead_shell(holder, entry.inner);
+    // This shell holds the slot and its device's name, and has added nothing yet: whatever is
+    // there under either is a dead shell's.
+    if (const std::optional<ShellEntry> holder = slot_holder(entry.inner)) remove_dead_shell(*holder);
+    remove_dead_namesake(entry);
     error = transaction(false);
   }
   if (error != 0) throw std::runtime_error(refused("the shell's elements", error));

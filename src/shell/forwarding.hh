@@ -18,9 +18,12 @@
 // That table, "mahimahi" (family ip), is the only one shells make: the chains and sets are made
 // by the first shell, and each shell adds and deletes only its elements (nat.hh), one small
 // transaction each, so the work under the namespace's lock costs the same with 1 shell or 1000.
-// Its map "slots" tells which device holds each inner address: a shell that died without
-// cleaning up (SIGKILL) is cleaned up by the next shell that takes its address slot, or removed
-// with the table by the last shell to leave.
+// Its map "slots" tells which device holds each inner address (its name and index, and its
+// owner): a shell that died without cleaning up (SIGKILL) is cleaned up by the next shell that
+// takes its address slot, or removed with the table by the last shell to leave; every element is
+// added exclusively, and a dead shell's are deleted by its identity, never a live namesake's
+// (ShellEntry). Its output chain lets only a shell's owner and root open connections into it from
+// the caller's namespace (sets "guarded" and "owners").
 #include <sys/types.h>
 
 #include <string>

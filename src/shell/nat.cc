@@ -15,6 +15,24 @@
 using nft::Bytes;
 using nft::Rule;
 
+std::string shell_device_name(ShellKind kind, pid_t pid) {
+  for (const auto& [k, name] : kShellKinds) {
+    if (k == kind) return std::string(name) + "-" + std::to_string(pid);
+  }
+  throw std::logic_error("a shell kind missing from kShellKinds");
+}
+
+bool is_shell_device_name(std::string_view name) {
+  const size_t dash = name.rfind('-');
+  if (dash == std::string_view::npos || dash + 1 == name.size() ||
+      name.find_first_not_of("0123456789", dash + 1) != std::string_view::npos)
+    return false;
+  for (const auto& [unused, kind] : kShellKinds) {
+    if (name.substr(0, dash) == kind) return true;
+  }
+  return false;
+}
+
 void add_nat_definitions(nft::Transaction& t) {
   using namespace nft;
   t.add_set("inners", kIpv4Type, 4);
@@ -80,7 +98,7 @@ void add_nat_definitions(nft::Transaction& t) {
   t.add_rule("listeners_in", direct);
 }
 
-void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
+void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bool name_keyed) {
   const auto element = [&](const char* set, const Bytes& key, const Bytes* value = nullptr) {
     if (add) {
       t.add_element(set, key, value);
@@ -94,7 +112,7 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry) {
     const Bytes to = Bytes().ipv4(entry.intercept->outer).port(entry.intercept->port);
     element("intercepts", Bytes().ifname(entry.device).ipv4(entry.inner), &to);
     element("listeners", to);
-    if (entry.intercept->refuse_quic) element("quic_refused", Bytes().ifname(entry.device));
+    if (entry.intercept->refuse_quic && name_keyed) element("quic_refused", Bytes().ifname(entry.device));
   }
 }
 

@@ -112,6 +112,13 @@ Bytes& Bytes::port(uint16_t port) {
   return *this;
 }
 
+Bytes& Bytes::number(uint32_t value) {
+  if (size + 4 > sizeof data) throw std::logic_error("nftables key too long");
+  std::memcpy(data + size, &value, 4);
+  size += 4;
+  return *this;
+}
+
 bool Bytes::operator==(const Bytes& other) const {
   return size == other.size && std::memcmp(data, other.data, size) == 0;
 }
@@ -290,7 +297,7 @@ void Transaction::add_set(const std::string& name, uint32_t key_type, uint32_t k
     user_data.insert(user_data.end(), bytes, bytes + sizeof value);
   };
   const auto byte_order = [](uint32_t type) -> uint32_t {
-    if (type == kIfnameType) return 1;
+    if (type == kIfnameType || type == kIfindexType || type == kUidType) return 1;
     return type < 64 ? 2 : 0;
   };
   put(0, byte_order(key_type));
@@ -351,13 +358,13 @@ Set element_set(const std::string& table, const std::string& set, const Bytes& k
 }
 }  // namespace
 
-void Transaction::add_element(const std::string& set, const Bytes& key, const Bytes* data) {
+void Transaction::add_element(const std::string& set, const Bytes& key, const Bytes* data, IfPresent if_present) {
   Set s = element_set(table_, set, key, data);
   for (const auto& [name, id] : new_sets_) {
     if (name == set) nftnl_set_set_u32(s.get(), NFTNL_SET_ID, id);
   }
-  add_message(NFT_MSG_NEWSETELEM, NLM_F_CREATE,
-              [&](nlmsghdr* nlh) { nftnl_set_elems_nlmsg_build_payload(nlh, s.get()); });
+  const uint16_t flags = if_present == IfPresent::Fail ? NLM_F_CREATE | NLM_F_EXCL : NLM_F_CREATE;
+  add_message(NFT_MSG_NEWSETELEM, flags, [&](nlmsghdr* nlh) { nftnl_set_elems_nlmsg_build_payload(nlh, s.get()); });
 }
 
 void Transaction::delete_element(const std::string& set, const Bytes& key) {

@@ -20,7 +20,7 @@ namespace nft {
 
 // nft's numbers for the types of set keys and values (a concatenation: 6 bits each), by which
 // nft shows a set's elements.
-constexpr uint32_t kIpv4Type = 7, kServiceType = 13, kIfnameType = 41;
+constexpr uint32_t kIpv4Type = 7, kServiceType = 13, kIfindexType = 20, kUidType = 24, kIfnameType = 41;
 constexpr uint32_t concatenation(uint32_t a, uint32_t b) { return a << 6 | b; }
 
 // A set's key or a map's value: up to 24 bytes, as the kernel compares them.
@@ -31,12 +31,15 @@ struct Bytes {
   Bytes& ifname(const std::string& name);  // 16 bytes, zero-padded
   Bytes& ipv4(Ipv4 address);               // 4 bytes, network order
   Bytes& port(uint16_t port);              // 2 bytes, network order, padded to 4
+  Bytes& number(uint32_t value);           // 4 bytes, host order (an ifindex, a uid)
   bool operator==(const Bytes& other) const;
 };
 std::string ifname_of(const Bytes& bytes);  // the name at its start
 
 // The kernel's registers, as nft numbers them (a 16-byte register, or a 4-byte one).
 enum Register : uint32_t { kVerdict = 0, kReg1 = 1, kReg2 = 2, kReg32_01 = 9 };
+// An element's key already in its set: the addition fails (EEXIST), or it is left as it is.
+enum class IfPresent { Fail, Keep };
 
 // One rule's expressions, in order.
 class Rule {
@@ -80,7 +83,8 @@ class Transaction {
                uint32_t data_length = 0);
   void add_base_chain(const std::string& name, const char* type, uint32_t hook, int32_t priority);
   void add_rule(const std::string& chain, Rule& rule);  // takes rule's expressions
-  void add_element(const std::string& set, const Bytes& key, const Bytes* data = nullptr);
+  void add_element(const std::string& set, const Bytes& key, const Bytes* data = nullptr,
+                   IfPresent if_present = IfPresent::Fail);
   void delete_element(const std::string& set, const Bytes& key);
 
   // Sends it and waits for the kernel's answer to every part: 0 if committed, else the errno

@@ -52,7 +52,8 @@ constexpr int kOnceEndedStatus = 124;
 constexpr const char* kIsolatedNamespaceVariable = "MAHIMAHI_REPLAY_NETNS";
 
 struct ShellSpec {
-  std::string device_kind;           // short word for the outer device name: delay, loss, onoff, inter, link
+  // Its outer device's name (isolated shells have none).
+  ShellKind device_kind = ShellKind::Delay;
   std::string tag;                   // appended to MAHIMAHI_SHELL_PREFIX, e.g. "[delay 50 ms] "
   std::vector<std::string> command;  // empty: the user's login shell
   bool intercept_tcp = false;        // send every TCP connection to FerryEndpoints::intercepted

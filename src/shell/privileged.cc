@@ -6,6 +6,7 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/file.h>
@@ -410,7 +411,7 @@ std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
 }
 }  // namespace
 
-ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
+ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options) {
   std::vector<Ipv4Net> in_use = networks_in_use();
   if (avoid) in_use.push_back(Ipv4Net::of(*avoid, 32));
@@ -429,7 +430,7 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
     in_use.push_back(Ipv4Net::of(addresses->outer, 30));  // a shell starting now has it
   }
 
-  net.outer_device = kind + "-" + std::to_string(::getpid());
+  net.outer_device = shell_device_name(kind, ::getpid());
   if (options.offload) {
     OffloadTun tun = create_offload_tun(net.outer_device, false);
     net.offload = tun.fd.valid();
@@ -448,7 +449,11 @@ ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, 
   // The shell's NAT, and for mm-record the redirection of its connections to a listening socket
   // on the outer address (not loopback: a DNAT to a local address on the TUN needs no
   // route_localnet, and only this shell's packets reach it).
-  ShellEntry entry{net.outer_device, net.addresses.inner, std::nullopt};
+  // Its index stays its own while this process holds the device open.
+  const unsigned ifindex = ::if_nametoindex(net.outer_device.c_str());
+  if (ifindex == 0) throw SystemError("finding the index of " + net.outer_device);
+  ShellEntry entry{net.outer_device, ifindex, net.addresses.inner, std::nullopt, std::nullopt};
+  if (decided_mode != PrivilegeMode::Rootless) entry.owner = ::getuid();
   if (options.intercept) {
     net.intercepted = bound_socket(SOCK_STREAM, net.addresses.outer, 0);
     check_syscall("listen", ::listen(net.intercepted.get(), 4096));

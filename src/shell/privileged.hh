@@ -114,7 +114,7 @@ struct ShellNetwork {
 constexpr const char* kInnerDevice = "ingress";
 
 // Creates the namespace, both TUN devices, addresses, routes, sysctls and NAT for a shell of
-// the given kind (a short word used in the device name). avoid is an address that must stay
+// the given kind (its device's name: shell_device_name). avoid is an address that must stay
 // reachable (MAHIMAHI_BASE), never allocated.
 // With `offload`, the TUN devices take and give TCP super-packets where the kernel can
 // (ShellNetwork::offload says whether it could).
@@ -130,7 +130,7 @@ struct ShellNetworkOptions {
   bool base_to_host = false;         // a rootless outside's: add_outside_base_redirect (nat.hh)
   std::optional<int> tcp_ecn;        // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
 };
-ShellNetwork create_shell_network(const std::string& kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
+ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);
 
 // MAHIMAHI_OFFLOAD: unset or "1", TUN offloads where the kernel has them ("1": and say why

@@ -229,7 +229,7 @@ test_lock_holder_cannot_be_signalled_or_frozen_by_the_user() {
 
 forwarding_state() {  # every IPv4 forwarding sysctl of the world but the shells' own devices
   in_world sh -c 'for f in /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv4/conf/*/forwarding; do echo "$f $(cat $f)"; done' |
-    grep -v -E '/conf/(delay|loss|onoff|inter|link|record)-[0-9]+/'
+    grep -v -E "/conf/$SHELL_DEVICE_RE/"
 }
 
 test_forwarding_stays_off_between_other_interfaces_and_is_restored() {
@@ -331,4 +331,98 @@ test_command_gets_back_what_glibc_withholds_from_setuid_programs() {
   out=$(AS_USER=$TEST_USER in_world env TMPDIR=/tmp/mm-tmp LD_LIBRARY_PATH=/nonexistent RES_OPTIONS=ndots:2 LOCALDOMAIN=example.test \
         "$BIN/mm-delay" 0 sh -c 'echo "$TMPDIR|$LD_LIBRARY_PATH|$RES_OPTIONS|$LOCALDOMAIN"')
   [ "$out" = "/tmp/mm-tmp|/nonexistent|ndots:2|example.test" ] || fail "the command got: $out"
+}
+
+# ----- issue 49: one shared table, several users -----
+
+# A directory that both test users may write to.
+shared_dir() { local d=$WORLD_TMP/$1; rm -rf "$d"; mkdir -p "$d"; chmod 777 "$d"; echo "$d"; }
+
+# Runs COMMAND as USER in the world, as pid 2 of a pid namespace of its own, under a shell
+# (pid 1) that outlives it: a shell started so is named delay-2, whoever starts it (the collision
+# of pids that pid reuse would bring, made certain). Run it in the background: the job becomes
+# unshare, whose child is that pid 1 (killing it kills the whole namespace).
+exec_in_world_as_pid_2() {  # USER COMMAND...
+  local user=$1; shift
+  exec ip netns exec "$WORLD" unshare --pid --fork --mount-proc sh -c '"$@"; exit $?' sh \
+    setpriv --reuid="$user" --regid="$user" --init-groups -- "$@"
+}
+
+# Finding 4: user A's killed shell left its elements under delay-2; user B's live shell is
+# delay-2 too (another pool: A's slot keeps A's dead elements). A's next shell, on A's old
+# addresses, removes what A left, and nothing of B's: B's replies still come in.
+test_a_dead_shell_of_one_user_leaves_alone_the_namesake_of_another() {
+  local dir a b i
+  dir=$(shared_dir namesake) || return 1
+  exec_in_world_as_pid_2 "$TEST_USER" "$BIN/mm-delay" 0 sleep 31.4 2>/dev/null & a=$!  # (unshare's word on the kill)
+  wait_until 10 sleeping 31.4 || { kill -9 $(pgrep -P "$a") 2>/dev/null; wait "$a"; fail "A's shell did not start"; return 1; }
+  in_world ip -o link show delay-2 >/dev/null || { kill -9 $(pgrep -P "$a"); wait "$a"; fail "A's shell is not delay-2"; return 1; }
+  kill -9 $(pgrep -P "$a"); wait "$a" 2>/dev/null  # the pid namespace's first process: all of it dies
+  a_gone() { ! in_world ip link show delay-2 >/dev/null 2>&1; }
+  wait_until 10 a_gone || fail "A's device stayed after kill -9" || return 1
+  in_world nft list set ip mahimahi shells | grep -q '"delay-2"' || fail "A's killed shell left no element" || return 1
+  exec_in_world_as_pid_2 "$OTHER_USER" env MAHIMAHI_ADDRESS_POOL=10.201.0.0/24 "$BIN/mm-delay" 0 sh -c \
+    ': > "$0/b.ready"; while [ ! -e "$0/go" ]; do sleep 0.02; done; ping -n -c 5 -i 0.2 -W 2 "$1"' \
+    "$dir" "$SERVER_IP" > "$dir/b.out" 2>&1 & b=$!
+  wait_until 10 test -e "$dir/b.ready" || { kill -9 $(pgrep -P "$b"); wait "$b"; fail "B's shell did not start"; return 1; }
+  in_world ip -o link show delay-2 >/dev/null || { touch "$dir/go"; wait "$b"; fail "B's shell is not delay-2"; return 1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-delay" 0 true || { touch "$dir/go"; wait "$b"; fail "A's next shell failed"; return 1; }
+  local shells; shells=$(in_world nft list set ip mahimahi shells | tr -s ' \n\t' ' ')
+  touch "$dir/go"
+  wait "$b"; i=$?
+  set -- $(ping_stats < "$dir/b.out")
+  echo "  B's shell (delay-2), after A's killed delay-2 and A's next shell on its addresses: $1 of 5 replies; shells: ${shells#*elements = }"
+  [ "$i" = 0 ] && [ "$1" = 5 ] || fail "B's shell lost its replies (status $i): $(cat "$dir/b.out")"
+}
+
+# Finding 5: mm-meter's device (as mm-cumulus-local's) is a shell's, never one of the host's
+# devices "opened" for forwarding.
+test_every_kind_of_shells_device_is_known_as_a_shells() {
+  local shell opened
+  ip netns exec "$WORLD" "$BIN/mm-meter" --meter-output="$WORLD_TMP/kinds.png" -- sleep 31.5 & shell=$!
+  wait_until 10 sleeping 31.5 || { kill "$shell"; wait "$shell"; fail "mm-meter did not start"; return 1; }
+  opened=$(in_world nft list set ip mahimahi opened | tr -s ' \n\t' ' ')
+  kill -TERM "$shell"; wait "$shell"
+  echo "  opened while mm-meter ran: ${opened#*elements = }"
+  echo "$opened" | grep -q 'mmt-a' || fail "the world's own device was not opened: $opened" || return 1
+  ! echo "$opened" | grep -q 'meter-' || fail "mm-meter's device was taken for one of the host's: $opened"
+}
+
+# Finding 8: a server in user B's setuid shell answers B and root, and no other user, as a
+# rootless shell's answers nobody; B's command's own connections to a server of another user
+# (replies going into the shell) are untouched.
+test_another_user_cannot_connect_into_a_users_shell() {
+  local dir port a_port shell inner ok=0
+  dir=$(shared_dir intruder) || return 1
+  port=$(free_port) && a_port=$(free_port) || return 1
+  [ "$a_port" != "$port" ] || a_port=$((port + 1))
+  echo hello-from-a > "$dir/a.txt"
+  # (Not in_world, whose job is a subshell: these jobs are the server and B's shell themselves.)
+  ip netns exec "$WORLD" setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups -- \
+    /usr/bin/python3 -m http.server --bind "$WORLD_IP" --directory "$dir" "$a_port" >/dev/null 2>&1 & local a_server=$!
+  ip netns exec "$WORLD" setpriv --reuid="$OTHER_USER" --regid="$OTHER_USER" --init-groups -- "$BIN/mm-delay" 0 sh -c \
+    'ip -4 -o addr show ingress | awk "{ print \$4 }" | cut -d/ -f1 > "$0/inner"; echo hello-from-b > "$0/b.txt"
+     exec /usr/bin/python3 -m http.server --directory "$0" "$1"' "$dir" "$port" >/dev/null 2>&1 & shell=$!
+  answers() { in_world curl -sf --max-time 2 -o /dev/null "http://$(cat "$dir/inner" 2>/dev/null):$port/b.txt"; }
+  a_answers() { AS_USER=$OTHER_USER in_world "$BIN/mm-delay" 0 curl -sf --max-time 2 -o /dev/null "http://$WORLD_IP:$a_port/a.txt"; }
+  if wait_until 15 answers && wait_until 10 a_answers; then
+    inner=$(cat "$dir/inner")
+    local by_a by_b by_root from_b a_ping b_ping
+    by_a=$(AS_USER=$TEST_USER in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    by_b=$(AS_USER=$OTHER_USER in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    by_root=$(in_world curl -s --max-time 3 "http://$inner:$port/b.txt" 2>&1)
+    a_ping=$(AS_USER=$TEST_USER in_world ping -n -c 1 -W 1 "$inner" 2>&1 | ping_stats)
+    b_ping=$(AS_USER=$OTHER_USER in_world ping -n -c 1 -W 1 "$inner" 2>&1 | ping_stats)
+    # From inside B's shell, a connection to A's server: its replies enter B's shell.
+    from_b=$(AS_USER=$OTHER_USER in_world "$BIN/mm-delay" 0 curl -s --max-time 3 "http://$WORLD_IP:$a_port/a.txt" 2>&1)
+    ok=1
+  fi
+  kill -TERM "$shell" "$a_server"; wait "$shell"; wait "$a_server"
+  [ "$ok" = 1 ] || fail "B's server or A's did not answer" || return 1
+  echo "  B's server at $inner:$port: to A '$by_a', to B '$by_b', to root '$by_root'; pings answered: A ${a_ping%% *}, B ${b_ping%% *}"
+  echo "  A's server, to a command in B's shell: '$from_b'"
+  [ "$by_b" = hello-from-b ] && [ "$by_root" = hello-from-b ] || fail "B's server did not answer B and root" || return 1
+  [ -z "$by_a" ] || fail "A connected into B's shell: $by_a" || return 1
+  [ "${b_ping%% *}" = 1 ] && [ "${a_ping%% *}" = 0 ] || fail "pings into B's shell: A's answered ${a_ping%% *}, B's ${b_ping%% *}" || return 1
+  [ "$from_b" = hello-from-a ] || fail "a connection from B's shell to A's server got: $from_b"
 }

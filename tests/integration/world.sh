@@ -11,6 +11,8 @@
 
 SERVER_IP=10.77.0.2
 WORLD_IP=10.77.0.1
+# A shell's outer device: <kind>-<pid>, the kinds of src/shell/nat.hh's kShellKinds.
+SHELL_DEVICE_RE='(delay|loss|onoff|inter|link|meter|record|cumulus)-[0-9]+'
 world_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 world_create() {
@@ -106,7 +108,7 @@ world_tables() { in_world nft list tables 2>/dev/null | grep -E " mahimahi(_|$)"
 world_leftovers_now() {
   {
     world_tables
-    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E '^(delay|loss|onoff|inter|link|meter|record)-' || true
+    in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E "^$SHELL_DEVICE_RE" || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
     ls -d /tmp/mm-replay.* 2>/dev/null || true
     ls "$(world_lock_file)" 2>/dev/null || true
