@@ -554,7 +554,7 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
   const bool own_outside = rootless && !spec.isolated && !can_configure_current_network();
   if (rootless) {
     check_rootless_support(!spec.isolated);
-    state_directory = rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("TMPDIR"));
+    state_directory = rootless_state_directory(env.get("XDG_RUNTIME_DIR"), env.get("HOME"), env.get("TMPDIR"));
     use_rootless_state_directory(state_directory);
     remove_unused_lock_files();
     const char* way_out = env.get(kWayOutVariable);

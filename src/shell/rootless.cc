@@ -21,6 +21,8 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "shell/netdevice.hh"
 #include "util/child_process.hh"
@@ -239,28 +241,48 @@ void drop_capabilities() {
   }
 }
 
-std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tmpdir) {
-  const uid_t uid = ::getuid();
-  std::string base;
+namespace {
+// A directory of the user's: made 0700 if missing; nullopt unless it is a directory (not a
+// symbolic link) that the user owns and nobody else can write.
+bool private_directory_of(const std::string& directory, uid_t uid) {
+  if (::mkdir(directory.c_str(), 0700) < 0 && errno != EEXIST) return false;
   struct stat st {};
+  return ::lstat(directory.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+         (st.st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+bool owned_directory(const std::string& path, uid_t uid) {
+  struct stat st {};
+  return !path.empty() && path[0] == '/' && ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
+         ::access(path.c_str(), W_OK | X_OK) == 0;
+}
+}  // namespace
+
+std::string rootless_state_directory(const char* xdg_runtime_dir, const char* home, const char* tmpdir) {
+  const uid_t uid = ::getuid();
+  // Where only the user can make it first: the runtime directory, else the home directory (a
+  // name in /tmp can be taken by another user before the user's first shell, and would block it).
+  std::vector<std::string> candidates;
   if (xdg_runtime_dir && *xdg_runtime_dir == '/') {
-    base = xdg_runtime_dir;
-  } else {
-    const std::string run_user = "/run/user/" + std::to_string(uid);
-    if (::stat(run_user.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == uid &&
-        ::access(run_user.c_str(), W_OK) == 0)
-      base = run_user;
+    candidates.push_back(std::string(xdg_runtime_dir) + "/mahimahi");
+  } else if (const std::string run_user = "/run/user/" + std::to_string(uid); owned_directory(run_user, uid)) {
+    candidates.push_back(run_user + "/mahimahi");
   }
-  const std::string directory =
-      base.empty() ? std::string(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") + "/mahimahi-" + std::to_string(uid)
-                   : base + "/mahimahi";
-  if (::mkdir(directory.c_str(), 0700) < 0 && errno != EEXIST) throw SystemError("creating " + directory);
-  if (::lstat(directory.c_str(), &st) < 0) throw SystemError("lstat " + directory);
-  if (!S_ISDIR(st.st_mode) || st.st_uid != uid || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-    throw UserError(directory + " must be a directory of yours that nobody else can write; remove it (or set " +
-                    "XDG_RUNTIME_DIR to a directory of yours)");
+  if (home && owned_directory(home, uid)) {
+    const std::string cache = std::string(home) + "/.cache";
+    if (::mkdir(cache.c_str(), 0700) == 0 || errno == EEXIST) candidates.push_back(cache + "/mahimahi");
   }
-  return directory;
+  const std::string in_tmp =
+      std::string(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") + "/mahimahi-" + std::to_string(uid);
+  candidates.push_back(in_tmp);
+  for (const std::string& directory : candidates) {
+    if (private_directory_of(directory, uid)) return directory;
+  }
+  throw UserError(candidates.front() +
+                  (candidates.size() > 1 ? " (and the other places tried, last " + in_tmp + ")" : "") +
+                  " must be a directory of yours that nobody else can write, for the lock files of your rootless "
+                  "shells; set XDG_RUNTIME_DIR to a directory of yours (or HOME to your home directory), or remove " +
+                  in_tmp + " if another user made it");
 }
 
 namespace {

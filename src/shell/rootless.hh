@@ -80,10 +80,12 @@ void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescripto
 // Gives up every capability (effective, permitted, inheritable, ambient) for good and checks it.
 void drop_capabilities();
 
-// The directory of a rootless user's shell state (lock files): $XDG_RUNTIME_DIR/mahimahi, or
-// /run/user/UID/mahimahi, or $TMPDIR (/tmp)/mahimahi-UID; made 0700 if missing, and refused unless
-// it is a directory of the user's that nobody else can write.
-std::string rootless_state_directory(const char* xdg_runtime_dir, const char* tmpdir);
+// The directory of a rootless user's shell state (lock files), the first of these that is (or
+// can be made, 0700) a directory of the user's that nobody else can write, not a symbolic link:
+// $XDG_RUNTIME_DIR/mahimahi (or /run/user/UID/mahimahi), HOME/.cache/mahimahi (HOME: a
+// directory the user owns), $TMPDIR (/tmp)/mahimahi-UID. A directory another user made in
+// /tmp is passed over; UserError if none is usable.
+std::string rootless_state_directory(const char* xdg_runtime_dir, const char* home, const char* tmpdir);
 
 // MAHIMAHI_WAY_OUT: how an outermost rootless shell reaches the network outside: unset or
 // "pasta" (the default), through pasta (Debian's passt); "none", it has none (only the shell's

@@ -199,3 +199,35 @@ rootless_test_the_kernel_says_no_in_one_message() {
 
 # The other tests that the rootless pass runs again, rootless (they run their shells as the user).
 rootless_pass_tests='^test_(delay_trace_and_jitter_as_a_user|loss_gilbert_elliott_bursts_as_a_user|delay_and_loss_logs_as_a_user|loss_trace_as_a_user|record_as_ordinary_user_files_are_the_users|replay_server_tcp_congestion_control_and_slow_start_after_idle|meter_delay_and_loss_windows_through_the_viewer|preset_applies_the_profiles_rates_and_round_trip_as_a_user|cumulus_page_loads_in_chromium_through_both_proxies)$'
+
+# Another user made the test user's /tmp/mahimahi-UID first (finding of issue 49): the rootless
+# shells pass it over for a directory only the user can make (HOME/.cache/mahimahi, without a
+# runtime directory) and start, mm-replay included; with no such place left, the refusal says
+# what to do. The test user's own directory, if there, is put back afterwards.
+rootless_test_a_state_directory_another_user_made_first_does_not_block() {
+  local uid dir home out status=0; uid=$(id -u "$TEST_USER") dir=/tmp/mahimahi-$(id -u "$TEST_USER")
+  home=$WORLD_TMP/rootless-home
+  rm -rf "$home" && mkdir -p "$home" && chown "$TEST_USER" "$home" && chmod 700 "$home"
+  [ ! -e "$dir" ] || mv "$dir" "$dir.saved" || return 1
+  AS_USER=$OTHER_USER in_world mkdir -m 755 "$dir" || status=1
+  if [ "$status" = 0 ]; then
+    out=$(as_rootless_user env -u XDG_RUNTIME_DIR HOME="$home" "$BIN/mm-delay" 5 -- \
+      sh -c 'ping -c 2 -i 0.2 -q "$MAHIMAHI_BASE" | tail -1' 2>&1) ||
+      { status=1; echo "FAIL: mm-delay with $dir another user's: $out"; }
+    [ "$status" = 1 ] || [ -d "$home/.cache/mahimahi" ] || { status=1; echo "FAIL: no state directory in $home/.cache"; }
+    if [ "$status" = 0 ]; then
+      out=$(as_rootless_user env -u XDG_RUNTIME_DIR HOME="$home" "$BIN/mm-replay" "$top/recordings/demo-site" -- \
+        curl -sS -o /dev/null -w '%{http_code}\n' -A mahimahi-demo http://a.test/index.html 2>&1)
+      [ "$(echo "$out" | tail -1)" = 200 ] || { status=1; echo "FAIL: mm-replay with $dir another user's: $out"; }
+    fi
+    if [ "$status" = 0 ]; then
+      # No runtime directory and no home of the user's: only /tmp's is left, and it is refused.
+      out=$(as_rootless_user env -u XDG_RUNTIME_DIR HOME=/ "$BIN/mm-delay" 5 -- true 2>&1)
+      case $out in *"remove $dir if another user made it"*) ;; *) status=1; echo "FAIL: the refusal: $out" ;; esac
+    fi
+  fi
+  rm -rf "$dir"
+  [ ! -e "$dir.saved" ] || mv "$dir.saved" "$dir"
+  [ "$status" = 0 ] || return 1
+  echo "  $dir taken by $OTHER_USER: the shells used $home/.cache/mahimahi; without a home: $(echo "$out" | head -1 | cut -c1-150)"
+}

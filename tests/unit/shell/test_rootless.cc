@@ -95,21 +95,43 @@ TEST(Rootless, a_tun_device_the_user_cannot_open_is_named_with_its_mode) {
 
 TEST(Rootless, the_state_directory_is_made_private_and_refused_if_others_can_write) {
   TempDir dir;
-  const std::string made = rootless_state_directory(dir.path.c_str(), nullptr);
+  const std::string made = rootless_state_directory(dir.path.c_str(), nullptr, nullptr);
   ASSERT_EQ(made, (dir.path / "mahimahi").string());
   struct stat st {};
   ASSERT_EQ(::stat(made.c_str(), &st), 0);
   ASSERT_EQ(st.st_mode & 07777, 0700u);
   ASSERT_EQ(st.st_uid, ::getuid());
-  ASSERT_EQ(rootless_state_directory(dir.path.c_str(), nullptr), made);  // again: the same one
+  ASSERT_EQ(rootless_state_directory(dir.path.c_str(), nullptr, nullptr), made);  // again: the same one
   ::chmod(made.c_str(), 0777);
-  EXPECT_THROW_WITH(UserError, rootless_state_directory(dir.path.c_str(), nullptr), "nobody else can write");
+  // (It would be passed over for TMPDIR's; here that one is taken too.)
+  TempDir taken;
+  std::ofstream(taken.path / ("mahimahi-" + std::to_string(::getuid()))) << "not a directory\n";
+  EXPECT_THROW_WITH(UserError, rootless_state_directory(dir.path.c_str(), nullptr, taken.path.c_str()),
+                    "nobody else can write");
   // Without XDG_RUNTIME_DIR (or a relative one): /run/user/UID if it is the user's, else TMPDIR.
   TempDir tmp;
-  const std::string fallback = rootless_state_directory("relative", tmp.path.c_str());
+  const std::string fallback = rootless_state_directory("relative", nullptr, tmp.path.c_str());
   ASSERT_TRUE(fallback == "/run/user/" + std::to_string(::getuid()) + "/mahimahi" ||
               fallback == (tmp.path / ("mahimahi-" + std::to_string(::getuid()))).string())
       << fallback;
+}
+
+// Without a runtime directory, the home directory's .cache: a name in TMPDIR that another user
+// made first (here: one that others can write) is passed over, and refused only when nothing else is left.
+TEST(Rootless, a_state_directory_taken_in_tmp_is_passed_over_for_the_home_directory) {
+  if (std::filesystem::exists("/run/user/" + std::to_string(::getuid()))) GTEST_SKIP() << "/run/user/UID is used";
+  TempDir tmp, home;
+  const std::string squatted = (tmp.path / ("mahimahi-" + std::to_string(::getuid()))).string();
+  ASSERT_EQ(::mkdir(squatted.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(squatted.c_str(), 0777), 0);
+  const std::string made = rootless_state_directory(nullptr, home.path.c_str(), tmp.path.c_str());
+  EXPECT_EQ(made, (home.path / ".cache" / "mahimahi").string());
+  struct stat st {};
+  ASSERT_EQ(::stat(made.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0700u);
+  // A home that is not the user's (here: none) leaves only TMPDIR's, which is refused, saying what to do.
+  EXPECT_THROW_WITH(UserError, rootless_state_directory(nullptr, "/", tmp.path.c_str()), "set XDG_RUNTIME_DIR");
+  EXPECT_THROW_WITH(UserError, rootless_state_directory(nullptr, nullptr, tmp.path.c_str()), "remove " + squatted);
 }
 
 TEST(Rootless, the_mode_is_decided_from_the_rights_and_the_variable) {
