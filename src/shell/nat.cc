@@ -116,7 +116,8 @@ void add_nat_elements(nft::Transaction& t, bool add, const ShellEntry& entry, bo
   }
 }
 
-void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port) {
+void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port,
+                               const std::vector<Ipv4>& host_resolvers, Ipv4 forward_to) {
   using namespace nft;
   // A packet to 127.0.0.1 that came in on the device is a martian unless route_localnet is on.
   write_existing_file("/proc/sys/net/ipv4/conf/" + device + "/route_localnet", "1");
@@ -155,6 +156,22 @@ void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t r
         .immediate(kReg1, loopback.data, 4)
         .dnat(kReg1, kVerdict);
     t.add_rule("prerouting", redirect);
+  }
+  // iifname DEVICE ip daddr RESOLVER meta l4proto PROTOCOL th dport 53 dnat ip to FORWARD_TO
+  const Bytes forwarded = Bytes().ipv4(forward_to);
+  const uint16_t dns = htons(53);
+  for (const Ipv4 resolver : host_resolvers) {
+    for (const uint8_t protocol : {uint8_t{IPPROTO_TCP}, uint8_t{IPPROTO_UDP}}) {
+      Rule to_host_resolver;
+      from_the_shell_to(to_host_resolver, Bytes().ipv4(resolver))
+          .meta(NFT_META_L4PROTO, kReg1)
+          .equals(kReg1, &protocol, 1)
+          .payload(NFT_PAYLOAD_TRANSPORT_HEADER, 2, 2, kReg1)
+          .equals(kReg1, &dns, 2)
+          .immediate(kReg1, forwarded.data, 4)
+          .dnat(kReg1, kVerdict);
+      t.add_rule("prerouting", to_host_resolver);
+    }
   }
   // ... and seems to come from the outside's loopback too: pasta forwards only connections
   // made on the namespace's loopback (iifname DEVICE ip daddr 127.0.0.1 snat ip to 127.0.0.1).

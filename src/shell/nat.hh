@@ -76,4 +76,8 @@ void add_nat_elements(nft::Transaction& transaction, bool add, const ShellEntry&
 // host's servers. Its own table, mahimahi_outside, in the outside's namespace (gone with it);
 // its chain comes before the shared table's (mm-record's redirection sees what it left). Not
 // `relay_port` (UDP, if not 0): the shell's DNS relay listens there (shell/dns_relay.hh).
-void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port);
+// DNS (port 53, UDP and TCP) the shell sends to one of `host_resolvers` (resolvers at the host's
+// own addresses, which pasta gives the outside too, so that they would answer there) goes to
+// `forward_to` instead, which pasta forwards to the host's resolver (--dns-forward).
+void add_outside_base_redirect(const std::string& device, Ipv4 outer, uint16_t relay_port,
+                               const std::vector<Ipv4>& host_resolvers = {}, Ipv4 forward_to = {});

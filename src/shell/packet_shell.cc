@@ -31,6 +31,7 @@
 #include "shell/privileged.hh"
 #include "shell/resolv_conf.hh"
 #include "shell/rootless.hh"
+#include "shell/route_table.hh"
 #include "util/child_process.hh"
 #include "util/clock.hh"
 #include "util/exception.hh"
@@ -563,8 +564,13 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
       throw UsageError(std::string(kWayOutVariable) +
                        " must be pasta (the default: the host's network through pasta) " +
                        "or none (no way out), not \"" + printable(way, 40) + "\"");
-    // The outermost shell (which makes an outside of its own) reaches the host through pasta.
-    if (own_outside && way != "none") {
+    // The outermost shell (which makes an outside of its own) reaches the host through pasta,
+    // which needs a route out: on a machine with none, the shell starts without a way out (it
+    // needs none to reach MAHIMAHI_BASE or to replay), and says so.
+    if (own_outside && way == "" && !has_default_route()) {
+      std::cerr << info.name << ": this machine has no route out (no IPv4 default route), so the shell has no way "
+                << "out either (as with " << kWayOutVariable << "=none)" << std::endl;
+    } else if (own_outside && way != "none") {
       try {
         pasta = resolve_command("pasta", env.get("PATH"));
       } catch (const std::exception&) {
@@ -657,9 +663,15 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     // A rootless outermost shell's outside, reaching the host's network through pasta unless
     // MAHIMAHI_WAY_OUT=none.
     std::optional<Ipv4> dns_upstream;
+    std::vector<Ipv4> host_resolvers;
     if (plan.own_outside) {
-      const bool loopback_dns = !loopback_nameservers(read_resolv_conf()).empty();
-      if (!plan.pasta.empty()) way_out = WayOut(info.name, plan.pasta, plan.state_directory, loopback_dns);
+      const std::string resolv_conf = read_resolv_conf();
+      const bool loopback_dns = !loopback_nameservers(resolv_conf).empty();
+      // Resolvers at the host's own addresses: pasta gives the outside those addresses, where
+      // they would answer themselves; their DNS goes to pasta's forwarder instead.
+      if (!plan.pasta.empty()) host_resolvers = own_address_nameservers(resolv_conf);
+      if (!plan.pasta.empty())
+        way_out = WayOut(info.name, plan.pasta, plan.state_directory, loopback_dns || !host_resolvers.empty());
       enter_own_outside(user.uid, user.gid);
       if (!plan.pasta.empty()) {
         way_out.start();
@@ -674,6 +686,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 // Through the way out, MAHIMAHI_BASE leads to the host's servers,
                                 // as it does in the setuid mode.
                                 .base_to_host = way_out.monitor() > 0,
+                                .host_resolvers = host_resolvers,
+                                .host_dns_forward = *Ipv4::parse(kWayOutResolver),
                                 .tcp_ecn = spec.tcp_ecn});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";

@@ -477,7 +477,9 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
     run_root_helper(
         [&] {
           open_forwarding(entry, net.slot_claim.get());
-          if (options.base_to_host) add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port);
+          if (options.base_to_host)
+            add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port, options.host_resolvers,
+                                      options.host_dns_forward);
         },
         true, HelperWait::UntilExited);
   } catch (const SetupInterrupted&) {

@@ -128,7 +128,10 @@ struct ShellNetworkOptions {
   bool refuse_quic = true;
   std::optional<Ipv4> dns_upstream;  // ask this address for every loopback resolver (rootless way out)
   bool base_to_host = false;         // a rootless outside's: add_outside_base_redirect (nat.hh)
-  std::optional<int> tcp_ecn;        // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
+  // With base_to_host: resolvers at the host's own addresses, and where pasta takes their DNS.
+  std::vector<Ipv4> host_resolvers;
+  Ipv4 host_dns_forward;
+  std::optional<int> tcp_ecn;  // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
 };
 ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);

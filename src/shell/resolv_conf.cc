@@ -2,6 +2,10 @@
 // resolv.conf's nameserver lines (see resolv_conf.hh).
 #include "shell/resolv_conf.hh"
 
+#include <ifaddrs.h>
+#include <netinet/in.h>
+
+#include <algorithm>
 #include <sstream>
 
 #include "util/exception.hh"
@@ -46,6 +50,23 @@ std::vector<Ipv4> loopback_nameservers(const std::string& text) {
   const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
   for (Ipv4 ip : resolv_conf_nameservers(text)) {
     if (loopback.contains(ip) && found.size() < 3) found.push_back(ip);
+  }
+  return found;
+}
+
+std::vector<Ipv4> own_address_nameservers(const std::string& text) {
+  std::vector<Ipv4> own, found;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0) return found;
+  for (ifaddrs* i = list; i; i = i->ifa_next) {
+    if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+      own.push_back(Ipv4::from_in_addr(reinterpret_cast<const sockaddr_in*>(i->ifa_addr)->sin_addr));
+  }
+  ::freeifaddrs(list);
+  const Ipv4Net loopback = *Ipv4Net::parse("127.0.0.0/8");
+  for (Ipv4 ip : resolv_conf_nameservers(text)) {
+    if (!loopback.contains(ip) && std::find(own.begin(), own.end(), ip) != own.end() && found.size() < 3)
+      found.push_back(ip);
   }
   return found;
 }

@@ -18,6 +18,9 @@ std::vector<Ipv4> resolv_conf_nameservers(const std::string& text);
 
 // The nameserver addresses of a resolv.conf text that are on loopback (at most three, as glibc).
 std::vector<Ipv4> loopback_nameservers(const std::string& text);
+// The nameservers (at most 3) of `text` that are not loopback but an address of the current
+// network namespace (a machine that runs its own DNS server on its LAN address).
+std::vector<Ipv4> own_address_nameservers(const std::string& text);
 
 // The IPv4 resolvers the C library asks: those among the first three "nameserver" lines
 // (glibc reads no more); 127.0.0.1 if there is no nameserver line at all.

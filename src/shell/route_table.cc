@@ -161,3 +161,11 @@ void add_unreachable_default(InitialWindows windows) {
   request.add_windows(windows);
   request.execute("adding the unreachable default route with initial windows");
 }
+
+bool has_default_route() {
+  bool found = false;
+  for_each_ipv4_route([&](const rtmsg& route, const rtattr*, int) {
+    if (route.rtm_dst_len == 0 && route.rtm_type == RTN_UNICAST) found = true;
+  });
+  return found;
+}

@@ -25,6 +25,10 @@ void rtnetlink_request(const FileDescriptor& sock, const nlmsghdr& request, cons
 // its attributes (RTA_OK/RTA_NEXT over `length` bytes from `first`).
 void for_each_ipv4_route(const std::function<void(const rtmsg& route, const rtattr* first, int length)>& fn);
 
+// Whether the current namespace has an IPv4 default route (a route to 0.0.0.0/0 of unicast type,
+// in any table): what pasta needs to call an interface "external".
+bool has_default_route();
+
 // The IPv4 address an attribute (RTA_DST, RTA_GATEWAY...) holds; its payload is at least 4 bytes.
 Ipv4 ipv4_attribute(const rtattr* attribute);
 

@@ -231,3 +231,43 @@ rootless_test_a_state_directory_another_user_made_first_does_not_block() {
   [ "$status" = 0 ] || return 1
   echo "  $dir taken by $OTHER_USER: the shells used $home/.cache/mahimahi; without a home: $(echo "$out" | head -1 | cut -c1-150)"
 }
+
+# A machine with no route out (a namespace of the test's own, with a LAN address and no default
+# route): an outermost rootless shell starts without a way out, says so in one line, and reaches
+# MAHIMAHI_BASE. Then, with a route out, a resolver on the machine's own LAN address (dnsmasq on
+# 198.51.100.1, as a machine that runs its own DNS server) answers inside the shell: its DNS
+# goes to pasta's forwarder, not to the outside's copy of that address.
+rootless_test_no_route_out_and_a_resolver_on_the_hosts_own_address() {
+  local x=mmt-x$$ y=mmt-y$$ out status=0 pid
+  ip netns add "$x" && ip netns add "$y" || return 1
+  ip -n "$x" link set lo up
+  ip link add "mmt-c$$" netns "$x" type veth peer name "mmt-d$$" netns "$y"
+  ip -n "$x" addr add 198.51.100.1/24 dev "mmt-c$$" && ip -n "$x" link set "mmt-c$$" up
+  ip -n "$y" addr add 198.51.100.2/24 dev "mmt-d$$" && ip -n "$y" link set "mmt-d$$" up
+  mkdir -p "/etc/netns/$x" && echo "nameserver 198.51.100.1" > "/etc/netns/$x/resolv.conf"
+  ip netns exec "$x" /usr/sbin/dnsmasq --keep-in-foreground --no-resolv --no-hosts --address=/lan.test/198.51.100.9 \
+    --listen-address=198.51.100.1 --bind-interfaces --user=root --pid-file= --log-facility=/dev/null -C /dev/null &
+  pid=$!
+  local run=(ip netns exec "$x" setpriv --reuid="$TEST_USER" --regid="$TEST_USER" --init-groups env PATH="$BIN:$PATH")
+  out=$("${run[@]}" "$BIN/mm-delay" 5 -- sh -c 'ping -c 2 -i 0.2 -q "$MAHIMAHI_BASE" | tail -1' 2>&1) ||
+    { status=1; echo "FAIL: with no route out: $out"; }
+  if [ "$status" = 0 ]; then
+    echo "$out" | grep -q "^mm-delay: this machine has no route out (no IPv4 default route), so the shell has no way out either" ||
+      { status=1; echo "FAIL: no line saying there is no way out: $out"; }
+    echo "$out" | grep -q '^rtt' || { status=1; echo "FAIL: MAHIMAHI_BASE did not answer: $out"; }
+    echo "  no route out: $(echo "$out" | head -1 | cut -c1-120)"
+  fi
+  if [ "$status" = 0 ]; then
+    ip -n "$x" route add default via 198.51.100.2
+    wait_until 10 ip netns exec "$x" getent hosts lan.test >/dev/null || { status=1; echo "FAIL: dnsmasq did not start"; }
+    out=$("${run[@]}" "$BIN/mm-delay" 5 -- getent hosts lan.test 2>&1) ||
+      { status=1; echo "FAIL: the resolver on the host's own address, from inside: $out"; }
+    [ "$status" = 1 ] || echo "$out" | grep -q '^198\.51\.100\.9 ' || { status=1; echo "FAIL: lan.test resolved to: $out"; }
+    [ "$status" = 1 ] || echo "  lan.test through the shell: $out"
+  fi
+  kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  for p in $(ip netns pids "$x") $(ip netns pids "$y"); do kill -9 "$p" 2>/dev/null; done
+  ip netns del "$x"; ip netns del "$y"
+  rm -rf "/etc/netns/$x"
+  return "$status"
+}
