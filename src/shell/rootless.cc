@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstring>
@@ -269,8 +270,16 @@ std::string rootless_state_directory(const char* xdg_runtime_dir, const char* ho
     candidates.push_back(run_user + "/mahimahi");
   }
   if (home && owned_directory(home, uid)) {
+    // One per machine: a home shared by several (NFS) must not share lock files named by the
+    // namespaces' inode numbers, which each machine numbers on its own.
+    char host[256] = {};
+    (void)::gethostname(host, sizeof host - 1);
+    std::string name;
+    for (const char c : std::string_view(host))
+      name += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.') ? c : '_';
     const std::string cache = std::string(home) + "/.cache";
-    if (::mkdir(cache.c_str(), 0700) == 0 || errno == EEXIST) candidates.push_back(cache + "/mahimahi");
+    if (::mkdir(cache.c_str(), 0700) == 0 || errno == EEXIST)
+      candidates.push_back(cache + "/mahimahi-" + (name.empty() || name[0] == '.' ? "host" : name));
   }
   const std::string in_tmp =
       std::string(tmpdir && *tmpdir == '/' ? tmpdir : "/tmp") + "/mahimahi-" + std::to_string(uid);

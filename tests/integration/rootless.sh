@@ -214,7 +214,7 @@ rootless_test_a_state_directory_another_user_made_first_does_not_block() {
     out=$(as_rootless_user env -u XDG_RUNTIME_DIR HOME="$home" "$BIN/mm-delay" 5 -- \
       sh -c 'ping -c 2 -i 0.2 -q "$MAHIMAHI_BASE" | tail -1' 2>&1) ||
       { status=1; echo "FAIL: mm-delay with $dir another user's: $out"; }
-    [ "$status" = 1 ] || [ -d "$home/.cache/mahimahi" ] || { status=1; echo "FAIL: no state directory in $home/.cache"; }
+    [ "$status" = 1 ] || [ -d "$home/.cache/mahimahi-$(hostname)" ] || { status=1; echo "FAIL: no state directory in $home/.cache: $(ls "$home/.cache")"; }
     if [ "$status" = 0 ]; then
       out=$(as_rootless_user env -u XDG_RUNTIME_DIR HOME="$home" "$BIN/mm-replay" "$top/recordings/demo-site" -- \
         curl -sS -o /dev/null -w '%{http_code}\n' -A mahimahi-demo http://a.test/index.html 2>&1)
@@ -229,7 +229,7 @@ rootless_test_a_state_directory_another_user_made_first_does_not_block() {
   rm -rf "$dir"
   [ ! -e "$dir.saved" ] || mv "$dir.saved" "$dir"
   [ "$status" = 0 ] || return 1
-  echo "  $dir taken by $OTHER_USER: the shells used $home/.cache/mahimahi; without a home: $(echo "$out" | head -1 | cut -c1-150)"
+  echo "  $dir taken by $OTHER_USER: the shells used $home/.cache/mahimahi-$(hostname); without a home: $(echo "$out" | head -1 | cut -c1-150)"
 }
 
 # A machine with no route out (a namespace of the test's own, with a LAN address and no default

@@ -125,7 +125,9 @@ TEST(Rootless, a_state_directory_taken_in_tmp_is_passed_over_for_the_home_direct
   ASSERT_EQ(::mkdir(squatted.c_str(), 0777), 0);
   ASSERT_EQ(::chmod(squatted.c_str(), 0777), 0);
   const std::string made = rootless_state_directory(nullptr, home.path.c_str(), tmp.path.c_str());
-  EXPECT_EQ(made, (home.path / ".cache" / "mahimahi").string());
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  EXPECT_EQ(made, (home.path / ".cache" / ("mahimahi-" + std::string(host))).string());
   struct stat st {};
   ASSERT_EQ(::stat(made.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
