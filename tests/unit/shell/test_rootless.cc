@@ -131,8 +131,9 @@ TEST(Rootless, a_state_directory_taken_in_tmp_is_passed_over_for_the_home_direct
   struct stat st {};
   ASSERT_EQ(::stat(made.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0700u);
-  // A home that is not the user's (here: none) leaves only TMPDIR's, which is refused, saying what to do.
-  EXPECT_THROW_WITH(UserError, rootless_state_directory(nullptr, "/", tmp.path.c_str()), "set XDG_RUNTIME_DIR");
+  // A home that is not the user's (here: none at all) leaves only TMPDIR's, which is refused, saying what to do.
+  EXPECT_THROW_WITH(UserError, rootless_state_directory(nullptr, (home.path / "absent").c_str(), tmp.path.c_str()),
+                    "set XDG_RUNTIME_DIR");
   EXPECT_THROW_WITH(UserError, rootless_state_directory(nullptr, nullptr, tmp.path.c_str()), "remove " + squatted);
 }
 
