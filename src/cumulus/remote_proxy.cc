@@ -10,17 +10,18 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <set>
 
 #include "cumulus/bulk.hh"
+#include "pageload/load_report.hh"
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
@@ -33,8 +34,8 @@ constexpr uint64_t kListenerKey = 0, kStopKey = 1, kInotifyKey = 2, kCurrentExit
 constexpr size_t kHighWater = 256 * 1024;
 constexpr size_t kMaxTail = 16 * 1024;
 constexpr size_t kMaxRequestHead = kMaxBulkRequest;
-
-int pidfd_open(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)); }
+// mm-pageload's --json of one load: a few hundred bytes, with its origins' protocols a few KiB.
+constexpr size_t kMaxResultBytes = 1 << 20;
 
 // A header value on the loader's input line: no tabs or line ends.
 std::string field(std::string_view text) {
@@ -49,6 +50,7 @@ struct RemoteProxy::Loader {
   pid_t pid = -1;
   FileDescriptor pidfd, input, errors;
   fs::path dir;
+  fs::path result;   // where mm-pageload writes the load's --json ("{json}")
   std::string tail;  // the end of what it wrote on standard error
   bool exited = false;
   int status = 0;
@@ -124,6 +126,7 @@ RemoteProxy::~RemoteProxy() {
     }
     std::error_code ignored;
     fs::remove_all(l->dir, ignored);
+    fs::remove(l->result, ignored);
   }
 }
 
@@ -131,6 +134,7 @@ void RemoteProxy::start_spare() {
   auto l = std::make_unique<Loader>();
   l->number = next_load_++;
   l->dir = options_.work_directory / ("load-" + std::to_string(l->number));
+  l->result = options_.work_directory / ("load-" + std::to_string(l->number) + ".json");
   int input[2], errors[2];
   check_syscall("pipe2", ::pipe2(input, O_CLOEXEC));
   FileDescriptor input_read(input[0]);
@@ -143,6 +147,8 @@ void RemoteProxy::start_spare() {
   for (std::string word : options_.loader) {
     for (size_t at = word.find("{dir}"); at != std::string::npos; at = word.find("{dir}"))
       word.replace(at, 5, l->dir.string());
+    for (size_t at = word.find("{json}"); at != std::string::npos; at = word.find("{json}"))
+      word.replace(at, 6, l->result.string());
     words.push_back(word);
   }
   SpawnOptions spawn;
@@ -153,7 +159,7 @@ void RemoteProxy::start_spare() {
   spawn.default_signals = true;
   const std::vector<std::string> arguments(words.begin() + 1, words.end());
   l->pid = spawn_program(words.front(), arguments, spawn);
-  l->pidfd = FileDescriptor(pidfd_open(l->pid));
+  l->pidfd = FileDescriptor(open_pidfd(l->pid));
   if (!l->pidfd.valid()) throw SystemError("pidfd_open");
   epoll_.add(l->pidfd.get(), EPOLLIN, kSpareExitKey);
   epoll_.add(l->errors.get(), EPOLLIN, kSpareErrorsKey);
@@ -545,8 +551,15 @@ void RemoteProxy::fill(Client& c) {
     FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
     struct stat st {};
     const bool opened = fd.valid() && ::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode);
+    const int open_error = errno;
     ::unlink(path.c_str());  // its space goes when the descriptor closes
-    if (!opened) continue;
+    if (!opened) {
+      current_->left_out++;
+      options_.say(path.filename().string() + " could not be read (" +
+                   (fd.valid() ? std::string("not a regular file") : std::string(std::strerror(open_error))) +
+                   "): left out; the Local Proxy fetches it itself");
+      continue;
+    }
     const auto size = static_cast<uint64_t>(st.st_size);
     if (size > cap) {
       current_->left_out++;
@@ -565,6 +578,22 @@ void RemoteProxy::fill(Client& c) {
   }
 }
 
+// The load's result as mm-pageload wrote it (--json={json}), if it did (a loader that failed
+// before the load wrote none).
+std::optional<LoadResult> RemoteProxy::read_result(const Loader& l) const {
+  std::ifstream in(l.result);
+  if (!in) return std::nullopt;
+  try {
+    std::vector<LoadResult> loads = read_load_json(in, l.result.filename().string(), kMaxResultBytes);
+    if (loads.size() == 1) return loads.front();
+    options_.say("load " + std::to_string(l.number) + ": the loader reported " + std::to_string(loads.size()) +
+                 " loads, not one");
+  } catch (const UserError& e) {
+    options_.say("load " + std::to_string(l.number) + ": " + e.what());
+  }
+  return std::nullopt;
+}
+
 void RemoteProxy::finish_load() {
   // Called when the loader has exited and whenever the client's connection took more: the end
   // frame goes only after every pair (mm-record wrote its last ones before it exited).
@@ -575,8 +604,8 @@ void RemoteProxy::finish_load() {
     if (c->started) client = c.get();
   if (client && !client->gone && (!l.queued.empty() || client->file.valid())) return;
   std::map<std::string, std::string> fields;
-  // mm-pageload's line for the load: "mm-pageload: [1/1] URL run 1: ok  PLT 52 ms ..." or why not.
-  std::string row, last, refused;
+  // mm-record --refuse-upstream's lines: the user learns what was kept out, and how to allow it.
+  std::string last, refused;
   size_t pos = 0, refusals = 0;
   while (pos < l.tail.size()) {
     size_t end = l.tail.find('\n', pos);
@@ -585,8 +614,6 @@ void RemoteProxy::finish_load() {
     pos = end + 1;
     if (line.empty()) continue;
     last = line;
-    if (line.starts_with("mm-pageload: [") && line.find(" run ") != std::string::npos) row = line;
-    // mm-record --refuse-upstream's lines: the user learns what was kept out, and how to allow it.
     if (line.starts_with("mm-record: refused a connection to ") && refusals++ == 0) refused = line.substr(11);
   }
   if (!refused.empty())
@@ -596,14 +623,15 @@ void RemoteProxy::finish_load() {
   const Nanos took = monotonic_now() - l.load_started;
   std::string status = l.status == 0 && !l.over_cap ? "ok" : "error";
   std::string reason;
-  if (!row.empty()) {
-    const size_t colon = row.find(": ", row.find(" run "));
-    const std::string verdict = colon == std::string::npos ? "" : row.substr(colon + 2);
-    if (verdict.starts_with("timeout")) status = "timeout";
-    if (l.status != 0) reason = printable(verdict, 300);
-    if (const size_t plt = row.find("PLT "); plt != std::string::npos) {
-      const size_t digits_end = row.find(' ', plt + 4);
-      fields["load_ms"] = row.substr(plt + 4, digits_end - plt - 4);
+  if (const std::optional<LoadResult> load = read_result(l)) {
+    // mm-pageload's own account of the load (--json): its status, why not ok, and its PLT.
+    if (load->status == LoadResult::Status::Timeout) status = "timeout";
+    if (l.status != 0)
+      reason = printable(status_name(load->status) + (load->reason.empty() ? "" : " (" + load->reason + ")"), 300);
+    if (load->plt_ms) {
+      char ms[32];
+      std::snprintf(ms, sizeof ms, "%.0f", *load->plt_ms);
+      fields["load_ms"] = ms;
     }
   } else if (l.status != 0) {
     reason = "the loader " + how_it_ended(l.status) + (last.empty() ? "" : ": " + printable(last, 300));
@@ -625,6 +653,7 @@ void RemoteProxy::finish_load() {
   if (l.errors.valid()) epoll_.remove(l.errors.get());
   std::error_code ignored;
   fs::remove_all(l.dir, ignored);
+  fs::remove(l.result, ignored);
   current_.reset();
   if (client) {
     client->started = false;

@@ -32,6 +32,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,12 +40,15 @@
 #include "util/epoll.hh"
 #include "util/file_descriptor.hh"
 
+struct LoadResult;
+
 inline constexpr size_t kMaxWaitingLoads = 16, kMaxConnections = 64, kMaxConnectionsPerPeer = 16;
 
 struct RemoteProxyOptions {
   FileDescriptor listener;  // listening already
   // The loader's command line up to the URL: shells, mm-record DIR --, mm-pageload and its
-  // options; "{dir}" in any word is replaced by the load's recording directory.
+  // options; "{dir}" in any word is replaced by the load's recording directory, "{json}" by the
+  // file where mm-pageload writes the load's result (--json={json}): its status, reason and PLT.
   std::vector<std::string> loader;
   std::filesystem::path work_directory;    // private: the loads' recording directories
   std::string token;                       // what a request must carry (valid_bulk_token)
@@ -82,6 +86,7 @@ class RemoteProxy {
   void watch_directory();
   void send_new_pairs();
   void finish_load();
+  std::optional<LoadResult> read_result(const Loader& l) const;
   void drain_stderr(Loader& l);
   bool reap(Loader& l);
   void flush_client(Client& c);

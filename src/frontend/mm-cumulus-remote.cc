@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -299,6 +298,7 @@ int main(int argc, char** argv) {
     loader.push_back("--wait-for-url");
     // The Remote Proxy's browser shares the cores with the measured one: no screencast frames.
     loader.push_back("--no-speed-index");
+    loader.push_back("--json={json}");  // the load's status, reason and PLT, for the end frame
     std::ostringstream timeout;
     timeout << timeout_s;
     loader.push_back("--timeout=" + timeout.str());
@@ -338,7 +338,7 @@ int main(int argc, char** argv) {
       spawn.default_signals = true;
       child = spawn_program(resolve_command(command.front(), path),
                             std::vector<std::string>(command.begin() + 1, command.end()), spawn);
-      child_fd = FileDescriptor(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+      child_fd = FileDescriptor(open_pidfd(child));
       if (!child_fd.valid()) throw SystemError("pidfd_open");
       stop_fds.push_back(child_fd.get());
     }

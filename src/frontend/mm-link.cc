@@ -12,7 +12,7 @@
 #include "frontend/link_meters.hh"
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
-#include "packet/queue_discipline.hh"
+#include "packet/queue_factory.hh"
 #include "packet/trace.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"

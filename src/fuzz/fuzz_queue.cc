@@ -14,7 +14,7 @@
 #include "fuzz/fuzz_check.hh"
 #include "packet/ecn.hh"
 #include "packet/offload.hh"
-#include "packet/queue_discipline.hh"
+#include "packet/queue_factory.hh"
 #include "util/exception.hh"
 
 namespace {

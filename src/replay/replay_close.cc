@@ -13,11 +13,11 @@
 #include <cstring>
 #include <memory>
 
+#include "util/child_process.hh"
 #include "util/file_descriptor.hh"
 
 namespace {
 // Through syscall(): glibc 2.36's <sys/pidfd.h> declares its wrappers without C linkage.
-int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0U)); }
 int copy_fd_of(int pidfd, int target) { return static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, target, 0U)); }
 
 // An IPv4 or IPv6 literal and a port as a socket address; false if `ip` is neither.

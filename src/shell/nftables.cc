@@ -22,7 +22,6 @@
 #include <memory>
 #include <stdexcept>
 
-#include "shell/privileged.hh"
 #include "util/exception.hh"
 
 namespace nft {
@@ -35,10 +34,8 @@ constexpr uint32_t kFamily = NFPROTO_IPV4;
 // nftables while a deletion (of any namespace) awaits its RCU grace period waits for it (5-20 ms
 // here) holding the namespace's nftables mutex; the helpers report before they exit.
 mnl_socket* netlink() {
-  // Only root helpers, root through and through, talk to nftables (rootless: the user's helpers,
-  // in the user's own namespaces).
-  if ((::getuid() != 0 || ::geteuid() != 0) && privilege_mode() != PrivilegeMode::Rootless)
-    throw std::logic_error("nftables used outside a root helper");
+  // Only root helpers talk to nftables: forwarding.cc and nat.cc, reached only from the root
+  // helper's one switch (privileged.cc, perform_root_request), which checks who it runs as.
   static mnl_socket* const socket = [] {
     mnl_socket* s = mnl_socket_open2(NETLINK_NETFILTER, SOCK_CLOEXEC);
     if (!s) throw SystemError("opening a netlink socket to nftables");

@@ -238,8 +238,63 @@ static void reset_inherited_limits() {
 // What a helper writes on its channel: one byte saying how fn ended, and the error's text.
 constexpr char kHelperSucceeded = 'K', kHelperFailed = 'E';
 
-// Forks the helper; in the child, runs fn and reports on `channel` how it ended.
-static pid_t fork_root_helper(const std::function<void()>& fn, int channel) {
+void check_root_request(const RootRequest& request) {
+  const auto check_entry = [&] {
+    if (!is_shell_device_name(request.entry.device) || request.entry.ifindex == 0 || request.slot_claim < 0)
+      throw std::logic_error("a root helper's request names no shell's device and slot");
+  };
+  switch (request.op) {
+    case RootOp::OpenForwarding:
+      check_entry();
+      if (request.outside) {
+        // As many resolvers as resolv.conf may name (shell/resolv_conf.hh reads at most that many).
+        if (!is_shell_device_name(request.outside->device) || request.outside->host_resolvers.size() > 64)
+          throw std::logic_error("a root helper's outside redirection is out of its bounds");
+      }
+      return;
+    case RootOp::CloseForwarding:
+    case RootOp::CloseForwardingUnlessBusy:
+      check_entry();
+      if (request.outside) throw std::logic_error("a root helper's closing names an outside");
+      return;
+    case RootOp::AddIsolatedAddresses:
+      if (!request.network || !request.network->command_userns.valid())
+        throw std::logic_error("a root helper adds addresses only in a rootless shell's namespace");
+      check_isolated_addresses(request.addresses);
+      return;
+  }
+  throw std::logic_error("a root helper's request of no known operation");
+}
+
+// The helper's one act: every operation a root helper performs, in this switch.
+static void perform_root_request(const RootRequest& request) {
+  // Root through and through (rootless: the user's helper, in the user's own namespaces).
+  if ((::getuid() != 0 || ::geteuid() != 0) && decided_mode != PrivilegeMode::Rootless)
+    throw std::logic_error("a root helper that is not root");
+  check_root_request(request);
+  switch (request.op) {
+    case RootOp::OpenForwarding:
+      open_forwarding(request.entry, request.slot_claim);
+      if (request.outside) {
+        const RootRequest::OutsideRedirect& o = *request.outside;
+        add_outside_base_redirect(o.device, o.outer, o.relay_port, o.host_resolvers, o.dns_forward);
+      }
+      return;
+    case RootOp::CloseForwarding:
+      close_forwarding(request.entry, request.slot_claim);
+      return;
+    case RootOp::CloseForwardingUnlessBusy:
+      close_forwarding_unless_busy(request.entry, request.slot_claim);
+      return;
+    case RootOp::AddIsolatedAddresses:
+      enter_shell_namespace(*request.network);
+      add_addresses("lo", request.addresses);
+      return;
+  }
+}
+
+// Forks the helper; in the child, performs the request and reports on `channel` how it ended.
+static pid_t fork_root_helper(const RootRequest& request, int channel) {
   const pid_t pid = ::fork();
   if (pid < 0) throw SystemError("fork");
   if (pid > 0) return pid;
@@ -253,7 +308,7 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int channel) {
     if (decided_mode != PrivilegeMode::Rootless && (::setresgid(0, 0, 0) < 0 || ::setresuid(0, 0, 0) < 0))
       throw SystemError("becoming root");
     reset_inherited_limits();
-    fn();
+    perform_root_request(request);
     write_all(channel, std::string_view(&kHelperSucceeded, 1));
   } catch (const std::exception& e) {
     try {
@@ -265,16 +320,11 @@ static pid_t fork_root_helper(const std::function<void()>& fn, int channel) {
   ::_exit(status);
 }
 
-void run_root_helper(const std::function<void()>& fn, bool interruptible, HelperWait wait) {
+void run_root_helper(const RootRequest& request, bool interruptible, HelperWait wait) {
   int pipe_ends[2];
   check_syscall("pipe2", ::pipe2(pipe_ends, O_CLOEXEC));
   FileDescriptor channel_read(pipe_ends[0]), channel_write(pipe_ends[1]);
-  const pid_t pid = fork_root_helper(
-      [&] {
-        channel_read.close();
-        fn();
-      },
-      channel_write.get());
+  const pid_t pid = fork_root_helper(request, channel_write.get());
   channel_write.close();
   SignalFd interruptions(SignalSet{SIGINT, SIGTERM, SIGHUP, SIGQUIT});  // blocked by the supervisor
   std::string report;
@@ -337,7 +387,8 @@ void ForwardingGrant::release() noexcept {
   // Not until it exits: its exit closes the nftables socket, which waits for an RCU grace period
   // (5-20 ms here) before the kernel frees what the transaction deleted (see run_nft).
   try {
-    run_root_helper([&] { close_forwarding(entry, slot_claim_); }, false, HelperWait::UntilReported);
+    run_root_helper(RootRequest::forwarding(RootOp::CloseForwarding, entry, slot_claim_), false,
+                    HelperWait::UntilReported);
   } catch (const std::exception& e) {
     std::cerr << "mahimahi: cleaning up the shell's nftables elements and forwarding: " << e.what()
               << "; the next shell of this network namespace to take the addresses " << entry.inner.str()
@@ -474,14 +525,11 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
   // the last shell. (A rootless outside's redirection of MAHIMAHI_BASE in the same helper: a table of its own, gone
   // with the outside.)
   try {
-    run_root_helper(
-        [&] {
-          open_forwarding(entry, net.slot_claim.get());
-          if (options.base_to_host)
-            add_outside_base_redirect(net.outer_device, net.addresses.outer, relay_port, options.host_resolvers,
-                                      options.host_dns_forward);
-        },
-        true, HelperWait::UntilExited);
+    RootRequest open = RootRequest::forwarding(RootOp::OpenForwarding, entry, net.slot_claim.get());
+    if (options.base_to_host)
+      open.outside = RootRequest::OutsideRedirect{net.outer_device, net.addresses.outer, relay_port,
+                                                  options.host_resolvers, options.host_dns_forward};
+    run_root_helper(open, true, HelperWait::UntilExited);
   } catch (const SetupInterrupted&) {
     // The helper was killed: its transaction was made or not, and the namespace's lock file
     // stays if no shell of the namespace ends after this one (a nested shell stopped at its
@@ -489,7 +537,7 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
     // by a helper that is not interrupted and does not wait: if another shell holds the
     // namespace's lock (the one this set-up was waiting for, perhaps), that shell's end does it.
     try {
-      run_root_helper([&] { close_forwarding_unless_busy(entry, net.slot_claim.get()); }, false,
+      run_root_helper(RootRequest::forwarding(RootOp::CloseForwardingUnlessBusy, entry, net.slot_claim.get()), false,
                       HelperWait::UntilExited);
     } catch (const std::exception&) {
       // What is left waits for the next shell, as above.
@@ -628,12 +676,7 @@ void add_isolated_addresses(const ShellNetwork& net, const std::vector<Ipv4>& ad
   if (addresses.empty()) return;
   if (net.command_userns.valid()) {
     // Rootless: the supervisor cannot come back from the shell's user namespace; a child goes.
-    run_root_helper(
-        [&] {
-          enter_shell_namespace(net);
-          add_addresses("lo", addresses);
-        },
-        false, HelperWait::UntilExited);
+    run_root_helper(RootRequest::isolated_addresses(net, addresses), false, HelperWait::UntilExited);
     return;
   }
   FileDescriptor caller_namespace = open_own_namespace("net");

@@ -367,7 +367,7 @@ constexpr int kWayOutDeadlineMs = 10'000;
       }
       return kept.empty() ? std::string() : " (it said: " + printable(kept, 600) + ")";
     };
-    FileDescriptor pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child, 0)));
+    FileDescriptor pidfd(open_pidfd(child));
     auto say = [control](const std::string& message) {
       (void)::send(control, message.data(), message.size(), MSG_NOSIGNAL);
     };

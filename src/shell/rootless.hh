@@ -83,8 +83,8 @@ void drop_capabilities();
 // The directory of a rootless user's shell state (lock files), the first of these that is (or
 // can be made, 0700) a directory of the user's that nobody else can write, not a symbolic link:
 // $XDG_RUNTIME_DIR/mahimahi (or /run/user/UID/mahimahi), HOME/.cache/mahimahi-HOSTNAME (HOME:
-// a directory the user owns; one per machine, for homes several share), $TMPDIR (/tmp)/mahimahi-UID. A directory another user made in
-// /tmp is passed over; UserError if none is usable.
+// a directory the user owns; one per machine, for homes several share), $TMPDIR (/tmp)/mahimahi-UID. A directory
+// another user made in /tmp is passed over; UserError if none is usable.
 std::string rootless_state_directory(const char* xdg_runtime_dir, const char* home, const char* tmpdir);
 
 // MAHIMAHI_WAY_OUT: how an outermost rootless shell reaches the network outside: unset or

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <spawn.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -120,6 +121,9 @@ int wait_for_exit(pid_t pid) {
   }
   return shell_exit_code(status);
 }
+
+// Through syscall(): glibc 2.36's <sys/pidfd.h> declares its wrappers without C linkage.
+int open_pidfd(pid_t pid) { return static_cast<int>(::syscall(SYS_pidfd_open, pid, 0U)); }
 
 int shell_exit_code(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);

@@ -2,7 +2,7 @@
 #pragma once
 // Child processes, one way each: starting another program (posix_spawn, safe from a process with
 // threads), forking a child that runs a function (the shells' privileged helpers), waiting for a
-// child, and turning wait statuses into shell exit codes.
+// child (or watching it end through a pidfd), and turning wait statuses into shell exit codes.
 #include <sys/types.h>
 
 #include <filesystem>
@@ -36,6 +36,10 @@ pid_t fork_child(const std::string& program, const std::function<int()>& body);
 // Waits for the child `pid` to end (retrying when a signal interrupts) and returns
 // shell_exit_code() of how it ended.
 int wait_for_exit(pid_t pid);
+
+// A pidfd of the process `pid` (pidfd_open): readable once it has ended. -1, with errno, if the
+// kernel gives none.
+int open_pidfd(pid_t pid);
 
 // What a shell reports for a finished process: its exit code, or 128+N if killed by signal N.
 int shell_exit_code(int wait_status);

@@ -59,7 +59,7 @@ struct Harness {
     RemoteProxyOptions options;
     options.token = kToken;
     options.listener = loopback_listener(&address);
-    options.loader = {"/bin/sh", "-c", script, "loader", "{dir}"};
+    options.loader = {"/bin/sh", "-c", script, "loader", "{dir}", "--json={json}"};
     fs::create_directory(tmp.path / "work");
     options.work_directory = tmp.path / "work";
     options.say = [this](const std::string& line) {
@@ -76,6 +76,13 @@ struct Harness {
     proxy.reset();
     ::close(stop[0]);
     ::close(stop[1]);
+  }
+
+  bool said_contains(const std::string& text) {
+    const std::lock_guard<std::mutex> hold(said_lock);
+    for (const std::string& line : said)
+      if (line.find(text) != std::string::npos) return true;
+    return false;
   }
 
   // From `from` (a loopback address: 127.0.0.1 unless told).
@@ -122,6 +129,12 @@ void send_all(int fd, const std::string& bytes) {
   ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
 }
 
+// What mm-pageload --json=FILE writes of a load ($2 is --json=FILE): ok, PLT 42.4 ms.
+std::string ok_result() {
+  return "printf '%s' '[{\"url\":\"http://a.test/\",\"run\":1,\"status\":\"ok\",\"plt_ms\":42.4}]' > "
+         "\"${2#--json=}\"";
+}
+
 // A loader that links a pair of `body_bytes` bytes COUNT times, then says its load was ok.
 std::string pairs_loader(const fs::path& dir, size_t body_bytes, int count) {
   RecordedPair pair = sample_pair("/big");
@@ -131,7 +144,8 @@ std::string pairs_loader(const fs::path& dir, size_t body_bytes, int count) {
   return "mkdir \"$1\" && read -r line && for i in $(seq " + std::to_string(count) + "); do cp " +
          (dir / "pair").string() +
          " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$i\"; done;"
-         " echo 'mm-pageload: [1/1] http://a.test/ run 1: ok  PLT 42 ms' >&2";
+         " " +
+         ok_result();
 }
 }  // namespace
 
@@ -144,7 +158,8 @@ TEST(RemoteProxy, streams_each_pair_then_the_end_with_the_loads_status) {
   Harness h("mkdir \"$1\" && read -r line && printf '%s\\n' \"$line\" > " + (files.path / "line").string() +
             " && for f in one two three; do cp " + files.path.string() +
             "/$f \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.$f\";"
-            " sleep 0.05; done; echo 'mm-pageload: [1/1] http://a.test/ run 1: ok  PLT 42 ms' >&2");
+            " sleep 0.05; done; " +
+            ok_result());
   FileDescriptor client = h.connect_client();
   const std::string request = load_request("http://a.test/");
   ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
@@ -184,6 +199,43 @@ TEST(RemoteProxy, a_failing_loader_is_an_error_end_with_its_words) {
   const auto end = parse_bulk_end(frames[0].payload);
   EXPECT_EQ(end.at("status"), "error");
   EXPECT_EQ(end.at("reason"), "the loader exited with status 3: chromium: cannot open display");
+}
+
+TEST(RemoteProxy, a_load_that_timed_out_says_so_from_mm_pageloads_json) {
+  // Its words on standard error are not what the proxy reads: the --json file is.
+  Harness h(
+      "mkdir \"$1\"; read -r line; echo 'mm-pageload: [1/1] http://b.test/ run 1: ok  PLT 7 ms' >&2;"
+      " printf '%s' '[{\"url\":\"http://b.test/\",\"run\":1,\"status\":\"timeout\",\"reason\":\"no load "
+      "event within 30 s\"}]' > \"${2#--json=}\"; exit 1");
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request("http://b.test/");
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_EQ(frames.size(), 1u) << error;
+  const auto end = parse_bulk_end(frames[0].payload);
+  EXPECT_EQ(end.at("status"), "timeout");
+  EXPECT_EQ(end.at("reason"), "timeout (no load event within 30 s)");
+  EXPECT_FALSE(end.contains("load_ms"));
+  EXPECT_FALSE(fs::exists(h.tmp.path / "work" / "load-1.json"));
+}
+
+TEST(RemoteProxy, a_pair_file_it_cannot_read_is_left_out_with_a_line) {
+  TempDir files;
+  std::ofstream(files.path / "one", std::ios::binary) << serialize_pair(sample_pair("/one"));
+  // save.0 is a directory: no pair can be read from it.
+  Harness h("mkdir \"$1\" && read -r line && mkdir \"$1/save.0\" && sleep 0.1 && cp " + (files.path / "one").string() +
+            " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.1\"; " + ok_result());
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request("http://a.test/");
+  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
+  std::string error;
+  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  ASSERT_EQ(frames.size(), 2u) << error;
+  const auto end = parse_bulk_end(frames[1].payload);
+  EXPECT_EQ(end.at("pairs"), "1");
+  EXPECT_EQ(end.at("left_out"), "1");
+  EXPECT_TRUE(h.said_contains("save.0 could not be read (not a regular file): left out"));
 }
 
 TEST(RemoteProxy, a_request_that_is_not_a_load_gets_400) {

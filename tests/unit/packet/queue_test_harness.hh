@@ -13,7 +13,7 @@
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
 #include "packet/offload.hh"
-#include "packet/queue_discipline.hh"
+#include "packet/queue_factory.hh"
 #include "packet/trace.hh"
 #include "util/file_descriptor.hh"
 

@@ -7,7 +7,7 @@
 #include "expect.hh"
 #include "packet/link_overhead.hh"
 #include "packet/link_queue.hh"
-#include "packet/queue_discipline.hh"
+#include "packet/queue_factory.hh"
 #include "packet/trace.hh"
 #include "util/exception.hh"
 

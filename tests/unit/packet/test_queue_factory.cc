@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // The queue disciplines' parameters and factory.
 #include "expect.hh"
-#include "packet/queue_discipline.hh"
+#include "packet/queue_factory.hh"
 #include "queue_test_harness.hh"
 #include "util/exception.hh"
 

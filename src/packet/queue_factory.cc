@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The queue disciplines' parameters (QueueArgs) and the factory that checks them and builds a
-// discipline by name; each discipline lives in its own file.
-#include "packet/queue_discipline.hh"
+// The factory of the queue disciplines (queue_factory.hh): the parameters (QueueArgs), checked,
+// and a discipline built by name; each discipline lives in its own file.
+#include "packet/queue_factory.hh"
 
 #include <algorithm>
 #include <charconv>
