@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-intermittent uplink|downlink ON-S OFF-S [--] [COMMAND...]
-#include "frontend/switching_shell.hh"
+#include "shell/switching_shell.hh"
 
 namespace {
 const ProgramInfo kInfo{"mm-intermittent", "uplink|downlink ON-SECONDS OFF-SECONDS [--] [COMMAND...]",

@@ -9,7 +9,7 @@
 #include <iostream>
 #include <optional>
 
-#include "frontend/link_meters.hh"
+#include "graphing/local_meters.hh"
 #include "packet/link_log.hh"
 #include "packet/link_queue.hh"
 #include "packet/queue_factory.hh"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-meter [OPTION]... [--] [COMMAND...]: a pass-through shell (no delay, no loss, no queue)
 // that graphs the traffic crossing it, live in X windows or into image files.
-#include "frontend/link_meters.hh"
+#include "graphing/local_meters.hh"
 #include "packet/queues.hh"
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"

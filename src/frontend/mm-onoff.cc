@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-onoff uplink|downlink MEAN-ON-S MEAN-OFF-S [--seed N] [--] [COMMAND...]
-#include "frontend/switching_shell.hh"
+#include "shell/switching_shell.hh"
 
 namespace {
 const ProgramInfo kInfo{"mm-onoff", "uplink|downlink MEAN-ON-SECONDS MEAN-OFF-SECONDS [--seed N] [--] [COMMAND...]",

@@ -63,20 +63,10 @@ class MeterDisplay {
 
 // --meter-output: one image of every graph (FILE.png or FILE.svg, one under the other), or a
 // directory with one PNG per graph (uplink.png, uplink-delay.png, ...). Each file is replaced
-// whole (written aside, then renamed), so a viewer never sees half of one.
+// whole (written aside, then renamed), so a viewer never sees half of one. (The option's value
+// is checked with the shell's other options: MeterOptions::check_output, shell/shell_watch.hh.)
 class MeterFiles {
  public:
-  // Throws UsageError for a file name ending neither in .png nor .svg (and not a directory).
-  // Inline: the shells that draw in mm-meter-view check their option with it too.
-  static void check_output(const std::string& output) {
-    if (output.empty()) throw UsageError("--meter-output needs a file (FILE.png, FILE.svg) or a directory");
-    const std::string base = output.substr(output.find_last_of('/') + 1);
-    if (base.find('.') != std::string::npos && !output.ends_with(".png") && !output.ends_with(".svg"))
-      throw UsageError("--meter-output=" + output +
-                       ": the type is taken from the name; give FILE.png or FILE.svg, or a directory for one PNG per "
-                       "graph");
-  }
-
   // interval_s: 0 for the shell's end only.
   MeterFiles(std::vector<MeterGraph> graphs, std::string output, double interval_s, std::string program);
   ~MeterFiles();  // stops the snapshot thread (write_final() writes the last images)

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// Where the live meters are drawn without a display: --meter-output's names, its files (one
+// Where the live meters are drawn without a display: --meter-output's files (one
 // image of every graph, or a directory of PNGs), replaced whole; and the message a display
 // that cannot be opened gives.
 #include <stdlib.h>
@@ -37,14 +37,6 @@ struct Carried {
   LinkMeter meter;
 };
 }  // namespace
-
-TEST(MeterFiles, output_names_say_the_type_or_a_directory) {
-  for (const char* ok : {"graphs.png", "out/graphs.svg", "graphs", "out/graphs/", "./a.b/graphs"})
-    EXPECT_NO_THROW(MeterFiles::check_output(ok)) << ok;
-  EXPECT_THROW_WITH(UsageError, MeterFiles::check_output("graphs.jpg"),
-                    "--meter-output=graphs.jpg: the type is taken from the name; give FILE.png or FILE.svg");
-  EXPECT_THROW_WITH(UsageError, MeterFiles::check_output(""), "--meter-output needs a file");
-}
 
 TEST(MeterFiles, a_directory_gets_one_png_per_graph_and_a_file_all_of_them) {
   const Carried run;

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#pragma once
-// mm-onoff and mm-intermittent: one direction switches between on (forward) and off (drop).
-#include <optional>
+#include "shell/switching_shell.hh"
 
-#include "packet/queues.hh"
+#include <optional>
+#include <vector>
+
 #include "shell/ferry_pair.hh"
 #include "shell/packet_shell.hh"
+#include "util/exception.hh"
 
-inline int run_switching_shell(int argc, char** argv, const ProgramInfo& info, const std::string& tag_word,
-                               OnOffGate::Durations durations) {
+int run_switching_shell(int argc, char** argv, const ProgramInfo& info, const std::string& tag_word,
+                        OnOffGate::Durations durations) {
   return run_packet_shell(argc, argv, info, [&](int ac, char** av) {
     std::optional<bool> uplink;
     std::vector<double> seconds;
