@@ -196,7 +196,8 @@ int merge(const Options& o) {
   return 0;
 }
 
-int sweep(const Options& o) {
+// The sweep the options ask for, checked.
+SweepSettings settings_of(const Options& o) {
   if (!o.operands.empty())
     throw UsageError("unexpected argument \"" + o.operands.front() + "\" (options only; see --help)");
   if (!o.recording) throw UsageError("--recording DIR is required: the recording to replay (made by mm-record)");
@@ -246,12 +247,6 @@ int sweep(const Options& o) {
     s.timeout_s = parse_nonnegative(*o.timeout, "--timeout");
     if (s.timeout_s < 1 || s.timeout_s > kMaxTimeoutS) throw UsageError("--timeout is from 1 to 3600 seconds");
   }
-  int jobs = default_jobs();
-  if (o.jobs) {
-    const uint64_t j = parse_unsigned(*o.jobs, "--jobs");
-    if (j < 1 || j > 64) throw UsageError("--jobs is from 1 to 64");
-    jobs = static_cast<int>(j);
-  }
   if (o.url) {
     if (o.url->empty() || o.url->size() > kMaxUrl || o.url->find_first_of(" \t\r\n") != std::string::npos ||
         (o.url->rfind("http://", 0) != 0 && o.url->rfind("https://", 0) != 0))
@@ -259,6 +254,17 @@ int sweep(const Options& o) {
     s.url = *o.url;
   } else {
     s.url = main_page_url(s.recording);
+  }
+  return s;
+}
+
+int sweep(const Options& o) {
+  const SweepSettings s = settings_of(o);
+  int jobs = default_jobs();
+  if (o.jobs) {
+    const uint64_t j = parse_unsigned(*o.jobs, "--jobs");
+    if (j < 1 || j > 64) throw UsageError("--jobs is from 1 to 64");
+    jobs = static_cast<int>(j);
   }
   const std::vector<Configuration> all = sweep_configurations(s);
 
