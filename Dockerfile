@@ -7,7 +7,7 @@
 #     --device /dev/net/tun --security-opt systempaths=unconfined --security-opt apparmor=unconfined \
 #     mahimahi
 #
-# What the shells need, and why (README, "Docker and podman"):
+# What the shells need, and why (docs/guide/installing.md, "Docker and podman"):
 #   --cap-add NET_ADMIN      TUN devices, addresses, routes, nftables tables
 #   --cap-add SYS_ADMIN      unshare(CLONE_NEWNET) and setns(): each shell is a network namespace
 #   --device /dev/net/tun    the TUN devices every shell is made of
