@@ -184,7 +184,7 @@ void enter_namespace(const FileDescriptor& ns) {
 
 void enter_shell_namespace(const ShellNetwork& net) {
   if (net.command_userns.valid()) {
-    enter_rootless_namespaces(net.command_userns, net.inner_namespace);
+    enter_rootless_namespaces(net.command_userns.get(), net.inner_namespace.get());
   } else {
     enter_namespace(net.inner_namespace);
   }
@@ -419,46 +419,13 @@ ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp) {
   return net;
 }
 
-void check_isolated_address_count(size_t count) {
-  if (count > kMaxIsolatedAddresses) {
-    throw UserError("too many addresses for the replay: " + std::to_string(count) +
-                    " (the recorded servers' and the resolvers'; at most " + std::to_string(kMaxIsolatedAddresses) +
-                    "); replay with --single-server (one address), or split the recording");
-  }
-}
-
-void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
-  check_isolated_address_count(addresses.size());
-  struct Range {
-    const char* net;
-    const char* what;
-  };
-  static constexpr Range kRefused[] = {{"0.0.0.0/8", "\"this network\", 0.0.0.0/8"},
-                                       {"127.0.0.0/8", "loopback, 127.0.0.0/8"},
-                                       {"224.0.0.0/4", "multicast, 224.0.0.0/4"},
-                                       {"240.0.0.0/4", "reserved or broadcast, 240.0.0.0/4"}};
-  for (size_t i = 0; i < addresses.size(); i++) {
-    const Ipv4 address = addresses[i];
-    for (const Range& r : kRefused) {
-      if (Ipv4Net::parse(r.net)->contains(address)) {
-        throw UserError("server address " + address.str() + " is not a unicast address (" + r.what +
-                        "); remove or correct the pairs recorded with it");
-      }
-    }
-    for (size_t j = 0; j < i; j++) {  // at most 1024 addresses: half a million comparisons
-      if (addresses[j] == address) {
-        throw UserError("server address " + address.str() + " was requested twice; each address is added once");
-      }
-    }
-  }
-}
-
 void add_isolated_addresses(const ShellNetwork& net, const std::vector<Ipv4>& addresses) {
   check_isolated_addresses(addresses);
   if (addresses.empty()) return;
   if (net.command_userns.valid()) {
     // Rootless: the supervisor cannot come back from the shell's user namespace; a child goes.
-    run_root_helper(RootRequest::isolated_addresses(net, addresses), false, HelperWait::UntilExited);
+    run_root_helper(RootRequest::isolated_addresses(net.command_userns.get(), net.inner_namespace.get(), addresses),
+                    false, HelperWait::UntilExited);
     return;
   }
   FileDescriptor caller_namespace = open_own_namespace("net");

@@ -18,17 +18,11 @@
 #include "shell/address_pool.hh"
 #include "shell/admin_config.hh"
 #include "shell/nat.hh"
+#include "shell/privilege_mode.hh"
 #include "shell/root_helper.hh"
 #include "util/address.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
-
-// Where a shell's rights come from; decided once, by acquire_privileges, before any set-up.
-enum class PrivilegeMode {
-  Root,      // run by root: every process is root and nothing is dropped
-  Setuid,    // installed setuid root, run by a user: root's rights serve the set-up only
-  Rootless,  // neither, or MAHIMAHI_ROOTLESS=1: user namespaces of the user's own (rootless.hh)
-};
 
 struct UserIdentity {
   uid_t uid;
@@ -45,9 +39,6 @@ struct UserIdentity {
 // rootless_value is MAHIMAHI_ROOTLESS's value (nullptr if unset); UsageError for another value.
 // Rootless: nothing is checked or made here (check_rootless_support, rootless.hh).
 UserIdentity acquire_privileges(const std::string& program, const char* rootless_value);
-
-// The mode acquire_privileges decided (Setuid before it has).
-PrivilegeMode privilege_mode();
 
 // Gives up the set-up's rights for good: Setuid, becomes the invoking user (gid, then uid,
 // real/effective/saved) and verifies that root cannot be regained; Rootless, drops every
@@ -149,18 +140,6 @@ bool is_congestion_control_name(std::string_view name);
 // The calling process stays in (returns to) its namespace; the new one is returned.
 // Returns a ShellNetwork with only inner_namespace (and, rootless, command_userns) set.
 ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp = {});
-
-// The most addresses an isolated namespace gets: each one costs root netlink work and kernel
-// memory the user cannot reclaim, so the user (through a recording) must not choose without bound.
-constexpr size_t kMaxIsolatedAddresses = 1024;
-
-// Refuses (UserError naming the count and the fix) more than kMaxIsolatedAddresses addresses.
-void check_isolated_address_count(size_t count);
-
-// Checks a list of addresses requested for an isolated namespace's lo: at most
-// kMaxIsolatedAddresses, each unicast (not 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or
-// 240.0.0.0/4), none twice. Throws UserError naming the address or the count and the fix.
-void check_isolated_addresses(const std::vector<Ipv4>& addresses);
 
 // Validates the addresses (check_isolated_addresses) and puts each one, as a /32, on lo of the
 // namespace created by create_isolated_namespace(); the calling process stays in its own

@@ -19,7 +19,8 @@
 
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
-#include "shell/privileged.hh"
+#include "shell/privilege_mode.hh"
+#include "shell/rootless.hh"
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/signals.hh"
@@ -104,7 +105,7 @@ void perform_root_request(const RootRequest& request) {
       close_forwarding_unless_busy(request.entry, request.slot_claim);
       return;
     case RootOp::AddIsolatedAddresses:
-      enter_shell_namespace(*request.network);
+      enter_rootless_namespaces(request.user_namespace, request.network_namespace);
       add_addresses("lo", request.addresses);
       return;
   }
@@ -139,6 +140,40 @@ pid_t fork_root_helper(const RootRequest& request, int channel) {
 
 }  // namespace
 
+void check_isolated_address_count(size_t count) {
+  if (count > kMaxIsolatedAddresses) {
+    throw UserError("too many addresses for the replay: " + std::to_string(count) +
+                    " (the recorded servers' and the resolvers'; at most " + std::to_string(kMaxIsolatedAddresses) +
+                    "); replay with --single-server (one address), or split the recording");
+  }
+}
+
+void check_isolated_addresses(const std::vector<Ipv4>& addresses) {
+  check_isolated_address_count(addresses.size());
+  struct Range {
+    const char* net;
+    const char* what;
+  };
+  static constexpr Range kRefused[] = {{"0.0.0.0/8", "\"this network\", 0.0.0.0/8"},
+                                       {"127.0.0.0/8", "loopback, 127.0.0.0/8"},
+                                       {"224.0.0.0/4", "multicast, 224.0.0.0/4"},
+                                       {"240.0.0.0/4", "reserved or broadcast, 240.0.0.0/4"}};
+  for (size_t i = 0; i < addresses.size(); i++) {
+    const Ipv4 address = addresses[i];
+    for (const Range& r : kRefused) {
+      if (Ipv4Net::parse(r.net)->contains(address)) {
+        throw UserError("server address " + address.str() + " is not a unicast address (" + r.what +
+                        "); remove or correct the pairs recorded with it");
+      }
+    }
+    for (size_t j = 0; j < i; j++) {  // at most 1024 addresses: half a million comparisons
+      if (addresses[j] == address) {
+        throw UserError("server address " + address.str() + " was requested twice; each address is added once");
+      }
+    }
+  }
+}
+
 void check_root_request(const RootRequest& request) {
   const auto check_entry = [&] {
     if (!is_shell_device_name(request.entry.device) || request.entry.ifindex == 0 || request.slot_claim < 0)
@@ -159,7 +194,7 @@ void check_root_request(const RootRequest& request) {
       if (request.outside) throw std::logic_error("a root helper's closing names an outside");
       return;
     case RootOp::AddIsolatedAddresses:
-      if (!request.network || !request.network->command_userns.valid())
+      if (request.user_namespace < 0 || request.network_namespace < 0)
         throw std::logic_error("a root helper adds addresses only in a rootless shell's namespace");
       check_isolated_addresses(request.addresses);
       return;

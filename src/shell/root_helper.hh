@@ -12,8 +12,6 @@
 #include "util/address.hh"
 #include "util/exception.hh"
 
-struct ShellNetwork;
-
 // The user interrupted (SIGINT, SIGTERM, SIGHUP, SIGQUIT) a shell that was still setting up.
 class SetupInterrupted : public UserError {
   using UserError::UserError;
@@ -64,8 +62,10 @@ struct RootRequest {
     Ipv4 dns_forward;
   };
   std::optional<OutsideRedirect> outside;
-  const ShellNetwork* network = nullptr;  // AddIsolatedAddresses: the shell's namespaces
-  std::vector<Ipv4> addresses;            // AddIsolatedAddresses
+  // AddIsolatedAddresses: the rootless shell's namespaces (its user namespace, its network
+  // namespace: descriptors, not owned) and the addresses.
+  int user_namespace = -1, network_namespace = -1;
+  std::vector<Ipv4> addresses;
 
   // One of the three forwarding operations.
   static RootRequest forwarding(RootOp op, const ShellEntry& entry, int slot_claim) {
@@ -75,14 +75,27 @@ struct RootRequest {
     r.slot_claim = slot_claim;
     return r;
   }
-  static RootRequest isolated_addresses(const ShellNetwork& network, const std::vector<Ipv4>& addresses) {
+  static RootRequest isolated_addresses(int user_namespace, int network_namespace, const std::vector<Ipv4>& addresses) {
     RootRequest r;
     r.op = RootOp::AddIsolatedAddresses;
-    r.network = &network;
+    r.user_namespace = user_namespace;
+    r.network_namespace = network_namespace;
     r.addresses = addresses;
     return r;
   }
 };
+// The most addresses an isolated namespace gets: each one costs root netlink work and kernel
+// memory the user cannot reclaim, so the user (through a recording) must not choose without bound.
+constexpr size_t kMaxIsolatedAddresses = 1024;
+
+// Refuses (UserError naming the count and the fix) more than kMaxIsolatedAddresses addresses.
+void check_isolated_address_count(size_t count);
+
+// Checks a list of addresses requested for an isolated namespace's lo: at most
+// kMaxIsolatedAddresses, each unicast (not 0.0.0.0/8, 127.0.0.0/8, 224.0.0.0/4 or
+// 240.0.0.0/4), none twice. Throws UserError naming the address or the count and the fix.
+void check_isolated_addresses(const std::vector<Ipv4>& addresses);
+
 // Throws UserError (or std::logic_error, for a request the code could not have made) if a
 // request's arguments are out of their bounds. The helper calls it before it acts.
 void check_root_request(const RootRequest& request);

@@ -224,9 +224,9 @@ FileDescriptor open_own_namespace(const char* kind) {
   return FileDescriptor(check_syscall("opening " + path, ::open(path.c_str(), O_RDONLY | O_CLOEXEC)));
 }
 
-void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescriptor& net) {
-  check_syscall("entering the shell's user namespace", ::setns(userns.get(), CLONE_NEWUSER));
-  check_syscall("entering the shell's network namespace", ::setns(net.get(), CLONE_NEWNET));
+void enter_rootless_namespaces(int userns, int net) {
+  check_syscall("entering the shell's user namespace", ::setns(userns, CLONE_NEWUSER));
+  check_syscall("entering the shell's network namespace", ::setns(net, CLONE_NEWNET));
 }
 
 void drop_capabilities() {

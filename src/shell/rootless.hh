@@ -75,7 +75,7 @@ FileDescriptor open_own_namespace(const char* kind);
 
 // Joins a rootless shell's namespaces: S (the caller must be in its parent, as the supervisor's
 // children are), then N2.
-void enter_rootless_namespaces(const FileDescriptor& userns, const FileDescriptor& net);
+void enter_rootless_namespaces(int userns, int net);
 
 // Gives up every capability (effective, permitted, inheritable, ambient) for good and checks it.
 void drop_capabilities();
