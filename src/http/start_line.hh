@@ -35,3 +35,7 @@ StatusLine split_status_line(std::string_view line, StartLineSpaces spaces = Sta
 // The status code when `code` is exactly three digits ("200" -> 200, "099" -> 99); nullopt
 // otherwise.
 std::optional<int> three_digit_status(std::string_view code);
+
+// The reason phrase RFC 9110 gives a status code ("OK", "Not Found"), for a response that came
+// without one (HTTP/2 and HTTP/3 have none); "" for a code it does not name.
+const char* standard_reason_phrase(int status);

@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "http/start_line.hh"
 #include "recording/har.hh"
 #include "recording/har_authority.hh"
 #include "util/base64.hh"
@@ -150,65 +151,6 @@ RecordedPair exact_pair(const json& entry, const json& m) {
 // HTTP/2 and HTTP/3 exchanges are recorded as HTTP/1.1: that is what the replay speaks.
 std::string http1_version(const std::string& har_version) {
   return equals_ignoring_case(har_version, "HTTP/1.0") ? "HTTP/1.0" : "HTTP/1.1";
-}
-
-const char* reason_phrase(int status) {
-  switch (status) {
-    case 100:
-      return "Continue";
-    case 101:
-      return "Switching Protocols";
-    case 200:
-      return "OK";
-    case 201:
-      return "Created";
-    case 202:
-      return "Accepted";
-    case 203:
-      return "Non-Authoritative Information";
-    case 204:
-      return "No Content";
-    case 206:
-      return "Partial Content";
-    case 301:
-      return "Moved Permanently";
-    case 302:
-      return "Found";
-    case 303:
-      return "See Other";
-    case 304:
-      return "Not Modified";
-    case 307:
-      return "Temporary Redirect";
-    case 308:
-      return "Permanent Redirect";
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 405:
-      return "Method Not Allowed";
-    case 408:
-      return "Request Timeout";
-    case 410:
-      return "Gone";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "";
-  }
 }
 
 void remove_headers(std::vector<HttpHeader>& headers, std::initializer_list<std::string_view> names) {
@@ -491,7 +433,7 @@ std::string converted_response(const json& response, int status, const json& con
     status_text = "OK";
     *revived = true;
   }
-  if (status_text.empty()) status_text = reason_phrase(status);  // HTTP/2 has no reason phrase
+  if (status_text.empty()) status_text = standard_reason_phrase(status);  // HTTP/2 has no reason phrase
   if (status_text.find_first_of("\r\n") != std::string::npos) throw Skip("response.statusText contains a line break");
   out.first_line = version + " " + std::to_string(status) + " " + status_text;
   for (HttpHeader& h : har_headers(response, "response")) {

@@ -74,3 +74,10 @@ TEST(StartLine, three_digit_status_codes_only) {
   EXPECT_FALSE(three_digit_status("+20"));
   EXPECT_FALSE(three_digit_status(""));
 }
+
+TEST(StartLine, standard_reason_phrases_for_responses_that_have_none) {
+  EXPECT_STREQ(standard_reason_phrase(200), "OK");
+  EXPECT_STREQ(standard_reason_phrase(304), "Not Modified");
+  EXPECT_STREQ(standard_reason_phrase(404), "Not Found");
+  EXPECT_STREQ(standard_reason_phrase(599), "");
+}
