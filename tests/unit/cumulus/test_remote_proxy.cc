@@ -125,6 +125,17 @@ std::string load_request(const std::string& url, const std::string& token = kTok
   return encode_bulk_request({url, "TestAgent/1", "de", token}, "127.0.0.1:1");
 }
 
+// The frames of one load of `url` from a new client of h's proxy, until it closes.
+std::vector<BulkDecoder::Frame> load_frames(Harness& h, const std::string& url, std::string* error) {
+  FileDescriptor client = h.connect_client();
+  const std::string request = load_request(url);
+  if (::write(client.get(), request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
+    *error = "the request could not be sent";
+    return {};
+  }
+  return frames_of(Harness::read_all(client.get()), error);
+}
+
 void send_all(int fd, const std::string& bytes) {
   ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
 }
@@ -190,11 +201,8 @@ TEST(RemoteProxy, streams_each_pair_then_the_end_with_the_loads_status) {
 
 TEST(RemoteProxy, a_failing_loader_is_an_error_end_with_its_words) {
   Harness h("mkdir \"$1\"; read -r line; echo 'chromium: cannot open display' >&2; exit 3");
-  FileDescriptor client = h.connect_client();
-  const std::string request = load_request("https://b.test/");
-  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
   std::string error;
-  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  const std::vector<BulkDecoder::Frame> frames = load_frames(h, "https://b.test/", &error);
   ASSERT_EQ(frames.size(), 1u) << error;
   const auto end = parse_bulk_end(frames[0].payload);
   EXPECT_EQ(end.at("status"), "error");
@@ -207,11 +215,8 @@ TEST(RemoteProxy, a_load_that_timed_out_says_so_from_mm_pageloads_json) {
       "mkdir \"$1\"; read -r line; echo 'mm-pageload: [1/1] http://b.test/ run 1: ok  PLT 7 ms' >&2;"
       " printf '%s' '[{\"url\":\"http://b.test/\",\"run\":1,\"status\":\"timeout\",\"reason\":\"no load "
       "event within 30 s\"}]' > \"${2#--json=}\"; exit 1");
-  FileDescriptor client = h.connect_client();
-  const std::string request = load_request("http://b.test/");
-  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
   std::string error;
-  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  const std::vector<BulkDecoder::Frame> frames = load_frames(h, "http://b.test/", &error);
   ASSERT_EQ(frames.size(), 1u) << error;
   const auto end = parse_bulk_end(frames[0].payload);
   EXPECT_EQ(end.at("status"), "timeout");
@@ -224,13 +229,10 @@ TEST(RemoteProxy, a_pair_file_it_cannot_read_is_left_out_with_a_line) {
   TempDir files;
   std::ofstream(files.path / "one", std::ios::binary) << serialize_pair(sample_pair("/one"));
   // save.0 is a directory: no pair can be read from it.
-  Harness h("mkdir \"$1\" && read -r line && mkdir \"$1/save.0\" && sleep 0.1 && cp " + (files.path / "one").string() +
+  Harness h("mkdir \"$1\" && read -r line && mkdir \"$1/save.0\" && cp " + (files.path / "one").string() +
             " \"$1/.tmp\" && mv \"$1/.tmp\" \"$1/save.1\"; " + ok_result());
-  FileDescriptor client = h.connect_client();
-  const std::string request = load_request("http://a.test/");
-  ASSERT_EQ(::write(client.get(), request.data(), request.size()), static_cast<ssize_t>(request.size()));
   std::string error;
-  const std::vector<BulkDecoder::Frame> frames = frames_of(Harness::read_all(client.get()), &error);
+  const std::vector<BulkDecoder::Frame> frames = load_frames(h, "http://a.test/", &error);
   ASSERT_EQ(frames.size(), 2u) << error;
   const auto end = parse_bulk_end(frames[1].payload);
   EXPECT_EQ(end.at("pairs"), "1");
