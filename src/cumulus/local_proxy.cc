@@ -18,7 +18,7 @@
 
 #include "http/http_parser.hh"
 #include "http/start_line.hh"
-#include "record/client_hello.hh"
+#include "tls/client_hello.hh"
 #include "tls/openssl_error.hh"
 #include "tls/proxy_tls.hh"
 #include "tls/tls_stream.hh"

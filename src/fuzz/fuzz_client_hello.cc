@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // libFuzzer target: the server name mm-record reads from a client's TLS ClientHello
-// (record/client_hello.hh). The input is what a client sends first on a connection: OpenSSL
+// (tls/client_hello.hh). The input is what a client sends first on a connection: OpenSSL
 // parses the records and the hello, and calls the same callback as the recording proxy, which
 // reads the name; the name's bytes are then checked as the certificate minting checks them.
 // Inputs starting with 'X' go straight to the extension reader instead.
@@ -11,7 +11,7 @@
 #include <string>
 
 #include "fuzz/fuzz_check.hh"
-#include "record/client_hello.hh"
+#include "tls/client_hello.hh"
 #include "util/host_name.hh"
 
 namespace {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #pragma once
-// The server name a TLS client asks for (SNI), read from its ClientHello, which mm-record sees
-// before it knows which server to reach. The bytes are the client's: read with bounds, and the
-// name is only checked as a host name later (CertificateAuthority::server_context).
+// The server name a TLS client asks for (SNI), read from its ClientHello, which an intercepting
+// proxy (mm-record's, Cumulus's Local Proxy) sees before it knows which server the client means.
+// The bytes are the client's: read with bounds, and the name is only checked as a host name later
+// (CertificateAuthority::server_context).
 #include <cstddef>
 #include <cstdint>
 #include <string>

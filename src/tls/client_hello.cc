@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-#include "record/client_hello.hh"
+#include "tls/client_hello.hh"
 
 #include <openssl/ssl.h>
 

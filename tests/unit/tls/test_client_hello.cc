@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The server name of a ClientHello (record/client_hello.hh): the extension's list read with
+// The server name of a ClientHello (tls/client_hello.hh): the extension's list read with
 // bounds, and a real client's hello through OpenSSL's callback.
 #include <gtest/gtest.h>
 #include <openssl/ssl.h>
@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "record/client_hello.hh"
+#include "tls/client_hello.hh"
 
 namespace {
 
