@@ -266,42 +266,33 @@ int LocalProxy::client_hello(SSL* ssl, int* alert, void* arg) {
   auto* proxy = static_cast<LocalProxy*>(arg);
   auto* c = static_cast<Client*>(SSL_get_app_data(ssl));
   c->server_name = client_hello_server_name(ssl);
-  try {
-    char ip[INET_ADDRSTRLEN] = "";
-    ::inet_ntop(AF_INET, &c->destination.sin_addr, ip, sizeof ip);
-    SSL_CTX* context = proxy->ca_.server_context(c->server_name.empty() ? std::string(ip) : c->server_name);
-    if (SSL_set_SSL_CTX(ssl, context) == nullptr) throw std::runtime_error("cannot use the minted certificate");
-    return SSL_CLIENT_HELLO_SUCCESS;
-  } catch (const std::exception& e) {
-    proxy->options_.say("a certificate for " + c->where() + ": " + e.what());
-    *alert = SSL_AD_INTERNAL_ERROR;
-    return SSL_CLIENT_HELLO_ERROR;
-  }
+  char ip[INET_ADDRSTRLEN] = "";
+  ::inet_ntop(AF_INET, &c->destination.sin_addr, ip, sizeof ip);
+  std::string why;
+  const int answer = use_minted_certificate(ssl, proxy->ca_, c->server_name, ip, alert, &why);
+  if (answer == SSL_CLIENT_HELLO_ERROR) proxy->options_.say("a certificate for " + c->where() + ": " + why);
+  return answer;
 }
 
 bool LocalProxy::sniff(Client& c) {
-  char first;
-  const ssize_t n = ::recv(c.client.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n < 0 && errno == EAGAIN) return false;
-  if (n <= 0) {
-    close(c, "");
-    return false;
-  }
-  if (first == 0x16) {
-    SSL* ssl = SSL_new(hello_context_.get());
-    if (!ssl) {
-      close(c, openssl_failure("SSL_new").what());
+  switch (peek_first_byte(c.client.fd())) {
+    case FirstByte::None:
       return false;
-    }
-    c.client.start_tls(ssl);
-    SSL_set_accept_state(ssl);
-    SSL_set_app_data(ssl, &c);
-    c.phase = Client::Phase::ClientTls;
-    return true;
-  }
-  if (first >= 'A' && first <= 'Z') {
-    c.phase = Client::Phase::Http;
-    return true;
+    case FirstByte::Closed:
+      close(c, "");
+      return false;
+    case FirstByte::Tls:
+      if (!start_client_tls(c.client, hello_context_.get(), &c)) {
+        close(c, openssl_failure("SSL_new").what());
+        return false;
+      }
+      c.phase = Client::Phase::ClientTls;
+      return true;
+    case FirstByte::Http:
+      c.phase = Client::Phase::Http;
+      return true;
+    case FirstByte::Other:
+      break;
   }
   // Not HTTP: relayed to its destination as it is.
   c.phase = Client::Phase::Tunnel;

@@ -339,29 +339,25 @@ void RecordProxy::pump(Connection& c) {
 // starts with an upper-case method) or something else.
 bool RecordProxy::sniff(Connection& c) {
   using Phase = Connection::Phase;
-  // Peeked, not read: TLS bytes must stay in the socket for OpenSSL.
-  char first;
-  const ssize_t n = ::recv(c.client.fd(), &first, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n == 1 && first == 0x16) {
-    SSL* ssl = SSL_new(hello_context_.get());
-    if (!ssl) {
-      fail(c, openssl_failure("SSL_new").what());
-      return false;
-    }
-    c.client.start_tls(ssl);
-    SSL_set_accept_state(ssl);
-    SSL_set_app_data(ssl, &c);
-    c.phase = Phase::ClientHello;
-    return true;
-  }
-  if (n == 1) {
-    c.phase = Phase::Relaying;
-    c.parsing_requests = c.parsing_responses = first >= 'A' && first <= 'Z';
-    return true;
-  }
-  if (n == 0 || (n < 0 && errno != EAGAIN)) {
-    c.phase = Phase::Relaying;  // the client closed without a word: relay the close
-    return true;
+  const FirstByte first = peek_first_byte(c.client.fd());
+  switch (first) {
+    case FirstByte::Tls:
+      if (!start_client_tls(c.client, hello_context_.get(), &c)) {
+        fail(c, openssl_failure("SSL_new").what());
+        return false;
+      }
+      c.phase = Phase::ClientHello;
+      return true;
+    case FirstByte::Http:
+    case FirstByte::Other:
+      c.phase = Phase::Relaying;
+      c.parsing_requests = c.parsing_responses = first == FirstByte::Http;
+      return true;
+    case FirstByte::Closed:
+      c.phase = Phase::Relaying;  // the client closed without a word: relay the close
+      return true;
+    case FirstByte::None:
+      break;
   }
   char b;
   if (::recv(c.server.fd(), &b, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
@@ -380,15 +376,11 @@ int RecordProxy::client_hello(SSL* ssl, int* alert, void* arg) {
     c->server_name = client_hello_server_name(ssl);
     return SSL_CLIENT_HELLO_RETRY;
   }
-  try {
-    SSL_CTX* context = proxy->ca_.server_context(c->server_name.empty() ? c->ip : c->server_name);
-    if (SSL_set_SSL_CTX(ssl, context) == nullptr) throw std::runtime_error("cannot use the minted certificate");
-    return SSL_CLIENT_HELLO_SUCCESS;
-  } catch (const std::exception& e) {
-    std::cerr << "mm-record: minting a certificate for " << c->where() << ": " << e.what() << std::endl;
-    *alert = SSL_AD_INTERNAL_ERROR;
-    return SSL_CLIENT_HELLO_ERROR;
-  }
+  std::string why;
+  const int answer = use_minted_certificate(ssl, proxy->ca_, c->server_name, c->ip, alert, &why);
+  if (answer == SSL_CLIENT_HELLO_ERROR)
+    std::cerr << "mm-record: minting a certificate for " << c->where() << ": " << why << std::endl;
+  return answer;
 }
 
 bool RecordProxy::start_server_tls(Connection& c) {

@@ -3,8 +3,14 @@
 
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <sys/socket.h>
 
+#include <cerrno>
+#include <stdexcept>
+
+#include "tls/certificate_authority.hh"
 #include "tls/openssl_error.hh"
+#include "tls/tls_stream.hh"
 #include "util/exception.hh"
 #include "util/host_name.hh"
 
@@ -41,5 +47,37 @@ void set_upstream_identity(SSL* ssl, const std::string& server_name, const std::
     SSL_set1_host(ssl, server_name.c_str());
   } else {
     X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), server_name.empty() ? ip.c_str() : server_name.c_str());
+  }
+}
+
+FirstByte peek_first_byte(int fd) {
+  char first;
+  const ssize_t n = ::recv(fd, &first, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && errno == EAGAIN) return FirstByte::None;
+  if (n <= 0) return FirstByte::Closed;
+  if (first == 0x16) return FirstByte::Tls;
+  if (first >= 'A' && first <= 'Z') return FirstByte::Http;
+  return FirstByte::Other;
+}
+
+bool start_client_tls(TlsStream& client, SSL_CTX* context, void* connection) {
+  SSL* ssl = SSL_new(context);
+  if (!ssl) return false;
+  client.start_tls(ssl);
+  SSL_set_accept_state(ssl);
+  SSL_set_app_data(ssl, connection);
+  return true;
+}
+
+int use_minted_certificate(SSL* ssl, CertificateAuthority& ca, const std::string& server_name, const std::string& ip,
+                           int* alert, std::string* why) {
+  try {
+    SSL_CTX* context = ca.server_context(server_name.empty() ? ip : server_name);
+    if (SSL_set_SSL_CTX(ssl, context) == nullptr) throw std::runtime_error("cannot use the minted certificate");
+    return SSL_CLIENT_HELLO_SUCCESS;
+  } catch (const std::exception& e) {
+    *why = e.what();
+    *alert = SSL_AD_INTERNAL_ERROR;
+    return SSL_CLIENT_HELLO_ERROR;
   }
 }
