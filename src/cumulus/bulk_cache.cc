@@ -3,8 +3,8 @@
 
 #include <cctype>
 
+#include "http/host_header.hh"
 #include "http/start_line.hh"
-#include "replay/replay_index.hh"
 #include "util/text.hh"
 
 bool response_closes_connection(const HttpMessage& response, std::string_view method) {

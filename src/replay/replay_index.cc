@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The replay matcher: loading and validating a recording into an index, preparing responses for
-// serving, choosing among candidates (identical request in recorded order, else the closest
-// query), and explaining misses.
+// The replay matcher's loading: a recording's pairs validated into the index's entries, each
+// response prepared for serving (its body kept in the body store), the origins and names the
+// servers and DNS need. Looking a request up is replay_lookup.cc's.
 #include "replay/replay_index.hh"
 
 #include <arpa/inet.h>
@@ -9,11 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <tuple>
@@ -22,8 +19,6 @@
 #include "http/deterministic_page.hh"
 #include "http/start_line.hh"
 #include "recording/record_file.hh"
-#include "replay/replay_miss.hh"
-#include "replay/replay_range.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/host_name.hh"
@@ -34,11 +29,6 @@
 namespace fs = std::filesystem;
 
 using Entry = ReplayIndex::Entry;
-
-struct ReplayIndex::Counters {
-  std::mutex mutex;
-  std::unordered_map<std::string, size_t> served;
-};
 
 struct ReplayIndex::BodyStore {
   FileDescriptor fd;
@@ -84,30 +74,6 @@ struct ReplayIndex::BodyStore {
 };
 
 namespace {
-std::optional<uint64_t> parse_decimal(std::string_view s) {
-  uint64_t value = 0;
-  if (s.empty()) return std::nullopt;
-  const auto [end, err] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (err != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return value;
-}
-
-// Host and port of a Host value: "[v6]:port", "name:port", "name". Port empty if absent.
-std::pair<std::string_view, std::string_view> split_host_port(std::string_view host) {
-  if (!host.empty() && host.front() == '[') {
-    const size_t close = host.find(']');
-    if (close != std::string_view::npos) {
-      std::string_view rest = host.substr(close + 1);
-      if (!rest.empty() && rest.front() == ':') return {host.substr(0, close + 1), rest.substr(1)};
-      return {host.substr(0, close + 1), {}};
-    }
-    return {host, {}};
-  }
-  const size_t colon = host.rfind(':');
-  if (colon == std::string_view::npos || host.find(':') != colon) return {host, {}};  // none, or a bare IPv6
-  return {host.substr(0, colon), host.substr(colon + 1)};
-}
-
 // The name part of a normalised host (port stripped).
 std::string_view host_without_port(std::string_view normalized) { return split_host_port(normalized).first; }
 
@@ -116,38 +82,6 @@ uint64_t ip_order(const std::string& ip) {
   in_addr address;
   if (::inet_pton(AF_INET, ip.c_str(), &address) != 1) return uint64_t{1} << 32;
   return ntohl(address.s_addr);
-}
-
-// "http://host/p?q" -> "/p?q"; origin-form and anything else unchanged.
-std::string origin_form(std::string_view target) {
-  for (std::string_view scheme : {"http://", "https://"}) {
-    if (!starts_with_ignoring_case(target, scheme)) continue;
-    const std::string_view rest = target.substr(scheme.size());
-    const size_t pos = rest.find_first_of("/?");
-    if (pos == std::string_view::npos) return "/";
-    if (rest[pos] == '?') return "/" + std::string(rest.substr(pos));
-    return std::string(rest.substr(pos));
-  }
-  return std::string(target);
-}
-
-void split_target(const std::string& target, std::string* path, std::string* query) {
-  const size_t mark = target.find('?');
-  *path = target.substr(0, mark);
-  *query = mark == std::string::npos ? std::string() : target.substr(mark + 1);
-}
-
-std::string index_key(bool https, std::string_view host, std::string_view method, std::string_view path) {
-  std::string key;
-  key.reserve(host.size() + method.size() + path.size() + 4);
-  key += https ? 's' : 'p';
-  key += '\0';
-  key += host;
-  key += '\0';
-  key += method;
-  key += '\0';
-  key += path;
-  return key;
 }
 
 // "HTTP/1.1 200 OK" -> 200, "OK". nullopt if it is not a status line.
@@ -219,7 +153,7 @@ ReplayResponse prepare_response(HttpMessage&& recorded, int status, std::string 
   for (HttpHeader& h : out.headers) {
     if (!equals_ignoring_case(h.key, "Content-Length")) continue;
     found = true;
-    const auto recorded_length = parse_decimal(trim_blanks(h.value));
+    const auto recorded_length = decimal_value(trim_blanks(h.value));
     if (!recorded_length || *recorded_length != out.body.size()) h.value = length;
   }
   if (!found) out.headers.push_back({"Content-Length", length});
@@ -280,142 +214,8 @@ std::optional<Entry> request_entry(const fs::path& file, const RecordedPair& pai
   return e;
 }
 
-}  // namespace
-
-uint64_t request_body_hash(std::string_view body) {
-  uint64_t hash = 0xcbf29ce484222325ULL;
-  for (unsigned char c : body) hash = (hash ^ c) * 0x100000001b3ULL;
-  return hash;
-}
-
-std::string without_query_parameters(std::string_view query, const std::vector<std::string>& names) {
-  if (names.empty()) return std::string(query);
-  std::string out;
-  while (true) {
-    const size_t amp = query.find('&');
-    const std::string_view item = query.substr(0, amp);
-    const std::string_view name = item.substr(0, item.find('='));
-    if (!item.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
-      if (!out.empty()) out += '&';
-      out += item;
-    }
-    if (amp == std::string_view::npos) break;
-    query.remove_prefix(amp + 1);
-  }
-  return out;
-}
-
-namespace {
-
 bool recorded_before(const Entry& a, const Entry& b) {
   return std::tie(a.request_start_us, a.file) < std::tie(b.request_start_us, b.file);
-}
-
-IncomingRequest normalize_request(const ReplayRequest& r) {
-  IncomingRequest in;
-  in.https = r.https;
-  in.has_host = r.has_host && !r.host.empty();
-  if (in.has_host) in.host = normalize_host(r.host, r.https);
-  in.has_host = !in.host.empty();
-  in.method = r.method;
-  in.target = origin_form(r.target);
-  split_target(in.target, &in.path, &in.query);
-  in.has_user_agent = r.has_user_agent;
-  in.user_agent = r.user_agent;
-  in.range = r.range;
-  if (r.body && !r.body->empty()) in.body = std::make_pair(request_body_hash(*r.body), r.body->size());
-  return in;
-}
-
-// A target as the matcher compares it: without the ignored query parameters.
-std::string compared_target(const std::string& path, const std::string& query, const ReplayOptions& options) {
-  const std::string q = without_query_parameters(query, options.ignored_query_parameters);
-  return q.empty() ? path : path + "?" + q;  // "/a?_=1" is "/a" once "_" is ignored
-}
-
-std::string counter_key(const IncomingRequest& in, const ReplayOptions& options) {
-  const std::string target =
-      options.ignored_query_parameters.empty() ? in.target : compared_target(in.path, in.query, options);
-  std::string key = index_key(in.https, in.host, in.method, target);
-  if (!options.ignore_user_agent) {
-    key += '\0';
-    key += in.has_user_agent ? '+' : '-';
-    key += in.user_agent;
-  }
-  key += '\0';
-  key += in.range ? "+" + *in.range : "-";
-  if (in.body) key += '\0' + std::to_string(in.body->first);  // repeats are counted per body
-  return key;
-}
-
-bool is_partial(const Entry* e) { return e->response.status == 206; }
-
-// Among candidates (same scheme, host, method, path; recorded order), the ones that pass the
-// User-Agent rule. Recorded requests identical to this one (same target, so same query, and the
-// same Range or none; failing that, the same target whatever the Range): the n-th of them,
-// n = pick_identical() = how often it was served before (the last once exhausted). Otherwise the
-// longest common substring of the queries wins, the earliest on ties.
-// A request without a Range is answered by a recorded 206 only if nothing else was recorded for
-// its target (match() then assembles the slices, or misses), never from another query's.
-template <typename PickIdentical>
-const Entry* choose(const std::vector<const Entry*>& candidates, const IncomingRequest& in,
-                    const ReplayOptions& options, PickIdentical pick_identical) {
-  std::vector<const Entry*> eligible, identical, same_target;
-  // With ignored query parameters, targets and queries are compared without them.
-  const bool ignoring = !options.ignored_query_parameters.empty();
-  const std::string in_target = ignoring ? compared_target(in.path, in.query, options) : in.target;
-  const std::string in_query =
-      ignoring ? without_query_parameters(in.query, options.ignored_query_parameters) : in.query;
-  auto target_of = [&](const Entry* e) { return ignoring ? compared_target(e->path, e->query, options) : e->target; };
-  auto query_of = [&](const Entry* e) {
-    return ignoring ? without_query_parameters(e->query, options.ignored_query_parameters) : e->query;
-  };
-  for (const Entry* e : candidates) {
-    if (!user_agent_matches(*e, in, options)) continue;
-    const std::string e_target = target_of(e);
-    if (!in.range && is_partial(e) && e_target != in_target) continue;
-    eligible.push_back(e);
-    if (e_target != in_target) continue;
-    same_target.push_back(e);
-    if (e->range == in.range) identical.push_back(e);
-  }
-  if (!in.range) {
-    auto whole = [](const std::vector<const Entry*>& list) {
-      std::vector<const Entry*> out;
-      std::copy_if(list.begin(), list.end(), std::back_inserter(out), [](const Entry* e) { return !is_partial(e); });
-      return out;
-    };
-    if (auto whole_identical = whole(identical); !whole_identical.empty()) {
-      identical = std::move(whole_identical);
-    } else if (auto whole_same = whole(same_target); !whole_same.empty()) {
-      identical = std::move(whole_same);
-    }
-  }
-  if (identical.empty()) identical = std::move(same_target);
-  // A request with a body: recorded ones with the same body first (a POST API answers by body).
-  auto same_body = [&](std::vector<const Entry*>& list) {
-    if (!in.body) return;
-    std::vector<const Entry*> out;
-    std::copy_if(list.begin(), list.end(), std::back_inserter(out),
-                 [&](const Entry* e) { return e->request_body == in.body; });
-    if (!out.empty()) list = std::move(out);
-  };
-  same_body(identical);
-  if (!identical.empty()) return identical[std::min(pick_identical(), identical.size() - 1)];
-  same_body(eligible);
-  const Entry* best = nullptr;
-  size_t best_length = 0;
-  for (const Entry* e : eligible) {
-    // No candidate can do better than its shorter query: skip the work when it cannot win.
-    const std::string e_query = query_of(e);
-    if (best && std::min(e_query.size(), in_query.size()) <= best_length) continue;
-    const size_t length = longest_common_substring(e_query, in_query);
-    if (!best || length > best_length) {
-      best = e;
-      best_length = length;
-    }
-  }
-  return best;
 }
 
 // Origins (ip:port: TLS or clear, host names, HTTP/2) and DNS names of the valid pairs, collected
@@ -556,37 +356,6 @@ UserError no_valid_pair(const fs::path& dir, size_t corrupt, size_t unreplayable
 }
 }  // namespace
 
-std::string normalize_host(std::string_view host, bool https) {
-  auto [name, port] = split_host_port(trim_blanks(host));
-  std::string out = ascii_lowercase(name);
-  while (!out.empty() && out.back() == '.') out.pop_back();
-  if (out.empty()) return out;
-  // Leading zeros and the scheme's default port do not make a different host.
-  std::string_view digits = port;
-  while (digits.size() > 1 && digits.front() == '0') digits.remove_prefix(1);
-  const auto number = parse_decimal(digits);
-  if (port.empty() || (number && *number == (https ? 443u : 80u))) return out;
-  return out + ":" + (number ? std::to_string(*number) : ascii_lowercase(port));
-}
-
-size_t longest_common_substring(std::string_view a, std::string_view b) {
-  if (a.size() < b.size()) std::swap(a, b);  // the row follows the shorter one
-  if (b.empty()) return 0;
-  thread_local std::vector<uint32_t> row;
-  row.assign(b.size() + 1, 0);
-  size_t best = 0;
-  for (size_t i = 0; i < a.size(); i++) {
-    uint32_t diagonal = 0;  // row[j] of the previous i
-    for (size_t j = 0; j < b.size(); j++) {
-      const uint32_t above = row[j + 1];
-      row[j + 1] = a[i] == b[j] ? diagonal + 1 : 0;
-      if (row[j + 1] > best) best = row[j + 1];
-      diagonal = above;
-    }
-  }
-  return best;
-}
-
 ReplayIndex::ReplayIndex() : counters_(std::make_unique<Counters>()), bodies_(std::make_unique<BodyStore>()) {}
 
 std::string ReplayIndex::think_time_summary() const {
@@ -660,78 +429,8 @@ ReplayIndex ReplayIndex::load(const fs::path& dir, std::vector<std::string>* war
   return index;
 }
 
-void ReplayIndex::build_lookup_tables() {
-  for (uint32_t i = 0; i < entries_.size(); i++) {
-    const Entry& e = entries_[i];
-    by_key_[index_key(e.https, e.host, e.method, e.path)].push_back(i);
-    by_host_[e.host].push_back(i);
-    by_path_[e.path].push_back(i);
-  }
-}
-
 const std::vector<ReplayOrigin>& ReplayIndex::origins() const { return origins_; }
 
 const std::map<std::string, std::vector<std::string>>& ReplayIndex::names() const { return names_; }
 
 size_t ReplayIndex::pairs() const { return entries_.size(); }
-
-ReplayMatch ReplayIndex::match(const ReplayRequest& request, const ReplayOptions& options) {
-  ReplayMatch m = match_recorded(request, options);
-  if (!m.found && options.close_unmatched) {
-    m.close = true;
-    m.log_line += " [no response: --unmatched=close]";
-  }
-  return m;
-}
-
-ReplayMatch ReplayIndex::match_recorded(const ReplayRequest& request, const ReplayOptions& options) {
-  const IncomingRequest in = normalize_request(request);
-  std::vector<const Entry*> candidates;
-  if (in.has_host) {
-    const auto it = by_key_.find(index_key(in.https, in.host, in.method, in.path));
-    if (it != by_key_.end()) {
-      candidates.reserve(it->second.size());
-      for (uint32_t i : it->second) candidates.push_back(&entries_[i]);
-    }
-  }
-  const Entry* chosen = choose(candidates, in, options, [&]() -> size_t {
-    if (!options.repeats_in_order) return 0;
-    std::lock_guard lock(counters_->mutex);
-    return counters_->served[counter_key(in, options)]++;
-  });
-  // A Range, or a request without one that only recorded ranges can answer (choose() prefers
-  // anything else): the responses recorded for the same request, with their bodies (a rare path:
-  // one read each).
-  if (chosen && (request.range || is_partial(chosen))) {
-    std::vector<const Entry*> same;
-    for (const Entry* e : candidates) {
-      if (e->target == chosen->target && user_agent_matches(*e, in, options)) same.push_back(e);
-    }
-    std::vector<ReplayResponse> responses;
-    responses.reserve(same.size() + 1);  // pointers into it stay valid
-    std::vector<RangeCandidate> recorded;
-    const ReplayResponse* full = nullptr;
-    for (const Entry* e : same) {
-      responses.push_back(response_of(*e));
-      recorded.push_back({&responses.back(), e->range});
-      if (e == chosen) full = &responses.back();
-    }
-    if (!full) full = &responses.emplace_back(response_of(*chosen));
-    const std::string description = describe_request(in.https, in.host, in.method, in.target);
-    if (!request.range) return answer_without_range(in.method, description, recorded);
-    const RangeRequest range{in.method, *request.range, request.if_range, description};
-    if (auto answer = answer_range(range, *full, recorded)) return std::move(*answer);
-  }
-  if (chosen) return ReplayMatch{true, response_of(*chosen), {}};
-
-  auto entries_of = [&](const auto& map, const std::string& key) {
-    std::vector<const Entry*> list;
-    const auto it = map.find(key);
-    if (it != map.end()) {
-      for (uint32_t i : it->second) list.push_back(&entries_[i]);
-    }
-    return list;
-  };
-  return explain_miss(in, options, in.has_host ? entries_of(by_host_, in.host) : std::vector<const Entry*>{},
-                      entries_of(by_path_, in.path));
-}

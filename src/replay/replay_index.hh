@@ -12,55 +12,14 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <optional>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
-#include "http/http_message.hh"
+#include "http/host_header.hh"  // normalize_host(), the Host as the index compares it
+#include "replay/replay_request.hh"
 #include "replay/replay_server_spec.hh"
-
-// A request as Apache hands it to the matcher (FastCGI parameters).
-struct ReplayRequest {
-  std::string method;
-  std::string target;  // the request-target as received, query included (REQUEST_URI)
-  std::string host;    // the Host header as received (may carry a port); empty if absent
-  bool has_host = false;
-  std::string user_agent;  // empty if absent
-  bool has_user_agent = false;
-  bool https = false;
-  std::optional<std::string> range;     // the Range header, if any (see replay_range.hh)
-  std::optional<std::string> if_range;  // the If-Range header, if any
-  // The request's body, when it has one of at most kMaxMatchedBody bytes: among recorded
-  // requests that match otherwise, one with the same body wins (POST APIs, GraphQL).
-  std::optional<std::string> body;
-};
-constexpr size_t kMaxMatchedBody = 64 << 10;
-
-// The hash by which request bodies are compared (64-bit FNV-1a).
-uint64_t request_body_hash(std::string_view body);
-
-struct ReplayOptions {
-  bool ignore_user_agent = false;
-  // Query parameters left out when requests are compared (cache busters: "_", "t", "cb"):
-  // a request then matches a recorded one that differs only in their values, or in having them.
-  std::vector<std::string> ignored_query_parameters = {};
-  // Repeated identical requests: the recorded responses in recorded order, then the last again
-  // (true, the default: a page that asks twice expects what the server sent the second time),
-  // or always the first recorded one, the best match (false: mm-replay --repeats=first, as the
-  // original mahimahi answers).
-  bool repeats_in_order = true;
-  // A request nothing matches: the explained 404 (false, the default), or no response at all
-  // (true: mm-replay --unmatched=close; the match says close, and the servers close the TCP
-  // connection it came on, over HTTP/1.1 or HTTP/2, or reset its HTTP/3 stream).
-  bool close_unmatched = false;
-};
-// The most --ignore-query-param names, and their longest.
-constexpr size_t kMaxIgnoredQueryParameters = 64, kMaxQueryParameterName = 256;
-
-// `query` (after '?') without the parameters named in `names` (compared as written, before '=';
-// a parameter with no '=' is named by all of it), the others in their order.
-std::string without_query_parameters(std::string_view query, const std::vector<std::string>& names);
 
 // One server the replay must run: a recorded IP:port.
 struct ReplayOrigin {
@@ -76,39 +35,6 @@ struct ReplayOrigin {
   // "TLSv1.2" if every recorded handshake with it chose TLS 1.2 (field 110), else empty.
   std::string tls_max;
 };
-
-// A recorded think time is the recording's word: bounded, so that no file can hold a request
-// (and a server thread) for longer than a browser would wait for a slow server.
-constexpr uint64_t kMaxThinkUs = 30'000'000;
-
-// The clock a deterministic page starts from when its pair has no recorded time (recordings of
-// the original mahimahi): 2026-01-01T00:00:00Z, the same at every replay.
-constexpr uint64_t kUnrecordedPageTimeMs = 1'767'225'600'000;
-
-// A response ready for the CGI interface: hop-by-hop fields removed, body de-chunked.
-struct ReplayResponse {
-  // The recorded server's think time before its first byte (field 108, at most kMaxThinkUs):
-  // with mm-replay --timing=recorded the fronts wait it before answering.
-  uint64_t think_us = 0;
-  int status = 0;
-  std::string reason;
-  std::vector<HttpHeader> headers;
-  std::string body;
-};
-
-struct ReplayMatch {
-  bool found = false;
-  ReplayResponse response;  // when found: the recorded one; else a 404 whose body explains the miss
-  std::string log_line;     // when not found: one line naming the request, nearest candidates, the field that differed
-  bool close = false;       // not found, and to be answered with no response (ReplayOptions::close_unmatched)
-};
-
-// Host as compared by the matcher: lower case, trailing dot of the name dropped, the scheme's
-// default port dropped ("Example.COM.:443" over https -> "example.com"). Empty stays empty.
-std::string normalize_host(std::string_view host, bool https);
-
-// Length of the longest common substring of a and b (bytes).
-size_t longest_common_substring(std::string_view a, std::string_view b);
 
 class ReplayIndex {
  public:
@@ -136,26 +62,7 @@ class ReplayIndex {
   // "N of M responses with a think time, median X ms, p90 Y ms" (or that none has one).
   std::string think_time_summary() const;
 
-  // One valid recorded pair, its request split for matching and its response ready to serve.
-  struct Entry {
-    bool https = false;
-    std::string host;  // normalize_host() of the Host header
-    std::string method;
-    std::string target;  // origin-form request-target
-    std::string path;    // target up to the first '?'
-    std::string query;   // after the first '?', empty if none
-    bool has_user_agent = false;
-    std::string user_agent;
-    std::optional<std::string> range;  // the recorded request's Range header, if any
-    // Its body (de-chunked), by hash and size: nullopt when it had none.
-    std::optional<std::pair<uint64_t, size_t>> request_body;
-    std::string ip;
-    uint16_t port = 0;
-    uint64_t request_start_us = 0;
-    std::string file;         // file name, for ordering and messages
-    ReplayResponse response;  // its body left empty: the body is in the body store
-    uint64_t body_offset = 0, body_size = 0;
-  };
+  using Entry = ReplayEntry;  // one valid recorded pair (replay_request.hh)
 
  private:
   ReplayMatch match_recorded(const ReplayRequest& request, const ReplayOptions& options);
@@ -170,7 +77,11 @@ class ReplayIndex {
   std::vector<ReplayOrigin> origins_;
   std::map<std::string, std::vector<std::string>> names_;
 
-  struct Counters;  // per identical request: how many times it has been served
+  // Per identical request: how many times it has been served (the lookup's; in replay_lookup.cc).
+  struct Counters {
+    std::mutex mutex;
+    std::unordered_map<std::string, size_t> served;
+  };
   std::unique_ptr<Counters> counters_;
   // The prepared bodies, one after the other, in an unlinked temporary file (in $TMPDIR, else
   // /tmp): the index keeps only where each one is, so a recording's bodies take disk and page

@@ -8,7 +8,7 @@
 
 #include "util/text.hh"
 
-using Entry = ReplayIndex::Entry;
+using Entry = ReplayEntry;
 
 namespace {
 

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
-#include "replay/replay_index.hh"
+#include "replay/replay_request.hh"
 
-// An incoming request normalised like the recorded ones (ReplayIndex::Entry).
+// An incoming request normalised like the recorded ones (ReplayEntry).
 struct IncomingRequest {
   bool https = false;
   bool has_host = false;
@@ -28,15 +28,14 @@ std::string describe_request(bool https, std::string_view host, std::string_view
 
 // Does the recorded request's User-Agent allow it to answer this one (the same, or both absent,
 // unless ignored)?
-bool user_agent_matches(const ReplayIndex::Entry& e, const IncomingRequest& in, const ReplayOptions& options);
+bool user_agent_matches(const ReplayEntry& e, const IncomingRequest& in, const ReplayOptions& options);
 
 // The fields ("scheme", "host", "method", "path", "query", "user-agent") in which a recorded
 // request differs from the incoming one.
-std::vector<std::string> differences(const ReplayIndex::Entry& e, const IncomingRequest& in,
-                                     const ReplayOptions& options);
+std::vector<std::string> differences(const ReplayEntry& e, const IncomingRequest& in, const ReplayOptions& options);
 
 // The 404 for a request nothing matched, from the recorded requests to the same host and to the
 // same path (each list in recorded order): up to three nearest ones and what differs.
 ReplayMatch explain_miss(const IncomingRequest& in, const ReplayOptions& options,
-                         const std::vector<const ReplayIndex::Entry*>& same_host,
-                         const std::vector<const ReplayIndex::Entry*>& same_path);
+                         const std::vector<const ReplayEntry*>& same_host,
+                         const std::vector<const ReplayEntry*>& same_path);

@@ -25,7 +25,7 @@
 #include <string_view>
 #include <vector>
 
-#include "replay/replay_index.hh"
+#include "replay/replay_request.hh"
 
 // One range-spec as written: "a-b" (first and last), "a-" (first only), "-n" (suffix: last n bytes).
 struct RangeSpec {

@@ -3,10 +3,8 @@
 // the start-up protocol with the ferry, and the wait (see packet_shell.hh and README.md).
 #include "shell/packet_shell.hh"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <malloc.h>
-#include <poll.h>
 #include <pwd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -18,10 +16,8 @@
 #include <charconv>
 #include <csignal>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <optional>
-#include <set>
 #include <stdexcept>
 
 #include "shell/address_pool.hh"
@@ -29,9 +25,11 @@
 #include "shell/environment.hh"
 #include "shell/forwarding.hh"
 #include "shell/privileged.hh"
+#include "shell/reaper.hh"
 #include "shell/resolv_conf.hh"
 #include "shell/rootless.hh"
 #include "shell/route_table.hh"
+#include "shell/startup_channel.hh"
 #include "util/child_process.hh"
 #include "util/clock.hh"
 #include "util/exception.hh"
@@ -81,438 +79,6 @@ void prepare_environment(UserEnvironment& env, const ShellSpec& spec, const Shel
   std::cerr << program << ": cannot run " << command[0] << ": " << std::strerror(err) << std::endl;
   ::_exit(err == ENOENT ? 127 : 126);
 }
-
-// The start-up channel, a socketpair between the supervisor and its ferry. The ferry sends:
-//   'A' count(u32, host order) count*addr(4 bytes, network order)   isolated shells: add addresses
-//                                                   (the addresses only if count <= kMaxIsolatedAddresses)
-//   'R'   it carries packets: the command may start
-//   'S'   it stopped (before being ready, or when asked to): nothing more will come
-//   'F'   it stopped after failing, and has said why (kStoppedFailed, below)
-// and the supervisor answers 'A' with 'K' (added) or 'E' length(u16) text (refused: why).
-// The ferry may be hostile (a bug exploited in what it parsed): the supervisor reads at most
-// what the cap allows, answers one request, and never blocks on it.
-constexpr char kAddAddresses = 'A', kReady = 'R', kStopped = 'S', kAdded = 'K', kRefused = 'E';
-// The ferry's last word when it stopped because it failed (and said why): a log it could not
-// finish writing, after the command had ended. The shell's status is then 1.
-constexpr char kStoppedFailed = 'F';
-constexpr size_t kMaxRefusal = 2000;
-
-bool interrupting(int signo) { return signo == SIGINT || signo == SIGTERM || signo == SIGHUP || signo == SIGQUIT; }
-
-// Reads exactly size bytes from the channel, or stops at an interrupting signal (SIGINT, SIGTERM,
-// SIGHUP, SIGQUIT: returned) or at end-of-file (*eof). Other signals (SIGCHLD, SIGTSTP, SIGCONT:
-// no command exists yet) are consumed and ignored; a dead ferry shows as end-of-file.
-int read_or_signal(int channel, const SignalFd& signals, char* buffer, size_t size, bool* eof) {
-  size_t got = 0;
-  *eof = false;
-  while (got < size) {
-    pollfd fds[2] = {{signals.fd(), POLLIN, 0}, {channel, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("poll");
-    }
-    if (fds[0].revents & POLLIN) {
-      const int signo = static_cast<int>(signals.read_signal().ssi_signo);
-      if (interrupting(signo)) return signo;
-      continue;
-    }
-    if (!fds[1].revents) continue;
-    const ssize_t n = ::read(channel, buffer + got, size - got);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) {
-      *eof = true;
-      return 0;
-    }
-    got += static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-void send_reply(int channel, const std::string& reply) {
-  // One reply ever, far smaller than the socket's buffer: never blocks, never raises SIGPIPE.
-  (void)::send(channel, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
-}
-
-// The ferry's side of an address request (see above).
-void request_addresses(int channel, const std::vector<Ipv4>& addresses) {
-  const uint32_t count = static_cast<uint32_t>(std::min<size_t>(addresses.size(), UINT32_MAX));
-  std::string message(1, kAddAddresses);
-  message.append(reinterpret_cast<const char*>(&count), sizeof count);
-  if (addresses.size() <= kMaxIsolatedAddresses) {
-    for (Ipv4 a : addresses) {
-      const uint32_t network = htonl(a.value);
-      message.append(reinterpret_cast<const char*>(&network), sizeof network);
-    }
-  }
-  write_all(channel, message);
-  auto read_exactly = [channel](char* buffer, size_t size) {
-    size_t got = 0;
-    while (got < size) {
-      const ssize_t n = ::read(channel, buffer + got, size - got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) throw std::runtime_error("the shell's supervisor did not answer the request for addresses");
-      got += static_cast<size_t>(n);
-    }
-  };
-  char status = 0;
-  read_exactly(&status, 1);
-  if (status == kAdded) return;
-  uint16_t length = 0;
-  read_exactly(reinterpret_cast<char*>(&length), sizeof length);
-  std::string reason(std::min<size_t>(length, kMaxRefusal), '\0');
-  read_exactly(reason.data(), reason.size());
-  throw UserError(reason);
-}
-
-// Runs the ferry's start-up: answers its request for addresses (isolated shells: isolated_ns is
-// the namespace) until it reports that it is ready (run() returns nullopt; the command may
-// start). Otherwise run() returns the shell's exit status: 1 if the ferry stopped or died (it
-// has printed why), 128+N if signal N interrupted the start (the ferry is then stopped; one line
-// says so).
-class Startup {
- public:
-  Startup(const std::string& program, pid_t ferry, int channel, const SignalFd& signals,
-          const ShellNetwork* isolated_ns)
-      : program_(program), ferry_(ferry), channel_(channel), signals_(signals), isolated_ns_(isolated_ns) {}
-
-  std::optional<int> run() {
-    for (;;) {
-      char type = 0;
-      bool eof = false;
-      if (const int signo = read_or_signal(channel_, signals_, &type, 1, &eof)) return interrupted(signo);
-      if (eof || type == kStopped) return ferry_ended();
-      if (refused_) continue;  // whatever it still sends: wait for it to end
-      if (type == kReady) return std::nullopt;
-      if (type == kAddAddresses && isolated_ns_ && !asked_) {
-        asked_ = true;
-        if (const auto status = answer_address_request()) return status;
-        continue;
-      }
-      // Anything else breaks the protocol: a ferry that does is not to be trusted further.
-      std::cerr << program_ << ": the shell's ferry sent an invalid start-up message; ending the shell" << std::endl;
-      ::kill(ferry_, SIGKILL);
-      int status;
-      while (::waitpid(ferry_, &status, 0) < 0 && errno == EINTR) {
-      }
-      return 1;
-    }
-  }
-
- private:
-  // Reads the rest of an 'A' request and answers it: the addresses are added, or refused with
-  // the reason. Returns the shell's exit status if a signal or the ferry's end came first.
-  std::optional<int> answer_address_request() {
-    bool eof = false;
-    uint32_t count = 0;
-    if (const int signo = read_or_signal(channel_, signals_, reinterpret_cast<char*>(&count), sizeof count, &eof))
-      return interrupted(signo);
-    if (eof) return ferry_ended();
-    std::string reply(1, kAdded);
-    try {
-      check_isolated_address_count(count);  // before reading anything more
-      std::string bytes(size_t{count} * 4, '\0');
-      if (const int signo = read_or_signal(channel_, signals_, bytes.data(), bytes.size(), &eof))
-        return interrupted(signo);
-      if (eof) return ferry_ended();
-      std::vector<Ipv4> addresses(count);
-      for (size_t i = 0; i < count; i++) {
-        uint32_t network;
-        std::memcpy(&network, bytes.data() + 4 * i, 4);
-        addresses[i].value = ntohl(network);
-      }
-      add_isolated_addresses(*isolated_ns_, addresses);
-      added_ = true;
-    } catch (const std::exception& e) {
-      std::string reason = std::string(e.what()).substr(0, kMaxRefusal);
-      const uint16_t length = static_cast<uint16_t>(reason.size());
-      reply = std::string(1, kRefused);
-      reply.append(reinterpret_cast<const char*>(&length), sizeof length);
-      reply += reason;
-      refused_ = true;  // the ferry prints the reason and ends
-    }
-    send_reply(channel_, reply);
-    return std::nullopt;
-  }
-
-  int ferry_ended() {
-    int status = 0;
-    while (::waitpid(ferry_, &status, 0) < 0) {
-      if (errno != EINTR) return 1;
-    }
-    if (WIFSIGNALED(status)) {
-      std::cerr << program_ << ": the shell's ferry " << how_it_ended(shell_exit_code(status)) << " while starting"
-                << std::endl;
-      return 1;
-    }
-    if (isolated_ns_) return 1;  // it has printed why
-    const int code = shell_exit_code(status);
-    return code != 0 ? code : 1;
-  }
-
-  int interrupted(int signo) {
-    std::cerr << program_ << ": start interrupted by SIG" << sigabbrev_np(signo) << "; nothing was left running"
-              << std::endl;
-    if (!added_) {
-      ::kill(ferry_, SIGKILL);  // it holds nothing that needs cleaning up
-    } else {
-      // It may be starting daemons and hold temporary files: it stops them once started, then
-      // says 'S' (or dies). A second signal makes it SIGKILL.
-      ::kill(ferry_, SIGTERM);
-      for (;;) {
-        char byte;
-        bool eof = false;
-        const int again = read_or_signal(channel_, signals_, &byte, 1, &eof);
-        if (again) {
-          ::kill(ferry_, SIGKILL);
-          break;
-        }
-        if (eof || byte == kStopped) break;
-      }
-    }
-    int status;
-    while (::waitpid(ferry_, &status, 0) < 0 && errno == EINTR) {
-    }
-    return 128 + signo;
-  }
-
-  const std::string& program_;
-  pid_t ferry_;
-  int channel_;
-  const SignalFd& signals_;
-  const ShellNetwork* isolated_ns_;
-  bool asked_ = false;    // one request only
-  bool added_ = false;    // the ferry has its addresses: it may be starting daemons, stop it gently
-  bool refused_ = false;  // the ferry was refused: it prints why and ends
-};
-
-// How long the processes of a shell that is ending get after the polite signal (SIGHUP for the
-// command, SIGTERM for the others) before SIGKILL. A shell inside another gets a little less than
-// the one around it, so that the outer shell's SIGKILL does not cut short the inner one's own
-// clean-up (its stragglers, its ferry, its daemons).
-Nanos ending_grace(const std::string& outer_prefix) {
-  const auto depth = std::count(outer_prefix.begin(), outer_prefix.end(), '[');
-  return std::max<Nanos>(300, 2000 - 150 * depth) * kNanosPerMs;
-}
-
-// A reaper is the subreaper of everything its main child starts: a process whose parent ends
-// (a pipeline's members when bash is killed, a background job, a daemon) becomes its child. When
-// it ends, for whatever reason, it ends them all (politely, then for good), so that nothing keeps
-// running in a namespace whose link is gone. It signals only its own children, whose pids stay
-// theirs until it reaps them. There are two, one inside the other (see run_shell):
-//  - the guard, with the user's rights, whose main child is the command. It also ends everything
-//    when the supervisor vanishes (killed with SIGKILL): it notices as end-of-file on a pipe.
-//  - the supervisor, whose main child is the guard, and which also watches the ferry. If the
-//    guard is killed, the command's processes come to the supervisor, which ends them.
-class Reaper {
- public:
-  struct Ferry {
-    pid_t pid = -1;
-    int status_fd = -1;  // the ferry writes a byte (or dies) when it has stopped
-  };
-  // `supervisor_fd`: the guard's end of a pipe the supervisor holds open (-1 for the supervisor).
-  // `spared`: a child that is not the command's and ends on its own after the reaper (a rootless
-  // shell's way out), or -1.
-  Reaper(const std::string& program, const std::string& command_name, pid_t command, Ferry ferry, int supervisor_fd,
-         Nanos grace, pid_t spared = -1)
-      : program_(program),
-        command_name_(command_name),
-        command_(command),
-        ferry_(ferry.pid),
-        ferry_status_fd_(ferry.status_fd),
-        supervisor_fd_(supervisor_fd),
-        grace_(grace),
-        spared_(spared) {}
-
-  // Runs until the main child and everything it started have ended; returns the exit status.
-  int run(const SignalFd& signals) {
-    for (;;) {
-      if (ending_since_ && sweep() == 0 && command_status_) break;
-      if (!ending_since_ && forwarded_deadline_ && monotonic_now() >= *forwarded_deadline_) force_end();
-      pollfd events[2] = {{signals.fd(), POLLIN, 0}, {supervisor_fd_, POLLIN, 0}};
-      // While ending, look again now and then: a process whose parent (not this one) ends
-      // becomes a child without a SIGCHLD here.
-      int timeout = -1;
-      if (ending_since_) {
-        timeout = kSweepIntervalMs;
-      } else if (forwarded_deadline_) {
-        timeout = static_cast<int>(std::max<Nanos>(0, *forwarded_deadline_ - monotonic_now()) / kNanosPerMs) + 1;
-      }
-      if (::poll(events, supervisor_fd_ >= 0 ? 2 : 1, timeout) <= 0) continue;
-      if (events[1].revents) supervisor_vanished();
-      if (events[0].revents) handle(signals.read_signal());
-    }
-    report_stragglers();
-    stop_ferry();
-    if (ferry_failed_) return 1;
-    if (ended_by_once_) {
-      std::cerr << program_ << ": the traces ran out (--once): the shell ended " << command_name_ << "; exit status "
-                << kOnceEndedStatus << std::endl;
-      return kOnceEndedStatus;
-    }
-    return *command_status_;
-  }
-
- private:
-  static constexpr int kSweepIntervalMs = 20;
-
-  // The supervisor never writes to the pipe: it is readable only once the supervisor is gone,
-  // which only SIGKILL does without the guard having ended first.
-  void supervisor_vanished() {
-    ::close(supervisor_fd_);
-    supervisor_fd_ = -1;
-    std::cerr << program_ << ": the shell's supervisor was killed; ending " << command_name_
-              << " and everything it started" << std::endl;
-    begin_ending();
-  }
-
-  void handle(const signalfd_siginfo& info) {
-    const int signo = static_cast<int>(info.ssi_signo);
-    if (signo == SIGCHLD) {
-      reap();
-    } else if (ending_since_ || command_ <= 0) {             // never kill(-1): that would signal every process
-      if (interrupting(signo)) deadline_ = monotonic_now();  // asked again: end everything now
-    } else if (signo == SIGCONT) {
-      ::kill(command_, SIGCONT);
-    } else if (info.ssi_code != SI_KERNEL) {
-      // Sent by a process (kill), not by the terminal: the command has not seen it yet.
-      ::kill(command_, signo);
-      // A request to end (SIGTERM, or SIGHUP: the terminal is gone): a command that ignores it
-      // is ended anyway after the grace period. SIGINT and SIGQUIT ask for less (an interrupt,
-      // a thread dump) and are only passed on.
-      if ((signo == SIGTERM || signo == SIGHUP) && !forwarded_deadline_) {
-        forwarded_deadline_ = monotonic_now() + grace_;
-        forwarded_signal_ = signo;
-      }
-    }
-  }
-
-  // The command outlived the grace period after a forwarded SIGTERM (SIGHUP, ...): SIGKILL to it
-  // and to everything it started, at once.
-  void force_end() {
-    std::cerr << program_ << ": " << command_name_ << " did not end within " << grace_ / kNanosPerMs << " ms of SIG"
-              << sigabbrev_np(forwarded_signal_) << "; ending it and everything it started with SIGKILL" << std::endl;
-    begin_ending();
-    deadline_ = monotonic_now();
-  }
-
-  void begin_ending() {
-    if (ending_since_) return;
-    ending_since_ = monotonic_now();
-    deadline_ = *ending_since_ + grace_;
-  }
-
-  // Signals every child but the ferry that has not been signalled yet (SIGHUP for the command,
-  // SIGTERM for the others, each with SIGCONT in case it is stopped), or, past the deadline,
-  // SIGKILLs them. Returns how many there were.
-  size_t sweep() {
-    const bool for_good = monotonic_now() >= deadline_;
-    size_t count = 0;
-    for (const pid_t pid : list_children()) {
-      if (pid <= 0 || pid == ferry_ || pid == spared_) continue;
-      count++;
-      if (for_good) {
-        ::kill(pid, SIGKILL);
-      } else if (signalled_.insert(pid).second) {
-        // Not reported: the command, and processes already ending on their own (the ferry of a
-        // shell nested in this one outlives its supervisor by the moment its exit takes).
-        if (pid != command_ && !process_is_ending(pid)) stragglers_.push_back(process_name(pid));
-        ::kill(pid, pid == command_ ? SIGHUP : SIGTERM);
-        ::kill(pid, SIGCONT);
-      }
-    }
-    return count;
-  }
-
-  void reap() {
-    int status;
-    pid_t pid;
-    while ((pid = ::waitpid(-1, &status, WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
-      const bool ended = WIFEXITED(status) || WIFSIGNALED(status);
-      if (ended) signalled_.erase(pid);
-      if (pid == command_) {
-        if (WIFSTOPPED(status) && !ending_since_) {
-          // Job control: stop with the command so that the caller's shell sees us stopped;
-          // when continued (fg), continue it too.
-          const Nanos stopped_at = monotonic_now();
-          ::raise(SIGSTOP);
-          // Time spent stopped does not count against a command asked to end.
-          if (forwarded_deadline_) *forwarded_deadline_ += monotonic_now() - stopped_at;
-          ::kill(command_, SIGCONT);
-        } else if (ended) {
-          command_status_ = shell_exit_code(status);
-          command_ = -1;  // never signal a reaped pid: it may be reused
-          begin_ending();
-        }
-      } else if (pid == ferry_ && ended) {
-        ferry_ = -1;
-        if (WIFEXITED(status) && WEXITSTATUS(status) == kFerryFinished) {
-          ended_by_once_ = !command_status_;
-        } else {
-          ferry_failed_ = true;
-          if (!WIFEXITED(status) || WEXITSTATUS(status) != kFerryFailedSaidWhy) {
-            std::cerr << program_ << ": the packet ferry (pid " << pid << ") " << how_it_ended(shell_exit_code(status))
-                      << "; ending the shell" << std::endl;
-          }
-        }
-        begin_ending();
-      }
-    }
-  }
-
-  // One line naming what the command left running and the shell ended (not the command itself).
-  void report_stragglers() const {
-    if (stragglers_.empty()) return;
-    std::string names;
-    for (size_t i = 0; i < stragglers_.size() && i < 4; i++) names += (i ? ", " : "") + stragglers_[i];
-    if (stragglers_.size() > 4) names += ", ...";
-    std::cerr << program_ << ": ended " << count_of(stragglers_.size(), "process", "processes")
-              << " that the command left running (" << names << ")" << std::endl;
-  }
-
-  // A child's name as the kernel reports it, safe to print.
-  static std::string process_name(pid_t pid) {
-    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
-    std::string name;
-    std::getline(comm, name);
-    return name.empty() ? "pid " + std::to_string(pid) : printable(name, 16);
-  }
-
-  // Waits until the ferry has stopped carrying packets and flushed what it writes, not until
-  // its process is gone: closing a TUN device waits for an RCU grace period (~20 ms each), which
-  // the kernel completes on its own as the ferry exits.
-  void stop_ferry() {
-    if (ferry_ <= 0) return;
-    ::kill(ferry_, SIGTERM);
-    char byte = 0;
-    ssize_t n;
-    while ((n = ::read(ferry_status_fd_, &byte, 1)) < 0 && errno == EINTR) {
-    }
-    // Anything but "stopped" (it failed while finishing its logs, or died without a word): the
-    // shell's work is incomplete, whatever the command's status.
-    if (n != 1 || byte != kStopped) {
-      if (n != 1) std::cerr << program_ << ": the packet ferry ended without finishing its work" << std::endl;
-      ferry_failed_ = true;
-    }
-  }
-
-  std::string program_;
-  std::string command_name_;
-  pid_t command_;        // -1 once reaped
-  pid_t ferry_;          // -1 once reaped (and for the guard, which has none)
-  int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
-  int supervisor_fd_;    // the guard's: readable (end-of-file) once the supervisor is gone
-  Nanos grace_;
-  pid_t spared_;
-  std::optional<int> command_status_;
-  std::optional<Nanos> ending_since_;        // set when the command or the ferry ended
-  Nanos deadline_ = kNever;                  // from then on, SIGKILL
-  std::optional<Nanos> forwarded_deadline_;  // a forwarded SIGTERM (...) ends everything from then on
-  int forwarded_signal_ = 0;
-  std::set<pid_t> signalled_;  // children already asked politely (not yet reaped)
-  std::vector<std::string> stragglers_;
-  bool ferry_failed_ = false;
-  bool ended_by_once_ = false;  // the ferry's traces ran out while the command was running
-};
 
 // --verbose's line on the TUN offloads (ShellNetwork::offload).
 std::string offload_summary(bool asked, const ShellNetwork& net) {
@@ -636,8 +202,8 @@ int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& 
     env.install();
     exec_command(info.name, plan.program_path, plan.spec.command);
   });
-  Reaper guard_loop(info.name, printable(plan.spec.command[0], 200), command, {}, supervisor_alive.get(), grace);
-  return guard_loop.run(signals);
+  return run_reaper(info.name, printable(plan.spec.command[0], 200), command, {}, supervisor_alive.get(), grace, -1,
+                    signals);
 }
 
 int run_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -740,11 +306,11 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     int status;
     try {
       status = spec.ferry(endpoints, [channel_fd, &started] {
-        write_all(channel_fd, std::string_view(&kReady, 1));
+        write_all(channel_fd, std::string_view(&kFerryReady, 1));
         started = true;
       });
     } catch (const UserError& e) {
-      if (!started) throw;  // the start-up's failure: reported as such by Startup
+      if (!started) throw;  // the start-up's failure: reported as such by run_startup
       // Once running (a log on a full disk): its words, and the shell ends with status 1.
       std::cerr << info.name << ": " << e.what() << std::endl;
       status = kFerryFailedSaidWhy;
@@ -752,7 +318,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
     // Any other failure once running: the ferries print their reason before returning one.
     if (started && status != 0 && status != kFerryFinished) status = kFerryFailedSaidWhy;
     // The supervisor may finish without waiting for our exit.
-    write_all(channel_fd, std::string_view(status == kFerryFailedSaidWhy ? &kStoppedFailed : &kStopped, 1));
+    write_all(channel_fd, std::string_view(status == kFerryFailedSaidWhy ? &kFerryStoppedFailed : &kFerryStopped, 1));
     return status;
   });
   net.outer_tun.close();  // the ferry holds the only copies now
@@ -760,7 +326,7 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   net.dns = DnsRelaySockets{};
   net.intercepted.close();
   ferry_channel.close();
-  if (const auto status = Startup(info.name, ferry, channel.get(), signals, isolated ? &net : nullptr).run())
+  if (const auto status = run_startup(info.name, ferry, channel.get(), signals, isolated ? &net : nullptr))
     return *status;
 
   prepare_environment(env, spec, net);
@@ -782,9 +348,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   // A little more time than the guard's, so that it ends the command's processes itself (and
   // names those it had to end) before the supervisor would.
-  Reaper supervisor_loop(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
-                         grace + 200 * kNanosPerMs, way_out.monitor());
-  return supervisor_loop.run(signals);
+  return run_reaper(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
+                    grace + 200 * kNanosPerMs, way_out.monitor(), signals);
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "shell/privileged.hh"
+#include "shell/startup_channel.hh"  // the ferry's exit statuses
 #include "util/args.hh"
 #include "util/clock.hh"
 
@@ -37,16 +38,6 @@ struct FerryEndpoints {
 // trace-following shell's start (MAHIMAHI_CLOCK_BASE), so that nested shells' traces stay
 // aligned, or now. Throws UserError if the variable holds no instant of this machine's clock.
 Nanos trace_start(const FerryEndpoints& endpoints);
-
-// Exit status of a ferry whose queues are finished (mm-link --once): the shell ends the command
-// (and everything it started) and exits with kOnceEndedStatus, unless the command had ended first.
-constexpr int kFerryFinished = 77;
-// Exit status of a ferry that failed and has said why on standard error (mm-replay: "the replay
-// server for IP:PORT was killed by SIGKILL"): the shell ends with status 1, adding no line.
-constexpr int kFerryFailedSaidWhy = 78;
-// The status of a shell whose traces ran out before the command ended (as timeout(1)'s 124 for a
-// command it had to end): a script can tell that the command did not finish on its own.
-constexpr int kOnceEndedStatus = 124;
 
 // Set by an isolated shell (mm-replay) for its command: its network namespace's inode.
 constexpr const char* kIsolatedNamespaceVariable = "MAHIMAHI_REPLAY_NETNS";

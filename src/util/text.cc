@@ -2,6 +2,7 @@
 #include "util/text.hh"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 
 namespace {
@@ -27,6 +28,14 @@ std::string_view trim_blanks(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
   while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
   return text;
+}
+
+std::optional<uint64_t> decimal_value(std::string_view text) {
+  uint64_t value = 0;
+  if (text.empty()) return std::nullopt;
+  const auto [end, err] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (err != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 std::string printable(std::string_view text, size_t max) {

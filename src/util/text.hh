@@ -5,6 +5,7 @@
 // making recorded bytes safe to print.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,10 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix);
 
 // `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
 std::string_view trim_blanks(std::string_view text);
+
+// `text` as a decimal number: ASCII digits only, all of it; nullopt when empty, when anything else
+// is in it, or when it does not fit in 64 bits.
+std::optional<uint64_t> decimal_value(std::string_view text);
 
 // `text` for a terminal or a log: control bytes (below 0x20, and 0x7f) as \xNN, so that a
 // recorded byte cannot drive the terminal; shortened to `max` bytes followed by "..." if longer.

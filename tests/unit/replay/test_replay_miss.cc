@@ -10,8 +10,8 @@
 
 namespace {
 
-ReplayIndex::Entry recorded(std::string host, std::string method, std::string target, bool https = false) {
-  ReplayIndex::Entry e;
+ReplayEntry recorded(std::string host, std::string method, std::string target, bool https = false) {
+  ReplayEntry e;
   e.https = https;
   e.host = std::move(host);
   e.method = std::move(method);
@@ -25,14 +25,14 @@ ReplayIndex::Entry recorded(std::string host, std::string method, std::string ta
 }
 
 IncomingRequest incoming(std::string host, std::string method, std::string target, bool https = false) {
-  const ReplayIndex::Entry e = recorded(host, method, target, https);
+  const ReplayEntry e = recorded(host, method, target, https);
   return IncomingRequest{https, !e.host.empty(), e.host, e.method, e.target, e.path, e.query, true, "UA", {}};
 }
 
 }  // namespace
 
 TEST(ReplayMiss, differences_and_user_agent) {
-  const ReplayIndex::Entry e = recorded("a.test", "GET", "/p?x=1");
+  const ReplayEntry e = recorded("a.test", "GET", "/p?x=1");
   EXPECT_TRUE(differences(e, incoming("a.test", "GET", "/p?x=1"), {}).empty());
   EXPECT_EQ(differences(e, incoming("b.test", "POST", "/q?x=2", true), {}),
             (std::vector<std::string>{"scheme", "host", "method", "path", "query"}));
@@ -46,8 +46,8 @@ TEST(ReplayMiss, differences_and_user_agent) {
 }
 
 TEST(ReplayMiss, explained_404) {
-  const ReplayIndex::Entry near = recorded("a.test", "GET", "/img/1.png"), far = recorded("a.test", "GET", "/x");
-  const ReplayIndex::Entry elsewhere = recorded("b.test", "GET", "/img/2.png");
+  const ReplayEntry near = recorded("a.test", "GET", "/img/1.png"), far = recorded("a.test", "GET", "/x");
+  const ReplayEntry elsewhere = recorded("b.test", "GET", "/img/2.png");
   const ReplayMatch m = explain_miss(incoming("a.test", "GET", "/img/2.png"), {}, {&far, &near}, {&elsewhere});
   EXPECT_FALSE(m.found);
   EXPECT_EQ(m.response.status, 404);
@@ -67,7 +67,7 @@ TEST(ReplayMiss, explained_404) {
 }
 
 TEST(ReplayMiss, user_agent_miss_names_ignore_user_agent) {
-  const ReplayIndex::Entry e = recorded("a.test", "GET", "/page");
+  const ReplayEntry e = recorded("a.test", "GET", "/page");
   IncomingRequest chromium = incoming("a.test", "GET", "/page");
   chromium.user_agent = "Chromium/120";
   const ReplayMatch m = explain_miss(chromium, {}, {&e}, {&e});

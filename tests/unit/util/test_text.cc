@@ -23,6 +23,17 @@ TEST(Text, trim_blanks_removes_spaces_and_tabs_only) {
   EXPECT_EQ(trim_blanks("   "), "");
 }
 
+TEST(Text, decimal_value_takes_digits_only_and_all_of_them) {
+  EXPECT_EQ(decimal_value("0080"), std::optional<uint64_t>(80));
+  EXPECT_EQ(decimal_value("18446744073709551615"), std::optional<uint64_t>(UINT64_MAX));
+  EXPECT_EQ(decimal_value("18446744073709551616"), std::nullopt);  // does not fit
+  EXPECT_EQ(decimal_value(""), std::nullopt);
+  EXPECT_EQ(decimal_value("-1"), std::nullopt);
+  EXPECT_EQ(decimal_value("+1"), std::nullopt);
+  EXPECT_EQ(decimal_value("12 "), std::nullopt);
+  EXPECT_EQ(decimal_value("0x10"), std::nullopt);
+}
+
 TEST(Text, printable_escapes_control_bytes_and_shortens) {
   EXPECT_EQ(printable("GET /\x1b[2J\x7f"), "GET /\\x1b[2J\\x7f");
   EXPECT_EQ(printable("abcdef", 3), "abc...");
