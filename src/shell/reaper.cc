@@ -227,10 +227,6 @@ class Reaper {
 };
 }  // namespace
 
-// How long the processes of a shell that is ending get after the polite signal (SIGHUP for the
-// command, SIGTERM for the others) before SIGKILL. A shell inside another gets a little less than
-// the one around it, so that the outer shell's SIGKILL does not cut short the inner one's own
-// clean-up (its stragglers, its ferry, its daemons).
 Nanos ending_grace(const std::string& outer_prefix) {
   const auto depth = std::count(outer_prefix.begin(), outer_prefix.end(), '[');
   return std::max<Nanos>(300, 2000 - 150 * depth) * kNanosPerMs;
