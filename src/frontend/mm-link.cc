@@ -32,6 +32,8 @@ const ProgramInfo kInfo{
     "  " MAHIMAHI_TRACE_DIR
     "\n"
     "(constant-1Mbps ... constant-1000Mbps): mm-link constant-12Mbps constant-12Mbps\n"
+    "A rate:RATE link sends each packet in its own size's time at RATE (84 bytes at 1.5 Mbit/s:\n"
+    "0.45 ms), as netem's rate and tbf do; a trace file's link sends in its opportunities.\n"
     "\n"
     "Options (before COMMAND; use -- if COMMAND could be taken for one):\n"
     "  -u FILE, --uplink-log=FILE, -d FILE, --downlink-log=FILE\n"
@@ -56,6 +58,9 @@ const ProgramInfo kInfo{
     "        packets per opportunity, as the original), ethernet (38 bytes a packet, 84 at least),\n"
     "        atm (AAL5's 8 bytes, in 48-byte cells of 53 bytes), or bytes=N,min=N,cell=N,cellovh=N\n"
     "        (after a profile's name, or alone; e.g. atm,bytes=40 for PPPoE over LLC)\n"
+    "  --rate-opportunities\n"
+    "        rate:RATE links send in 1500-byte opportunities, one every 12000/RATE seconds, as a\n"
+    "        constant trace does (the original's accounting: a small packet waits for the next one)\n"
     "  --once      end the shell (and COMMAND) when both traces have been played once\n"
     "              (a warning at the start if a trace lasts less than a second);\n"
     "              exit status 124 if the traces ran out before COMMAND ended\n"
@@ -89,6 +94,7 @@ struct LinkSettings {
   Direction up{"Uplink", "--uplink-queue"};
   Direction down{"Downlink", "--downlink-queue"};
   bool once = false;
+  bool rate_opportunities = false;  // --rate-opportunities
   uint64_t base_seed = 0;
   MeterOptions meters;
   LogOptions logs;
@@ -112,6 +118,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
       {"downlink-overhead", true,
        [&](std::string_view v) { down.overhead = LinkOverhead::parse(v, "--downlink-overhead"); }},
       {"once", false, [&](std::string_view) { settings.once = true; }},
+      {"rate-opportunities", false, [&](std::string_view) { settings.rate_opportunities = true; }},
       ArgScanner::seed_option(seed),
       ArgScanner::verbose_option(settings.verbose),
       ArgScanner::tcp_ecn_option(settings.tcp_ecn)};
@@ -165,7 +172,8 @@ int run_link_ferry(const LinkSettings& settings, const FerryEndpoints& endpoints
         "queue: " + queue->description() + (d.overhead.none() ? "" : ", overhead: " + d.overhead.describe());
     LinkEventRing* ring = watch.direction(index, settings.meters.metered(index), trace.name(), queue_line,
                                           link_tag(settings) + ascii_lowercase(d.name), &trace, settings.once);
-    return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring, d.overhead);
+    return LinkQueue(trace, watch.origin(), settings.once, std::move(queue), ring, d.overhead,
+                     settings.rate_opportunities ? LinkTiming::Opportunities : LinkTiming::Serialised);
   };
   LinkQueue uplink = make(up, up_trace, 0);
   LinkQueue downlink = make(down, down_trace, 1);

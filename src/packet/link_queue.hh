@@ -6,7 +6,15 @@
 // packet cannot use an opportunity that passed before it arrived. A packet costs its IP bytes,
 // or with a link-layer overhead (link_overhead.hh) its bytes on that link's wire. The packet being sent is
 // copied out of the queue, so that the discipline only ever holds waiting packets.
+//
+// A constant rate (rate:RATE) is a promise of a rate, not of opportunities: by default such a
+// link serialises each packet by its own cost, as netem's rate and tbf do. A packet starts when
+// the link is free (leaving the discipline then, as a qdisc's packet leaves it for the device)
+// and leaves the link cost x 8 / RATE later, so an 84-byte ping waits 0.45 ms at 1.5 Mbit/s,
+// not up to a whole 1500-byte opportunity (8 ms). LinkTiming::Opportunities keeps the
+// original's accounting (a constant trace of 1500-byte opportunities) for rate: links too.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <span>
 
@@ -16,11 +24,25 @@
 #include "packet/trace.hh"
 #include "util/clock.hh"
 
+// How a rate:RATE link times its packets (a trace file always has opportunities).
+enum class LinkTiming { Serialised, Opportunities };
+
 class LinkQueue {
  public:
   LinkQueue(const Trace& trace, Nanos start, bool once, std::unique_ptr<QueueDiscipline> queue, LinkEventRing* log,
-            const LinkOverhead& overhead = {})
-      : cursor_(trace, start, once), queue_(std::move(queue)), log_(log), overhead_(overhead) {}
+            const LinkOverhead& overhead = {}, LinkTiming timing = LinkTiming::Serialised)
+      : cursor_(trace, start, once),
+        queue_(std::move(queue)),
+        log_(log),
+        overhead_(overhead),
+        once_(once),
+        rate_(timing == LinkTiming::Serialised && trace.constant_bits_per_second() > 0
+                  ? std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(trace.constant_bits_per_second())))
+                  : 0),
+        free_at_(start) {}
+
+  // Whether packets are serialised by their size (a rate: link), not sent in opportunities.
+  bool serialised() const { return rate_ != 0; }
 
   static constexpr bool kWholeSuperPackets = false;  // bytes, queue limits and AQM per wire packet
 
@@ -29,6 +51,10 @@ class LinkQueue {
   // The ferry has called release(now) first: every opportunity up to `now` is used.
   void commit(Nanos now, uint32_t length, uint32_t meta = 0) {
     if (log_) log_->push({now, 0, length, 1, '+'});
+    if (rate_ && !sending_ && queue_->empty() && now > free_at_) {  // an idle link starts at the arrival
+      free_at_ = now;
+      carry_ = 0;
+    }
     QueueEvents events;
     queue_->enqueue(now, length, events, meta);
     log_events(now, events);
@@ -37,6 +63,7 @@ class LinkQueue {
   Nanos next_departure() const {
     const Nanos end = cursor_.end();  // a --once link wakes at its end, even when idle
     if (!sending_ && queue_->empty()) return cursor_.exhausted() ? kNever : end;
+    if (rate_) return std::min(sending_ ? departure_ : free_at_, end);
     if (!sending_ && queue_->drops_when_dequeuing()) return std::min(cursor_.next(), end);
     const uint64_t needed = sending_ ? remaining_ : overhead_.charged(queue_->front().length);
     const uint64_t opportunities = (needed + Trace::kOpportunityBytes - 1) / Trace::kOpportunityBytes;
@@ -45,6 +72,10 @@ class LinkQueue {
 
   template <class Send>
   void release(Nanos now, Send&& send) {
+    if (rate_) {
+      release_serialised(now, send);
+      return;
+    }
     if (!sending_ && queue_->empty()) {
       skip_idle_opportunities(now);
       return;
@@ -94,8 +125,47 @@ class LinkQueue {
     if (log_) log_->push({t, arrival, static_cast<uint32_t>(packet.size()), 1, '-'});
   }
 
-  // The front packet spans opportunities: it leaves the discipline now (which then holds only
-  // waiting packets), and the link when its last byte has an opportunity.
+  // A rate: link: each packet leaves when its last bit has been serialised at the rate, one
+  // after another; the packet in flight past `now` waits out of the discipline.
+  template <class Send>
+  void release_serialised(Nanos now, Send& send) {
+    if (once_) skip_idle_opportunities(now);  // a --once link still ends with its trace
+    for (;;) {
+      if (sending_) {
+        if (departure_ > now) return;
+        depart(send, departure_, {sending_buffer_.get(), sending_length_}, sending_meta_, sending_arrival_);
+        sending_ = false;
+        free_at_ = departure_;
+      }
+      if (queue_->empty()) return;
+      QueueEvents events;
+      const bool ready = queue_->next(free_at_, events);
+      log_events(free_at_, events);
+      if (!ready) return;
+      const PacketRing::Record& front = queue_->front();
+      const Nanos departure = free_at_ + serialisation(overhead_.charged(front.length));
+      if (departure <= now) {  // already through: sent from the queue itself
+        depart(send, departure, queue_->front_data(), front.meta, front.arrival);
+        queue_->pop();
+        free_at_ = departure;
+        continue;
+      }
+      take_front();
+      departure_ = departure;
+      return;
+    }
+  }
+
+  // Nanoseconds `bytes` take at the rate; the fractions of a nanosecond carry over to the next
+  // packet, so that back-to-back packets hold the rate exactly.
+  Nanos serialisation(uint64_t bytes) {
+    const uint64_t scaled = bytes * 8 * 1'000'000'000ULL + carry_;
+    carry_ = scaled % rate_;
+    return static_cast<Nanos>(scaled / rate_);
+  }
+
+  // The front packet spans opportunities (or is serialised past `now`): it leaves the discipline now (which then holds
+  // only waiting packets), and the link when its last byte has an opportunity.
   void take_front() {
     sending_length_ = queue_->front().length;
     sending_arrival_ = queue_->front().arrival;
@@ -134,4 +204,9 @@ class LinkQueue {
   uint32_t sending_meta_ = 0;
   uint32_t remaining_ = 0;
   Nanos sending_arrival_ = 0;
+  bool once_;
+  uint64_t rate_;        // bits per second of a serialised rate: link; 0: opportunities
+  Nanos free_at_;        // serialised: when the link finished its last packet (or went idle)
+  Nanos departure_ = 0;  // serialised: when the packet being sent leaves
+  uint64_t carry_ = 0;   // serialised: fractions of a nanosecond owed, in units of 1/rate_ ns
 };

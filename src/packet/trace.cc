@@ -103,6 +103,7 @@ Trace Trace::parse(std::string_view text, const std::string& name) {
 Trace Trace::constant_rate(double bits_per_second, const std::string& name) {
   Trace trace;
   trace.name_ = name;
+  trace.constant_bits_per_second_ = bits_per_second;
   trace.period_ = static_cast<Nanos>(std::llround(kOpportunityBytes * 8 * 1e9 / bits_per_second));
   if (trace.period_ <= 0) trace.period_ = 1;
   trace.offsets_.push_back(trace.period_);

@@ -61,6 +61,8 @@ class Trace {
   const std::vector<Nanos>& offsets() const { return offsets_; }
   Nanos period() const { return period_; }
   const std::string& name() const { return name_; }
+  // The rate of a constant-rate trace (rate:RATE), in bits per second; 0 for a trace file.
+  double constant_bits_per_second() const { return constant_bits_per_second_; }
   double mean_bits_per_second() const {
     return static_cast<double>(offsets_.size()) * kOpportunityBytes * 8 / (static_cast<double>(period_) / 1e9);
   }
@@ -70,6 +72,7 @@ class Trace {
   Nanos period_ = 0;
   std::string name_;
   bool whole_milliseconds_ = false;
+  double constant_bits_per_second_ = 0;
 };
 
 // Where trace names without a '/' are looked for, in this order: the current directory, the

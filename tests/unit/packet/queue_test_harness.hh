@@ -41,7 +41,9 @@ inline AqmRun feed(std::unique_ptr<QueueDiscipline> q, Nanos gap, Nanos end, int
   Trace trace = Trace::from_argument("rate:12Mbit/s");
   FileDescriptor wake(::eventfd(0, EFD_NONBLOCK));
   LinkEventRing events(wake.get());
-  LinkQueue link(trace, 0, false, std::move(q), &events);
+  // In opportunities: a packet leaves the discipline when it leaves the link, so that a
+  // delivered packet's sojourn is the one its discipline saw (serialised, it would add 1 ms).
+  LinkQueue link(trace, 0, false, std::move(q), &events, {}, LinkTiming::Opportunities);
   AqmRun run;
   auto collect = [&] {
     events.drain([&](const LinkEvent& e) {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// One direction of mm-link: byte accounting over the trace's opportunities, --once, idle links.
+// One direction of mm-link: byte accounting over the trace's opportunities, --once, idle links,
+// and rate: links that serialise each packet by its size.
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -24,8 +25,9 @@ struct LinkHarness {
   Trace trace;
   LinkQueue link;
   std::vector<Sent> sent;
-  LinkHarness(Trace t, std::unique_ptr<QueueDiscipline> q, bool once = false, const LinkOverhead& overhead = {})
-      : trace(std::move(t)), link(trace, 0, once, std::move(q), nullptr, overhead) {}
+  LinkHarness(Trace t, std::unique_ptr<QueueDiscipline> q, bool once = false, const LinkOverhead& overhead = {},
+              LinkTiming timing = LinkTiming::Opportunities)
+      : trace(std::move(t)), link(trace, 0, once, std::move(q), nullptr, overhead, timing) {}
   void arrive(Nanos now, uint32_t length) {
     run_until(now);
     auto space = link.reserve();
@@ -115,7 +117,7 @@ TEST(LinkQueue, idle_fast_link_skips_whole_periods) {
   const Trace trace = Trace::constant_rate(1e12, "rate:1Tbit/s");
   LinkQueue link(trace, 0, false,
                  make_queue_discipline("infinite", QueueArgs::parse("", "--uplink-queue"), "--uplink-queue", 1),
-                 nullptr);
+                 nullptr, {}, LinkTiming::Opportunities);
   const Nanos hour = 3600LL * 1'000'000'000;
   const auto start = std::chrono::steady_clock::now();
   link.release(hour, [](std::span<const uint8_t>, uint32_t) {});
@@ -198,4 +200,112 @@ TEST(LinkQueue, overhead_profiles_and_their_parameters) {
   EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("bytes=1,ethernet", "--uplink-overhead"),
                     "a profile's name comes first");
   EXPECT_THROW_WITH(UsageError, LinkOverhead::parse("", "--uplink-overhead"), "unknown profile");
+}
+
+// rate: links serialise each packet by its own size (as netem's rate and tbf), by default.
+TEST(LinkQueue, serialised_small_packet_waits_only_its_own_size) {
+  // 84 bytes at 1.5 Mbit/s: 448 us, where an opportunity (8 ms) would hold it up to 8 ms.
+  LinkHarness h(Trace::from_argument("rate:1.5Mbit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  ASSERT_TRUE(h.link.serialised());
+  h.arrive(5 * ms, 84);
+  ASSERT_EQ(h.link.next_departure(), 5 * ms);  // due at once: to start on the link
+  h.release(5 * ms);                           // as the ferry does after each packet it queues
+  ASSERT_EQ(h.link.next_departure(), 5 * ms + 448'000);
+  h.run_until(20 * ms);
+  ASSERT_EQ(h.sent.size(), 1u);
+  ASSERT_EQ(h.sent[0].time, 5 * ms + 448'000);
+  // The original's accounting (--rate-opportunities): the next 1500-byte opportunity, at 8 ms.
+  LinkHarness o(Trace::from_argument("rate:1.5Mbit/s"), queue("infinite"), false, {}, LinkTiming::Opportunities);
+  ASSERT_FALSE(o.link.serialised());
+  o.arrive(5 * ms, 84);
+  o.run_until(20 * ms);
+  ASSERT_EQ(o.sent.size(), 1u);
+  ASSERT_EQ(o.sent[0].time, 8 * ms);
+  // A trace file is never serialised: its opportunities are what was recorded.
+  LinkHarness t(Trace::parse("1", "t"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  ASSERT_FALSE(t.link.serialised());
+}
+
+TEST(LinkQueue, serialised_packets_follow_one_another_and_an_idle_link_starts_at_arrival) {
+  LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  // 100 bytes (66,666.67 ns) then 1500 (1 ms) arriving together, a third while the second is
+  // on the link: each starts when the one before has left.
+  h.arrive(0, 100);
+  h.arrive(0, 1500);
+  h.arrive(500'000, 1500);
+  h.run_until(10 * ms);
+  ASSERT_EQ(h.sent.size(), 3u);
+  ASSERT_EQ(h.sent[0].time, 66'666);
+  ASSERT_EQ(h.sent[1].time, 1'066'666);
+  ASSERT_EQ(h.sent[2].time, 2'066'666);
+  // Idle since: the next packet starts when it arrives, not at the end of the last one.
+  h.arrive(50 * ms + 7, 1500);
+  h.run_until(60 * ms);
+  ASSERT_EQ(h.sent.size(), 4u);
+  ASSERT_EQ(h.sent[3].time, 51 * ms + 7);
+}
+
+TEST(LinkQueue, serialised_link_holds_its_rate_exactly) {
+  // 1000 packets of 1500 bytes at 12 Mbit/s take exactly 1000 ms, as with opportunities.
+  LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  for (int i = 0; i < 1000; i++) h.arrive(i, 1500);
+  h.run_until(2000 * ms);
+  ASSERT_EQ(h.sent.size(), 1000u);
+  ASSERT_EQ(h.sent.back().time, 1000 * ms);
+  // Fractions of a nanosecond are carried, not lost: one byte at 3 bit/s is 2.67 s, three
+  // back to back 8 s exactly.
+  LinkHarness slow(Trace::from_argument("rate:3bit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  for (int i = 0; i < 3; i++) slow.arrive(0, 1);
+  slow.run_until(10'000 * ms);
+  ASSERT_EQ(slow.sent.size(), 3u);
+  ASSERT_EQ(slow.sent[0].time, 2'666'666'666);
+  ASSERT_EQ(slow.sent[2].time, 8'000'000'000);
+  // Overhead is serialised too: 1000 packets of 1538 Ethernet bytes, 1025.33 ms.
+  LinkHarness e(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false,
+                LinkOverhead::parse("ethernet", "--downlink-overhead"), LinkTiming::Serialised);
+  for (int i = 0; i < 1000; i++) e.arrive(0, 1500);
+  e.run_until(2000 * ms);
+  ASSERT_EQ(e.sent.size(), 1000u);
+  ASSERT_EQ(e.sent.back().time, 1'025'333'333);
+}
+
+TEST(LinkQueue, serialised_link_releases_late_wakeups_in_order_and_aqm_sees_the_start) {
+  // A ferry that wakes late releases every packet whose serialisation ended, at its own time.
+  LinkHarness h(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  for (int i = 0; i < 5; i++) {
+    auto space = h.link.reserve();
+    std::memset(space.data(), 0x45, 1500);
+    h.link.commit(0, 1500);
+  }
+  std::vector<Nanos> times;
+  h.link.release(3 * ms + 500'000, [&](std::span<const uint8_t>, uint32_t) { times.push_back(0); });
+  ASSERT_EQ(times.size(), 3u);  // 1, 2 and 3 ms
+  ASSERT_EQ(h.link.next_departure(), 4 * ms);
+  // A droptail queue of 2 packets holds 2 waiting besides the one on the link.
+  LinkHarness d(Trace::from_argument("rate:12Mbit/s"), queue("droptail", "packets=2"), false, {},
+                LinkTiming::Serialised);
+  for (int i = 0; i < 5; i++) d.arrive(0, 1500);
+  d.run_until(10 * ms);
+  ASSERT_EQ(d.sent.size(), 3u);
+}
+
+TEST(LinkQueue, serialised_idle_fast_link_and_once) {
+  // rate:1Tbit/s idle for an hour: a packet arriving then leaves after its own 0.8 ns, at once.
+  LinkHarness h(Trace::constant_rate(1e12, "rate:1Tbit/s"), queue("infinite"), false, {}, LinkTiming::Serialised);
+  const Nanos hour = 3600LL * 1'000'000'000;
+  const auto start = std::chrono::steady_clock::now();
+  h.run_until(hour);
+  h.arrive(hour, 100);
+  ASSERT_TRUE(h.link.next_departure() <= hour + 1);
+  h.run_until(hour + 1);
+  ASSERT_EQ(h.sent.size(), 1u);
+  ASSERT_TRUE(std::chrono::steady_clock::now() - start < std::chrono::seconds(1));
+  // --once still ends with the trace (one period of rate:12Mbit/s: 1 ms).
+  LinkHarness once(Trace::from_argument("rate:12Mbit/s"), queue("infinite"), true, {}, LinkTiming::Serialised);
+  once.arrive(0, 100);
+  once.release(0);
+  ASSERT_EQ(once.link.next_departure(), 66'666);
+  once.run_until(ms);
+  ASSERT_TRUE(once.link.finished());
+  ASSERT_EQ(once.sent.size(), 1u);
 }
