@@ -48,6 +48,23 @@ test_link_trace_file_matches_rate() {
     "$(awk -v i="$ideal" 'BEGIN { print i * 1.01 }')"
 }
 
+test_link_rate_serialises_each_packet_by_its_size() {
+  # Ping's 84-byte packets through rate:1.5Mbit/s: 448 us of serialisation each way, 0.9 ms
+  # the round trip (plus the ferries' wake-ups). In the original's 1500-byte opportunities
+  # (--rate-opportunities, one every 8 ms) each waits for the next: 8 ms on average the round
+  # trip, plus the 0.9, and at least 0.9.
+  local out
+  out=$(in_world "$BIN/mm-link" rate:1.5Mbit/s rate:1.5Mbit/s -- sh -c 'ping -n -c 40 -i 0.03 -q $MAHIMAHI_BASE')
+  set -- $(echo "$out" | ping_stats)
+  check_range "packets received of 40" "$1" 40 40 || return 1
+  check_range "ping RTT min through rate:1.5Mbit/s (ms; serialisation 0.896)" "$2" 0.896 1.6 || return 1
+  check_range "ping RTT avg through rate:1.5Mbit/s (ms)" "$3" 0.896 2.5 || return 1
+  out=$(in_world "$BIN/mm-link" --rate-opportunities rate:1.5Mbit/s rate:1.5Mbit/s -- \
+    sh -c 'ping -n -c 40 -i 0.03 -q $MAHIMAHI_BASE')
+  set -- $(echo "$out" | ping_stats)
+  check_range "ping RTT avg with --rate-opportunities (ms; about 8 + 0.9)" "$3" 6 17
+}
+
 # Shell code that waits (10 s at most) until iperf3's control and data connections to PORT are
 # established: from then on it keeps the link's queue full.
 loaded_when_connected() {  # PORT
