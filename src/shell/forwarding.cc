@@ -337,10 +337,10 @@ std::string refused(const std::string& what, int error) {
   return "nftables refused " + what + " (table ip " + kSharedTable + "): " + std::strerror(error);
 }
 
-// Adds the shell's elements, and the devices to open. They are refused if the table is missing
-// (the first shell makes it, with them: ENOENT) or if one of them is there already (EEXIST): the
-// shell's slot still names the shell that held it before, or its device's name is a dead shell's
-// too; either ended without cleaning up (its elements go first).
+// Adds the shell's elements, and the devices to open; the first shell makes the table with
+// them. They are refused if one of them is there already (EEXIST): the shell's slot still names
+// the shell that held it before, or its device's name is a dead shell's too; either ended
+// without cleaning up (its elements go first).
 void add_elements(const ShellEntry& entry, const std::vector<std::string>& open) {
   const auto transaction = [&](bool with_table) {
     nft::Transaction t(kSharedTable);
@@ -351,27 +351,26 @@ void add_elements(const ShellEntry& entry, const std::vector<std::string>& open)
       t.add_element("opened", nft::Bytes().ifname(device), nullptr, nft::IfPresent::Keep);
     return t.commit();
   };
-  int error = transaction(false);
-  if (error == ENOENT) {
-    error = transaction(true);
-    if (error == EEXIST) {
-      throw UserError(std::string("the nftables table ip ") + kSharedTable +
-                      " of this network namespace lacks a part (was it changed by hand?); delete it when no shell "
-                      "runs: nft delete table ip " +
-                      kSharedTable);
-    }
-    if (error != 0)
-      throw std::runtime_error(refused("the shells' table", error) +
-                               " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
-    return;
-  }
-  if (error == EEXIST) {
+  // Asked first: a transaction refused for the table's absence would cost a grace period
+  // (see nft::table_exists), at every first shell of a namespace.
+  const bool with_table = !nft::table_exists(kSharedTable);
+  int error = transaction(with_table);
+  if (error == EEXIST && !with_table) {
     // This shell holds the slot and its device's name, and has added nothing yet: whatever is
     // there under either is a dead shell's.
     if (const std::optional<ShellEntry> holder = slot_holder(entry.inner)) remove_dead_shell(*holder);
     remove_dead_namesake(entry);
     error = transaction(false);
   }
+  if ((error == ENOENT && !with_table) || (error == EEXIST && with_table)) {
+    throw UserError(std::string("the nftables table ip ") + kSharedTable +
+                    " of this network namespace lacks a part (was it changed by hand?); delete it when no shell "
+                    "runs: nft delete table ip " +
+                    kSharedTable);
+  }
+  if (error != 0 && with_table)
+    throw std::runtime_error(refused("the shells' table", error) +
+                             " (is CONFIG_NF_TABLES with NAT and MASQUERADE in this kernel?)");
   if (error != 0) throw std::runtime_error(refused("the shell's elements", error));
 }
 

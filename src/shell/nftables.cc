@@ -438,6 +438,34 @@ void Transaction::commit_each() {
   for (const auto& [offset, length] : parts_) send_one(buffer_.data() + offset, length);
 }
 
+bool table_exists(const std::string& table) {
+  mnl_socket* nl = netlink();
+  Table t = allocated<Table>(nftnl_table_alloc());
+  nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, table.c_str());
+  nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, kFamily);
+  char request[512];
+  const uint32_t sequence = next_sequence(1);
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(request, NFT_MSG_GETTABLE, kFamily, NLM_F_ACK, sequence);
+  nftnl_table_nlmsg_build_payload(nlh, t.get());
+  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) throw SystemError("asking nftables for table " + table);
+  std::vector<char>& buffer = receive_buffer();
+  const uint32_t portid = mnl_socket_get_portid(nl);
+  for (;;) {
+    const ssize_t n = mnl_socket_recvfrom(nl, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw SystemError("asking nftables for table " + table);
+    }
+    // The table's description, then the acknowledgement; or only an error.
+    const int status = mnl_cb_run(buffer.data(), static_cast<size_t>(n), sequence, portid, nullptr, nullptr);
+    if (status < 0) {
+      if (errno == ENOENT) return false;
+      throw SystemError("asking nftables for table " + table);
+    }
+    if (status == MNL_CB_STOP) return true;
+  }
+}
+
 std::vector<std::pair<Bytes, Bytes>> elements(const std::string& table, const std::string& set) {
   mnl_socket* nl = netlink();
   Set s = allocated<Set>(nftnl_set_alloc());

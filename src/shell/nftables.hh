@@ -104,6 +104,11 @@ class Transaction {
   std::vector<std::pair<std::string, uint32_t>> new_sets_;
 };
 
+// Whether table (family ip) exists. Asked before a transaction that would fail without it: a
+// refused batch costs an RCU grace period (the kernel's abort waits one: ~10-14 ms here).
+// Throws SystemError if nftables cannot be asked.
+bool table_exists(const std::string& table);
+
 // The elements of a set or map of table (family ip): key and value. Throws SystemError (with
 // the errno: ENOENT if there is no such table or set).
 std::vector<std::pair<Bytes, Bytes>> elements(const std::string& table, const std::string& set);

@@ -436,6 +436,18 @@ test_shell_rules_are_gone_when_it_exits() {
   [ "$after" = "$before" ] || fail "the inner shell left: $after (before it: $before)"
 }
 
+test_a_shared_table_changed_by_hand_is_refused_clearly() {
+  # The shells' table with a set missing (made by hand, or by another version): the shell says
+  # so and how to remove it; being the namespace's only shell, it removes the table as it ends,
+  # so that the next shell makes a whole one.
+  in_world nft add table ip mahimahi || return 1
+  in_world nft add set ip mahimahi opened '{ type ifname; }' || return 1
+  rc_msg 1 "lacks a part (was it changed by hand?); delete it when no shell runs: nft delete table ip mahimahi" \
+    in_world "$BIN/mm-delay" 0 true || { in_world nft delete table ip mahimahi; return 1; }
+  [ -z "$(world_tables)" ] || fail "the broken table is still there: $(world_tables)" || return 1
+  in_world "$BIN/mm-delay" 0 true || fail "a shell did not start once the table was gone"
+}
+
 test_dns_works_and_crosses_the_link() {
   out=$(in_world "$BIN/mm-delay" 100 sh -c 's=$(date +%s%N); getent hosts server.test; e=$(date +%s%N); echo "ms=$(( (e - s) / 1000000 ))"')
   echo "$out" | sed 's/^/  /'
