@@ -99,13 +99,17 @@ class Ferry {
             break;
         }
       }
+      // When the ferry meant to be running again: at its timer, or at once when behind. What it
+      // reads after running late (a busy machine's scheduler kept it off the CPU) may have been
+      // waiting since then (see credit_floor).
+      const Nanos intended = behind ? before : wake;
       if (woken) {
         Nanos now = monotonic_now();
         latency_.observe(now - wake);
-        if (readable) read_available();
+        if (readable) read_available(credit_floor(intended, now));
         while (now < due && due - now <= latency_.margin() + kNanosPerMs / 10) now = monotonic_now();
       } else if (readable) {
-        read_available();
+        read_available(credit_floor(intended, monotonic_now()));
       }
       release(monotonic_now());
       if (queue_.finished()) return;
@@ -115,9 +119,24 @@ class Ferry {
  private:
   enum : uint64_t { kInput, kStop, kTimer };
   static constexpr int kReadBatch = 64;  // bound the time between two release() calls
+  static constexpr bool kCredits = requires { requires Queue::kCreditsLateReads; };
+  static constexpr Nanos kMaxCredit = 20 * kNanosPerMs;
   static constexpr size_t kSuperPacketBytes = 65536;
 
-  void read_available() {
+  // The arrival time given to packets read from `now` on, the ferry having meant to run at
+  // `intended`: for a queue that credits late reads (a link's capacity), when the ferry should
+  // have looked (no earlier than its last release, nor kMaxCredit ago), so that the link's
+  // opportunities that the ferry's own lateness let pass are not lost to packets that were
+  // waiting for it; a packet still leaves no earlier than it is read. kNever: each packet's
+  // own read time.
+  Nanos credit_floor(Nanos intended, Nanos now) const {
+    if constexpr (kCredits) {
+      if (intended < now) return std::max({intended, last_release_, now - kMaxCredit});
+    }
+    return kNever;
+  }
+
+  void read_available(Nanos floor) {
     for (int i = 0; i < kReadBatch; i++) {
       // A queue of wire packets (segments cut from super-packets) has every packet read aside,
       // then copied in; the others read straight into the queue.
@@ -131,7 +150,8 @@ class Ferry {
         if (n < 0 && errno != EAGAIN) throw SystemError("reading from TUN device");
         return;
       }
-      const Nanos now = monotonic_now();
+      const Nanos read_time = monotonic_now();
+      const Nanos now = kCredits ? std::max(std::min(floor, read_time), last_release_) : read_time;
       const size_t length =
           offload_ ? static_cast<size_t>(n) - std::min(static_cast<size_t>(n), sizeof header) : static_cast<size_t>(n);
       if (length == 0 || (space[0] >> 4) != 4) continue;  // IPv6 or other chatter: not carried
@@ -173,6 +193,7 @@ class Ferry {
   }
 
   void release(Nanos now) {
+    last_release_ = now;
     if (offload_) {
       queue_.release(now, [this](std::span<const uint8_t> packet, uint32_t meta) { coalescer_.send(packet, meta); });
       coalescer_.flush();
@@ -191,4 +212,5 @@ class Ferry {
   Coalescer coalescer_;
   Segments segments_;
   std::unique_ptr<uint8_t[]> super_packet_;  // where packets are read (queues of wire packets)
+  Nanos last_release_ = 0;                   // the time release() was last called with
 };

@@ -45,6 +45,9 @@ class LinkQueue {
   bool serialised() const { return rate_ != 0; }
 
   static constexpr bool kWholeSuperPackets = false;  // bytes, queue limits and AQM per wire packet
+  // A packet the ferry reads late may be given the time it should have been read (ferry.hh):
+  // it then uses opportunities the ferry's lateness let pass; it still leaves when it is sent.
+  static constexpr bool kCreditsLateReads = true;
 
   std::span<uint8_t> reserve() { return queue_->reserve(); }
 

@@ -8,6 +8,7 @@
 // parses what the user wrote (trace and recording files, the recording proxy's traffic) runs in
 // the ferry or the command, after drop_privileges(). src/shell/README.md maps which code runs as
 // root and when; docs/security.md lists every process.
+#include <sys/resource.h>
 #include <sys/types.h>
 
 #include <memory>
@@ -106,14 +107,16 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
 // not when it has not); "0", none (one packet per read and write, as before).
 constexpr const char* kOffloadVariable = "MAHIMAHI_OFFLOAD";
 
-// The priority for the ferry (before its threads start): nice -20, the normal scheduler's highest,
-// so that a packet due now is sent now even when other programs keep every core busy (the ferry
-// does microseconds of work per wake-up) -- but for a caller who is not root only as far as the
-// caller's own RLIMIT_NICE or the administrator's ferry-nice setting allows; otherwise
-// kNoPriorityChange (the inherited priority). MAHIMAHI_REALTIME=0 keeps the inherited priority.
+// The priority for the ferry (before its threads start): nice -5, a little above the programs it
+// carries, so that a packet due now is sent soon when other programs keep every core busy, without
+// taking the CPU those programs need to send and receive -- but for a caller who is not root only
+// as far as the caller's own RLIMIT_NICE (soft limit `nice_limit`) allows, or the administrator's
+// ferry-nice setting (which may go further); otherwise kNoPriorityChange (the inherited
+// priority). MAHIMAHI_REALTIME=0 keeps the inherited priority.
 constexpr const char* kRealtimeVariable = "MAHIMAHI_REALTIME";
 constexpr int kNoPriorityChange = 100;
-int ferry_nice(const UserIdentity& user, const AdministratorConfig& config);
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config, rlim_t nice_limit);
+int ferry_nice(const UserIdentity& user, const AdministratorConfig& config);  // the caller's RLIMIT_NICE
 // Sets the calling process's nice value to `nice` if that raises its priority. Failure is not an error.
 void raise_priority(int nice);
 

@@ -26,20 +26,29 @@ class NiceLimit {
 };
 }  // namespace
 
-TEST(Privileged, ferry_nice_for_root_is_the_highest) {
+TEST(Privileged, ferry_nice_for_root_is_a_little_above_the_programs_it_carries) {
   AdministratorConfig config;
-  ASSERT_EQ(ferry_nice(UserIdentity{0, 0}, config), -20);
+  ASSERT_EQ(ferry_nice(UserIdentity{0, 0}, config), -5);
   config.ferry_nice = 5;  // the administrator's setting is for ordinary users
-  ASSERT_EQ(ferry_nice(UserIdentity{0, 0}, config), -20);
+  ASSERT_EQ(ferry_nice(UserIdentity{0, 0}, config), -5);
 }
 
 TEST(Privileged, ferry_nice_for_a_user_follows_rlimit_and_configuration) {
   const UserIdentity user{12345, 12345};
-  NiceLimit none(0);
   AdministratorConfig config;
-  ASSERT_EQ(ferry_nice(user, config), kNoPriorityChange);
-  config.ferry_nice = -5;
-  ASSERT_EQ(ferry_nice(user, config), -5);
+  {
+    NiceLimit none(0);
+    ASSERT_EQ(ferry_nice(user, config), kNoPriorityChange);
+    config.ferry_nice = -5;
+    ASSERT_EQ(ferry_nice(user, config), -5);
+    config.ferry_nice = -20;  // the administrator may allow more than the ferry takes by itself
+    ASSERT_EQ(ferry_nice(user, config), -20);
+    config.ferry_nice.reset();
+  }
+  ASSERT_EQ(ferry_nice(user, config, 23), -3);  // RLIMIT_NICE 23: down to nice -3
+  ASSERT_EQ(ferry_nice(user, config, 40), -5);  // down to -20 allowed, -5 taken
+  ASSERT_EQ(ferry_nice(user, config, RLIM_INFINITY), -5);
+  ASSERT_EQ(ferry_nice(user, config, 15), 5);  // a lower priority than inherited: raise_priority ignores it
 }
 
 TEST(Privileged, isolated_address_count_is_bounded) {
