@@ -18,6 +18,9 @@ void configure_interception_context(SSL_CTX* context, SSL_client_hello_cb_fn cal
   SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_client_hello_cb(context, callback, arg);
+  // One session ticket per full handshake (OpenSSL sends two): a browser keeps one per host, and
+  // each costs an encryption and a write.
+  SSL_CTX_set_num_tickets(context, 1);
 }
 
 void configure_upstream_context(SSL_CTX* context, bool verify, bool system_cas,
