@@ -63,6 +63,7 @@ bool RecordProxy::sniff(Connection& c) {
         fail(c, openssl_failure("SSL_new").what());
         return false;
       }
+      SSL_set_read_ahead(c.client.ssl(), 1);  // (see the constructor)
       c.phase = Phase::ClientHello;
       return true;
     case FirstByte::Http:
@@ -109,6 +110,9 @@ bool RecordProxy::start_server_tls(Connection& c) {
   c.server.start_tls(ssl);
   start_probe(c);
   set_upstream_identity(ssl, c.server_name, c.ip);
+  SSL_set_app_data(ssl, &c);  // for new_upstream_session
+  if (const auto session = upstream_sessions_.find(c.origin()); session != upstream_sessions_.end())
+    SSL_set_session(ssl, session->second.get());
   SSL_set_connect_state(ssl);
   return true;
 }
@@ -417,7 +421,7 @@ void RecordProxy::take_responses(Connection& c, uint64_t now, bool was_idle) {
     } else {
       pair.protocol = ascii_lowercase(split_request_line(pair.request.first_line).version);
     }
-    write_pair(c.https ? c.ip + ":" + std::to_string(c.port) + "|" + c.server_name : std::string(), std::move(pair));
+    write_pair(c.https ? c.origin() : std::string(), std::move(pair));
     c.pairs++;
   }
   if (c.responses.in_message() && (was_idle || completed)) c.response_start_us = now;

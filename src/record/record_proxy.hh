@@ -68,6 +68,7 @@ class RecordProxy {
   void start_connection(FileDescriptor client);
   void handle(uint64_t key, uint32_t events);
   void pump(Connection& c);
+  void pump_again();
   void update_interest(Connection& c);
   void close(Connection& c, bool reset);
   void fail(Connection& c, const std::string& why);
@@ -85,6 +86,10 @@ class RecordProxy {
   void take_responses(Connection& c, uint64_t now, bool was_idle);
 
   static int client_hello(struct ssl_st* ssl, int* alert, void* arg);
+  // The servers' TLS sessions (tickets), one per origin: a later connection to the same origin
+  // resumes, skipping the certificate's parse and verification (verified when the session was
+  // made, for the same address, port and name).
+  static int new_upstream_session(struct ssl_st* ssl, struct ssl_session_st* session);
   // Which protocol each HTTPS origin offers (h2 or only HTTP/1.1): the proxy speaks HTTP/1.1 to
   // servers, so a second handshake of its own, offering h2, asks; the replay then serves h2
   // where the origin did. A pair of an origin being asked waits (at most kProbeTimeout) for
@@ -110,6 +115,9 @@ class RecordProxy {
   std::map<std::string, uint64_t> probing_;                // origin -> its probe's id
   std::map<std::string, std::string> origin_alpn_;         // origin -> what its probe learned ("" if nothing)
   std::map<std::string, std::vector<RecordedPair>> held_;  // origin -> pairs waiting for its probe
+  std::map<std::string, std::unique_ptr<struct ssl_session_st, void (*)(struct ssl_session_st*)>>
+      upstream_sessions_;        // origin -> its latest session
+  std::vector<uint64_t> again_;  // connections to pump again before waiting (pump_again)
   uint64_t next_id_ = 1;
   std::string buffer_;               // one read buffer for all connections
   std::atomic<uint64_t> failed_{0};  // read by failed_connections() from another thread

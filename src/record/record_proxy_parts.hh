@@ -61,6 +61,9 @@ struct RecordProxy::Connection {
   uint64_t connect_started_us = 0;             // monotonic
   std::optional<uint64_t> connect_us;          // the TCP handshake with the server took this long
 
+  // The origin as the probes and the upstream sessions know it: address, port and server name.
+  std::string origin() const { return ip + ":" + std::to_string(port) + "|" + server_name; }
+
   std::string where() const {
     return ip + ":" + std::to_string(port) + (server_name.empty() ? "" : " (" + server_name + ")");
   }

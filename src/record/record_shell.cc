@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "record/record_shell.hh"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -41,6 +42,11 @@ int run_record_ferry(const RecordShellSettings& settings, const FerryEndpoints& 
   const bool append = settings.append, write_at_once = settings.write_at_once;
   // The user's rights from here on: DIR and the CA are created and read as the user.
   bool created = false;
+  // The proxy's connections allocate and free tens of KiB each (TLS buffers, messages): without
+  // these, the threads' heaps shrink after each and grow back for the next (an mprotect, then
+  // page faults that zero the pages again). A few MiB stay mapped instead.
+  ::mallopt(M_TOP_PAD, 1 << 20);
+  ::mallopt(M_TRIM_THRESHOLD, 8 << 20);
   try {
     // OpenSSL ignores SSL_CERT_FILE in a setuid program, even after it dropped its rights.
     RecordProxyOptions proxy_options = options;

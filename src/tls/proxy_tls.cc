@@ -10,6 +10,7 @@
 
 #include "tls/certificate_authority.hh"
 #include "tls/openssl_error.hh"
+#include "tls/system_cas.hh"
 #include "tls/tls_stream.hh"
 #include "util/exception.hh"
 #include "util/host_name.hh"
@@ -18,6 +19,9 @@ void configure_interception_context(SSL_CTX* context, SSL_client_hello_cb_fn cal
   SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_client_hello_cb(context, callback, arg);
+  // One session ticket per full handshake (OpenSSL sends two): a browser keeps one per host, and
+  // each costs an encryption and a write.
+  SSL_CTX_set_num_tickets(context, 1);
 }
 
 void configure_upstream_context(SSL_CTX* context, bool verify, bool system_cas,
@@ -25,8 +29,7 @@ void configure_upstream_context(SSL_CTX* context, bool verify, bool system_cas,
   SSL_CTX_set_options(context, SSL_OP_IGNORE_UNEXPECTED_EOF);
   SSL_CTX_set_mode(context, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   if (verify) {
-    if (system_cas && SSL_CTX_set_default_verify_paths(context) != 1)
-      throw openssl_failure("SSL_CTX_set_default_verify_paths");
+    if (system_cas) add_system_cas_lazily(SSL_CTX_get_cert_store(context));
     for (const std::string& file : ca_files) {
       if (file.empty()) continue;
       if (SSL_CTX_load_verify_locations(context, file.c_str(), nullptr) != 1)

@@ -118,6 +118,31 @@ test_record_streams_a_200MB_download() {
   [ "$size" = 209715200 ] || fail "recorded body size: '${size}'" || return 1
 }
 
+# HTTPS, TLS ended on both sides: connections one after another to one origin (the later ones
+# resume the proxy's session with the server) keep the server certificate's names and TLS
+# version in every pair; a 200 MB body over TLS (read ahead, records beyond what a pump takes
+# at once) reaches the client whole and is recorded whole.
+test_record_https_resumed_sessions_and_a_200MB_body() {
+  local dir=$WORLD_TMP/rec-https ca=$WORLD_TMP/mmca/ca.pem
+  recording_shell "$dir" -- sh -c "
+    for i in 1 2 3 4; do curl -sf -o /dev/null --cacert $ca \"https://c.test/app.js?c=\$i\" || exit 1; done" ||
+    fail "mm-record or a curl inside it failed" || return 1
+  check_recording "$dir" "
+for i in (1, 2, 3, 4):
+    (e,) = by_url('https://c.test/app.js?c=%d' % i)
+    server = mm(e)['server_timing']
+    assert server.get('certificate_names') == ['c.test'], (i, server)
+    assert server.get('tls_version') in ('TLSv1.2', 'TLSv1.3'), (i, server)
+print('  4 connections to c.test, each pair with the certificate names and TLS version')
+" || return 1
+  set -- $(recording_shell "$WORLD_TMP/rec-https-big" -- curl -sf -o /dev/null --cacert "$ca" -w '%{size_download}\n' \
+    https://a.test/big.bin)
+  [ "${1:-0}" = 209715200 ] || fail "downloaded ${1:-nothing} bytes over HTTPS, expected 209715200" || return 1
+  local size; size=$("$BIN/mm-recording" ls "$WORLD_TMP/rec-https-big" | awk '/big.bin/ { for (i = 1; i <= NF; i++) if ($i == 209715200) print $i }')
+  [ "$size" = 209715200 ] || fail "recorded body size over HTTPS: '${size}'" || return 1
+  echo "  200 MB over HTTPS relayed and recorded whole"
+}
+
 # --max-body: the 200 MB body reaches curl whole, but is not recorded; the small pair beside it
 # is recorded; a line names the one left out.
 test_record_max_body_relays_but_does_not_keep_a_larger_body() {
