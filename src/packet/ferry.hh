@@ -85,7 +85,9 @@ class Ferry {
       const Nanos wake = (due == kNever || behind) ? kNever : latency_.wake_for(due, before);
       if (!behind) timer.arm(wake);
       const int n = epoll.wait(events, 3, behind ? 0 : kNever);
-      bool readable = false, woken = false;
+      // No event from a wait without a timeout: interrupted (a stopped ferry continued, with
+      // SIGCONT): whatever came meanwhile is read as after any late wake-up.
+      bool readable = n == 0 && !behind, woken = false;
       for (int i = 0; i < n; i++) {
         switch (events[i].data.u64) {
           case kStop:

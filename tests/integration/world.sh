@@ -73,7 +73,7 @@ world_destroy() {
 # Runs a command inside the world (as root unless AS_USER is set).
 in_world() {
   if [ -n "${AS_USER:-}" ]; then
-    ip netns exec "$WORLD" setpriv --reuid="$AS_USER" --regid="$AS_USER" --init-groups -- "$@"
+    ip netns exec "$WORLD" setpriv --reuid="$AS_USER" --regid="$(id -g "$AS_USER")" --init-groups -- "$@"
   else
     ip netns exec "$WORLD" "$@"
   fi

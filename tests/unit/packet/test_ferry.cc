@@ -1,20 +1,29 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
-// The ferry with offloads, end to end but without devices: datagram socket pairs stand in for
-// the two TUN devices (each message a virtio-net header and a packet, as a TUN device opened
-// with IFF_VNET_HDR reads and writes), and the ferry's thread runs the real queues.
+// The ferry with offloads, end to end but without devices (and a link's ferry running late): datagram socket pairs
+// stand in for the two TUN devices (each message a virtio-net header and a packet, as a TUN device opened with
+// IFF_VNET_HDR reads and writes), and the ferry's thread runs the real queues.
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "expect.hh"
 #include "packet/ferry.hh"
+#include "packet/link_queue.hh"
 #include "packet/offload.hh"
+#include "packet/queue_factory.hh"
 #include "packet/queues.hh"
+#include "packet/trace.hh"
 #include "tcp_packets.hh"
 #include "util/byte_order.hh"
 #include "util/file_descriptor.hh"
@@ -155,4 +164,75 @@ TEST(FerryOffload, plain_packets_keep_their_header) {
   EXPECT_EQ(out[0].packet, ping);
   EXPECT_EQ(out[0].header.flags, vnet::kDataValid);
   EXPECT_EQ(out[0].header.gso_type, vnet::kGsoNone);
+}
+
+namespace {
+// A process's state: 'S' asleep (a ferry only sleeps in epoll_wait), 'T' stopped.
+char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t paren = stat.rfind(')');
+  return paren != std::string::npos && paren + 2 < stat.size() ? stat[paren + 2] : '?';
+}
+template <class Condition>
+bool wait_for(Condition condition) {  // 5 s at most
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!condition()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+}  // namespace
+
+// A ferry kept off the CPU (here stopped) while its link had packets to send: the packets that
+// waited for it meanwhile use the opportunities its lateness let pass, and leave together when it
+// runs again, rather than one opportunity after another from then on.
+TEST(FerryLink, a_late_ferry_loses_no_opportunities) {
+  int in[2], out[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, in), 0);
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, out), 0);
+  FileDescriptor kernel_in(in[0]), ferry_in(in[1]), ferry_out(out[0]), kernel_out(out[1]);
+  FileDescriptor stop(::eventfd(0, EFD_NONBLOCK));
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the ferry: rate:120kbit/s, a 1500-byte packet in 100 ms, 40 bytes in 2.67
+    const Trace trace = Trace::from_argument("rate:120kbit/s");
+    LinkQueue link(trace, monotonic_now(), false,
+                   make_queue_discipline("infinite", QueueArgs::parse("", "--uplink-queue"), "--uplink-queue", 1),
+                   nullptr);
+    Ferry<LinkQueue>(ferry_in.get(), ferry_out.get(), link, stop.get(), false).run();
+    ::_exit(0);
+  }
+  std::vector<uint8_t> big(1500, 0), small(40, 0);
+  big[0] = small[0] = 0x45;
+  // A big packet on the link, read by the ferry, which then waits 100 ms for it to leave.
+  const Nanos start = monotonic_now();
+  ASSERT_EQ(::send(kernel_in.get(), big.data(), big.size(), 0), 1500);
+  EXPECT_TRUE(wait_for([&] {
+    int queued = 0;
+    return ::ioctl(ferry_in.get(), FIONREAD, &queued) == 0 && queued == 0 && process_state(child) == 'S';
+  }));
+  // Kept off the CPU past that departure (to 112 ms), while 20 small packets come.
+  ::kill(child, SIGSTOP);
+  EXPECT_TRUE(wait_for([&] { return process_state(child) == 'T'; }));
+  for (int i = 0; i < 20; i++) ASSERT_EQ(::send(kernel_in.get(), small.data(), small.size(), 0), 40);
+  EXPECT_TRUE(wait_for([&] { return monotonic_now() - start >= 112 * kNanosPerMs; }));
+  ::kill(child, SIGCONT);
+  // The small ones had the link from 100 ms on (at most 20 ms before the ferry ran again): those
+  // whose 2.67 ms had passed leave with the big one, the rest 2.67 ms apart. Read late by the
+  // ferry's own clock, they would have had the link only from then on, the first 2.67 ms later.
+  std::vector<Nanos> received;
+  std::vector<uint8_t> buffer(2000);
+  EXPECT_TRUE(wait_for([&] {
+    while (::recv(kernel_out.get(), buffer.data(), buffer.size(), 0) > 0) received.push_back(monotonic_now());
+    return received.size() == 21;
+  }));
+  const uint64_t one = 1;
+  (void)!::write(stop.get(), &one, sizeof one);
+  ::waitpid(child, nullptr, 0);
+  ASSERT_EQ(received.size(), 21u);
+  size_t together = 0;
+  for (Nanos t : received) together += t - received[0] < kNanosPerMs / 2;
+  EXPECT_GE(together, 4u) << "packets leaving within 0.5 ms of the big one";
 }
