@@ -438,60 +438,55 @@ void Transaction::commit_each() {
   for (const auto& [offset, length] : parts_) send_one(buffer_.data() + offset, length);
 }
 
-bool table_exists(const std::string& table) {
+namespace {
+// Sends a request and reads its answer to the end, each message through `parse` (may be null).
+// Returns 0, or the errno of the answer's error (the caller decides which are errors); throws
+// SystemError, naming `what`, if the socket fails.
+int ask(const nlmsghdr* request, mnl_cb_t parse, void* data, const std::string& what) {
   mnl_socket* nl = netlink();
-  Table t = allocated<Table>(nftnl_table_alloc());
-  nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, table.c_str());
-  nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, kFamily);
-  char request[512];
-  const uint32_t sequence = next_sequence(1);
-  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(request, NFT_MSG_GETTABLE, kFamily, NLM_F_ACK, sequence);
-  nftnl_table_nlmsg_build_payload(nlh, t.get());
-  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) throw SystemError("asking nftables for table " + table);
+  if (mnl_socket_sendto(nl, request, request->nlmsg_len) < 0) throw SystemError(what);
   std::vector<char>& buffer = receive_buffer();
   const uint32_t portid = mnl_socket_get_portid(nl);
   for (;;) {
     const ssize_t n = mnl_socket_recvfrom(nl, buffer.data(), buffer.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw SystemError("asking nftables for table " + table);
+      throw SystemError(what);
     }
-    // The table's description, then the acknowledgement; or only an error.
-    const int status = mnl_cb_run(buffer.data(), static_cast<size_t>(n), sequence, portid, nullptr, nullptr);
-    if (status < 0) {
-      if (errno == ENOENT) return false;
-      throw SystemError("asking nftables for table " + table);
-    }
-    if (status == MNL_CB_STOP) return true;
+    const int status = mnl_cb_run(buffer.data(), static_cast<size_t>(n), request->nlmsg_seq, portid, parse, data);
+    if (status < 0) return errno != 0 ? errno : EIO;
+    if (status == MNL_CB_STOP) return 0;
   }
+}
+}  // namespace
+
+bool table_exists(const std::string& table) {
+  Table t = allocated<Table>(nftnl_table_alloc());
+  nftnl_table_set_str(t.get(), NFTNL_TABLE_NAME, table.c_str());
+  nftnl_table_set_u32(t.get(), NFTNL_TABLE_FAMILY, kFamily);
+  char request[512];
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(request, NFT_MSG_GETTABLE, kFamily, NLM_F_ACK, next_sequence(1));
+  nftnl_table_nlmsg_build_payload(nlh, t.get());
+  // The table's description, then the acknowledgement; or only an error.
+  const int error = ask(nlh, nullptr, nullptr, "asking nftables for table " + table);
+  if (error == ENOENT) return false;
+  if (error != 0) throw SystemError("asking nftables for table " + table, error);
+  return true;
 }
 
 std::vector<std::pair<Bytes, Bytes>> elements(const std::string& table, const std::string& set) {
-  mnl_socket* nl = netlink();
   Set s = allocated<Set>(nftnl_set_alloc());
   nftnl_set_set_str(s.get(), NFTNL_SET_TABLE, table.c_str());
   nftnl_set_set_str(s.get(), NFTNL_SET_NAME, set.c_str());
   nftnl_set_set_u32(s.get(), NFTNL_SET_FAMILY, kFamily);
   char request[8192];
-  const uint32_t sequence = next_sequence(1);
-  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(request, NFT_MSG_GETSETELEM, kFamily, NLM_F_DUMP, sequence);
+  nlmsghdr* nlh = nftnl_nlmsg_build_hdr(request, NFT_MSG_GETSETELEM, kFamily, NLM_F_DUMP, next_sequence(1));
   nftnl_set_elems_nlmsg_build_payload(nlh, s.get());
-  if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) throw SystemError("asking nftables for " + set);
-  std::vector<char>& buffer = receive_buffer();
-  const uint32_t portid = mnl_socket_get_portid(nl);
   const auto parse = [](const nlmsghdr* reply, void* data) {
     return nftnl_set_elems_nlmsg_parse(reply, static_cast<nftnl_set*>(data)) < 0 ? MNL_CB_ERROR : MNL_CB_OK;
   };
-  for (;;) {
-    const ssize_t n = mnl_socket_recvfrom(nl, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw SystemError("reading nftables' " + set);
-    }
-    const int status = mnl_cb_run(buffer.data(), static_cast<size_t>(n), sequence, portid, parse, s.get());
-    if (status < 0) throw SystemError("reading nftables' " + set);
-    if (status == MNL_CB_STOP) break;
-  }
+  if (const int error = ask(nlh, parse, s.get(), "asking nftables for " + set); error != 0)
+    throw SystemError("reading nftables' " + set, error);
   std::vector<std::pair<Bytes, Bytes>> found;
   nftnl_set_elems_iter* it = nftnl_set_elems_iter_create(s.get());
   if (!it) throw std::bad_alloc();
