@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,6 +27,7 @@
 #include "packet/trace.hh"
 #include "tcp_packets.hh"
 #include "util/byte_order.hh"
+#include "util/exception.hh"
 #include "util/file_descriptor.hh"
 
 namespace {
@@ -185,17 +187,17 @@ bool wait_for(Condition condition) {  // 5 s at most
 }
 }  // namespace
 
-// A ferry kept off the CPU (here stopped) while its link had packets to send: the packets that
-// waited for it meanwhile use the opportunities its lateness let pass, and leave together when it
-// runs again, rather than one opportunity after another from then on.
-TEST(FerryLink, a_late_ferry_loses_no_opportunities) {
+namespace {
+// One run of the scenario below: how many packets left within 0.5 ms of the big one, or nothing
+// if the machine was too slow to stop the ferry before the big one's departure.
+std::optional<size_t> late_ferry_run() {
   int in[2], out[2];
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, in), 0);
-  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, out), 0);
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, in) < 0) throw SystemError("socketpair");
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK, 0, out) < 0) throw SystemError("socketpair");
   FileDescriptor kernel_in(in[0]), ferry_in(in[1]), ferry_out(out[0]), kernel_out(out[1]);
   FileDescriptor stop(::eventfd(0, EFD_NONBLOCK));
   const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
+  if (child < 0) throw SystemError("fork");
   if (child == 0) {  // the ferry: rate:120kbit/s, a 1500-byte packet in 100 ms, 40 bytes in 2.67
     const Trace trace = Trace::from_argument("rate:120kbit/s");
     LinkQueue link(trace, monotonic_now(), false,
@@ -204,35 +206,48 @@ TEST(FerryLink, a_late_ferry_loses_no_opportunities) {
     Ferry<LinkQueue>(ferry_in.get(), ferry_out.get(), link, stop.get(), false).run();
     ::_exit(0);
   }
-  std::vector<uint8_t> big(1500, 0), small(40, 0);
+  std::vector<uint8_t> big(1500, 0), small(40, 0), buffer(2000);
   big[0] = small[0] = 0x45;
   // A big packet on the link, read by the ferry, which then waits 100 ms for it to leave.
   const Nanos start = monotonic_now();
-  ASSERT_EQ(::send(kernel_in.get(), big.data(), big.size(), 0), 1500);
-  EXPECT_TRUE(wait_for([&] {
+  (void)!::send(kernel_in.get(), big.data(), big.size(), 0);
+  wait_for([&] {
     int queued = 0;
     return ::ioctl(ferry_in.get(), FIONREAD, &queued) == 0 && queued == 0 && process_state(child) == 'S';
-  }));
+  });
   // Kept off the CPU past that departure (to 112 ms), while 20 small packets come.
   ::kill(child, SIGSTOP);
-  EXPECT_TRUE(wait_for([&] { return process_state(child) == 'T'; }));
-  for (int i = 0; i < 20; i++) ASSERT_EQ(::send(kernel_in.get(), small.data(), small.size(), 0), 40);
-  EXPECT_TRUE(wait_for([&] { return monotonic_now() - start >= 112 * kNanosPerMs; }));
+  wait_for([&] { return process_state(child) == 'T'; });
+  const bool stopped_in_time =
+      monotonic_now() - start < 90 * kNanosPerMs && ::recv(kernel_out.get(), buffer.data(), buffer.size(), 0) < 0;
+  for (int i = 0; i < 20; i++) (void)!::send(kernel_in.get(), small.data(), small.size(), 0);
+  wait_for([&] { return monotonic_now() - start >= 112 * kNanosPerMs; });
   ::kill(child, SIGCONT);
-  // The small ones had the link from 100 ms on (at most 20 ms before the ferry ran again): those
-  // whose 2.67 ms had passed leave with the big one, the rest 2.67 ms apart. Read late by the
-  // ferry's own clock, they would have had the link only from then on, the first 2.67 ms later.
   std::vector<Nanos> received;
-  std::vector<uint8_t> buffer(2000);
-  EXPECT_TRUE(wait_for([&] {
+  wait_for([&] {
     while (::recv(kernel_out.get(), buffer.data(), buffer.size(), 0) > 0) received.push_back(monotonic_now());
     return received.size() == 21;
-  }));
+  });
   const uint64_t one = 1;
   (void)!::write(stop.get(), &one, sizeof one);
   ::waitpid(child, nullptr, 0);
-  ASSERT_EQ(received.size(), 21u);
+  if (!stopped_in_time) return std::nullopt;
+  EXPECT_EQ(received.size(), 21u);
   size_t together = 0;
   for (Nanos t : received) together += t - received[0] < kNanosPerMs / 2;
-  EXPECT_GE(together, 4u) << "packets leaving within 0.5 ms of the big one";
+  return together;
+}
+}  // namespace
+
+// A ferry kept off the CPU (here stopped) while its link had packets to send: the packets that
+// waited for it meanwhile use the opportunities its lateness let pass, and leave together when it
+// runs again, rather than one opportunity after another from then on.
+// The small ones had the link from 100 ms on (at most 20 ms before the ferry ran again): those
+// whose 2.67 ms had passed leave with the big one, the rest 2.67 ms apart. Read late by the
+// ferry's own clock, they would have had the link only from then on, the first 2.67 ms later.
+TEST(FerryLink, a_late_ferry_loses_no_opportunities) {
+  std::optional<size_t> together;
+  for (int attempt = 0; attempt < 3 && !together; attempt++) together = late_ferry_run();
+  ASSERT_TRUE(together.has_value()) << "the ferry could not be stopped before its departure in 3 attempts";
+  EXPECT_GE(*together, 4u) << "packets leaving within 0.5 ms of the big one";
 }
