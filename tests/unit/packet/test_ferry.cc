@@ -251,3 +251,18 @@ TEST(FerryLink, a_late_ferry_loses_no_opportunities) {
   ASSERT_TRUE(together.has_value()) << "the ferry could not be stopped before its departure in 3 attempts";
   EXPECT_GE(*together, 4u) << "packets leaving within 0.5 ms of the big one";
 }
+
+// A departure within the batch window of the last packets sent waits for the window's end (the
+// packets due by then leave together); one after a pause, or the first, leaves at its time.
+TEST(DepartureBatch, a_dense_backlog_leaves_in_batches_and_a_lone_packet_on_time) {
+  DepartureBatch batch;
+  const Nanos t = 5 * kNanosPerMs, window = DepartureBatch::kWindow;
+  EXPECT_EQ(batch.release_at(t), t);  // nothing sent yet
+  EXPECT_EQ(batch.release_at(kNever), kNever);
+  batch.sent(t);
+  EXPECT_EQ(batch.release_at(t + 1'200), t + window);  // the next packet of a 10 Gbit/s backlog
+  EXPECT_EQ(batch.release_at(t + window - 1), t + window);
+  EXPECT_EQ(batch.release_at(t + window), t + window);            // a window after: on time
+  EXPECT_EQ(batch.release_at(t + kNanosPerMs), t + kNanosPerMs);  // after a pause: on time
+  EXPECT_EQ(batch.release_at(kNever), kNever);                    // nothing queued: no wake-up
+}
