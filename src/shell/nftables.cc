@@ -33,6 +33,8 @@ constexpr uint32_t kFamily = NFPROTO_IPV4;
 // The helper's socket, for its whole life (never closed): closing a netlink socket of
 // nftables while a deletion (of any namespace) awaits its RCU grace period waits for it (5-20 ms
 // here) holding the namespace's nftables mutex; the helpers report before they exit.
+mnl_socket* opened = nullptr;  // netlink()'s, once it has been asked for
+
 mnl_socket* netlink() {
   // Only root helpers talk to nftables: forwarding.cc and nat.cc, reached only from the root
   // helper's one switch (privileged.cc, perform_root_request), which checks who it runs as.
@@ -43,7 +45,7 @@ mnl_socket* netlink() {
     // An answer lost or never sent must not hold the namespace's lock for good.
     const timeval timeout{10, 0};
     ::setsockopt(mnl_socket_get_fd(s), SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
-    return s;
+    return opened = s;
   }();
   return socket;
 }
@@ -508,5 +510,7 @@ std::vector<std::pair<Bytes, Bytes>> elements(const std::string& table, const st
   nftnl_set_elems_iter_destroy(it);
   return found;
 }
+
+int socket_fd() { return opened ? mnl_socket_get_fd(opened) : -1; }
 
 }  // namespace nft

@@ -113,4 +113,8 @@ bool table_exists(const std::string& table);
 // the errno: ENOENT if there is no such table or set).
 std::vector<std::pair<Bytes, Bytes>> elements(const std::string& table, const std::string& set);
 
+// The descriptor of this process's socket to nftables (opened at its first request, kept for the
+// process's life), or -1 if it has made none.
+int socket_fd();
+
 }  // namespace nft

@@ -254,7 +254,10 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 .base_to_host = way_out.monitor() > 0,
                                 .host_resolvers = host_resolvers,
                                 .host_dns_forward = *Ipv4::parse(kWayOutResolver),
-                                .tcp_ecn = spec.tcp_ecn});
+                                .tcp_ecn = spec.tcp_ecn,
+                                // (Set by every shell for its command; a user who clears it only
+                                // gets a line from the outer shell's reaper, see ForwardingGrant.)
+                                .outermost = !env.get("MAHIMAHI_SHELL_PREFIX") || !*env.get("MAHIMAHI_SHELL_PREFIX")});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }

@@ -335,7 +335,7 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
     }
     throw;
   }
-  net.forwarding = ForwardingGrant(entry, net.slot_claim.get());
+  net.forwarding = ForwardingGrant(entry, net.slot_claim.get(), options.outermost);
 
   const size_t resolver_count = net.dns.nameservers.size();
   const std::optional<int> tcp_ecn = tcp_ecn_for_new_namespace(options.tcp_ecn);

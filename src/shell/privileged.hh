@@ -99,6 +99,7 @@ struct ShellNetworkOptions {
   std::vector<Ipv4> host_resolvers;
   Ipv4 host_dns_forward;
   std::optional<int> tcp_ecn;  // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
+  bool outermost = false;      // no other shell around this one (ForwardingGrant)
 };
 ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);

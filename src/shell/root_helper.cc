@@ -5,6 +5,7 @@
 #include "shell/root_helper.hh"
 
 #include <fcntl.h>
+#include <linux/membarrier.h>
 #include <poll.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -19,6 +20,7 @@
 
 #include "shell/forwarding.hh"
 #include "shell/netdevice.hh"
+#include "shell/nftables.hh"
 #include "shell/privilege_mode.hh"
 #include "shell/rootless.hh"
 #include "util/child_process.hh"
@@ -111,6 +113,25 @@ void perform_root_request(const RootRequest& request) {
   }
 }
 
+// The kernel frees what an nftables transaction deleted one RCU grace period after the commit
+// (5-20 ms here), and a netlink socket of nftables closed before then waits for it, holding the
+// namespace's nftables mutex: the next shell's device creation (the kernel's netdevice event
+// takes that mutex) and transactions wait with it. A clean-up helper the shell does not wait for
+// waits the period out here first, holding nothing (membarrier's global barrier is a
+// synchronize_rcu()), so that its exit's close finds the work done and nobody waits for it.
+// Everything else it inherited from the shell is closed first: the shell's devices go when the
+// shell ends, and a caller reading the shell's output (bash's $(...)) sees its end then.
+void settle_deletions() {
+  const int keep = nft::socket_fd();
+  if (keep < 0) return;
+  const int null = ::open("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int fd = 0; fd < 3 && null >= 0; fd++)
+    if (fd != keep) ::dup2(null, fd);
+  ::close_range(3, static_cast<unsigned>(keep) - 1, 0);
+  ::close_range(static_cast<unsigned>(keep) + 1, ~0U, 0);
+  (void)::syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0);
+}
+
 // Forks the helper; in the child, performs the request and reports on `channel` how it ended.
 pid_t fork_root_helper(const RootRequest& request, int channel) {
   const pid_t pid = ::fork();
@@ -128,6 +149,7 @@ pid_t fork_root_helper(const RootRequest& request, int channel) {
     reset_inherited_limits();
     perform_root_request(request);
     write_all(channel, std::string_view(&kHelperSucceeded, 1));
+    if (request.settle) settle_deletions();
   } catch (const std::exception& e) {
     try {
       write_all(channel, std::string(1, kHelperFailed) + e.what());
@@ -230,6 +252,7 @@ void run_root_helper(const RootRequest& request, bool interruptible, HelperWait 
     // Its work is done and reported: what is left is its exit, which the caller need not see,
     // once it has begun. Until then the helper is a live process, which a shell this one is
     // nested in would take, once this supervisor is gone, for one the command left running.
+    if (wait == HelperWait::UntilReportedOnly && report == std::string(1, kHelperSucceeded)) return;
     if (wait == HelperWait::UntilReported && report == std::string(1, kHelperSucceeded)) {
       // (A /proc that hides root's processes from us, hidepid, shows nothing to wait for.)
       const std::string stat = "/proc/" + std::to_string(pid) + "/stat";
@@ -256,6 +279,7 @@ ForwardingGrant& ForwardingGrant::operator=(ForwardingGrant&& other) noexcept {
     release();
     entry_ = std::move(other.entry_);
     slot_claim_ = other.slot_claim_;
+    outermost_ = other.outermost_;
     other.entry_.reset();
   }
   return *this;
@@ -267,10 +291,15 @@ void ForwardingGrant::release() noexcept {
   entry_.reset();
   // Waited for until it reports, so that when the shell has ended, everything it made is gone.
   // Not until it exits: its exit closes the nftables socket, which waits for an RCU grace period
-  // (5-20 ms here) before the kernel frees what the transaction deleted (see run_nft).
+  // (5-20 ms here) before the kernel frees what the transaction deleted (see settle_deletions).
+  // The outermost shell does not even wait for its exit to begin: the helper settles that grace
+  // period first, after the shell has returned, and its exit then holds up no other shell. A
+  // shell inside another waits for it to begin its exit (the outer shell's reaper would otherwise
+  // take a helper still running for a process the command left).
   try {
-    run_root_helper(RootRequest::forwarding(RootOp::CloseForwarding, entry, slot_claim_), false,
-                    HelperWait::UntilReported);
+    RootRequest request = RootRequest::forwarding(RootOp::CloseForwarding, entry, slot_claim_);
+    request.settle = outermost_;
+    run_root_helper(request, false, outermost_ ? HelperWait::UntilReportedOnly : HelperWait::UntilReported);
   } catch (const std::exception& e) {
     std::cerr << "mahimahi: cleaning up the shell's nftables elements and forwarding: " << e.what()
               << "; the next shell of this network namespace to take the addresses " << entry.inner.str()

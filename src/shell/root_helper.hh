@@ -24,8 +24,12 @@ class ForwardingGrant {
   ForwardingGrant() = default;
   // slot_claim: the shell's claim on its addresses, open for as long as this grant; entry: what
   // open_forwarding added for the shell.
-  ForwardingGrant(ShellEntry entry, int slot_claim) : entry_(std::move(entry)), slot_claim_(slot_claim) {}
-  ForwardingGrant(ForwardingGrant&& other) noexcept : entry_(std::move(other.entry_)), slot_claim_(other.slot_claim_) {
+  // outermost: no other shell's reaper watches this one, so the clean-up's helper may outlive it
+  // (it settles its deletion's grace period after the shell has returned: root_helper.cc).
+  ForwardingGrant(ShellEntry entry, int slot_claim, bool outermost)
+      : entry_(std::move(entry)), slot_claim_(slot_claim), outermost_(outermost) {}
+  ForwardingGrant(ForwardingGrant&& other) noexcept
+      : entry_(std::move(other.entry_)), slot_claim_(other.slot_claim_), outermost_(other.outermost_) {
     other.entry_.reset();
   }
   ForwardingGrant& operator=(ForwardingGrant&& other) noexcept;
@@ -35,6 +39,7 @@ class ForwardingGrant {
   void release() noexcept;
   std::optional<ShellEntry> entry_;
   int slot_claim_ = -1;
+  bool outermost_ = false;
 };
 
 // Everything a root helper does for a shell, one closed set (docs/security.md, "Root helpers"),
@@ -66,6 +71,9 @@ struct RootRequest {
   // namespace: descriptors, not owned) and the addresses.
   int user_namespace = -1, network_namespace = -1;
   std::vector<Ipv4> addresses;
+  // CloseForwarding run with HelperWait::UntilReportedOnly: after reporting, the helper waits out
+  // an RCU grace period before it exits (see settle_deletions in root_helper.cc).
+  bool settle = false;
 
   // One of the three forwarding operations.
   static RootRequest forwarding(RootOp op, const ShellEntry& entry, int slot_claim) {
@@ -105,7 +113,9 @@ void check_root_request(const RootRequest& request);
 // hold a lock other shells wait for run there. The helper's exception text is rethrown as
 // UserError. If interruptible, SIGINT, SIGTERM, SIGHUP or SIGQUIT (blocked by the caller) end the
 // wait: the helper is killed and SetupInterrupted thrown. UntilReported returns as soon as the
-// helper has reported that it succeeded, and leaves its exit (and its reaping) to happen
-// meanwhile: only for the shell's last step, after which the supervisor exits.
-enum class HelperWait { UntilExited, UntilReported };
+// helper has reported that it succeeded and begun its exit, and leaves its exit (and its reaping)
+// to happen meanwhile: only for the shell's last step, after which the supervisor exits.
+// UntilReportedOnly returns at the report, the helper perhaps still running after the caller has
+// exited: only where no reaper would take it for a process the command left (the outermost shell).
+enum class HelperWait { UntilExited, UntilReported, UntilReportedOnly };
 void run_root_helper(const RootRequest& request, bool interruptible, HelperWait wait);
