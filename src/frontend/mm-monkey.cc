@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// mm-monkey: Monkey (the seed "Monkey See, Monkey Do"). "see" reads a packet capture made next to
+// a server and writes, per TCP connection, what its network, client and server did. Runs as the
+// user; needs no privileges.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "monkey/capture_reader.hh"
+#include "monkey/monkey_see.hh"
+#include "monkey/workload.hh"
+#include "util/args.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "util/statistics.hh"
+#include "util/text.hh"
+
+namespace {
+const char* kUsage = "Usage: mm-monkey see [--force] CAPTURE -o WORKLOAD\n";
+const char* kHelp =
+    "Monkey (\"Monkey See, Monkey Do\", USENIX 2004) on mahimahi's parts.\n"
+    "\n"
+    "  see CAPTURE -o WORKLOAD\n"
+    "                    reads CAPTURE (pcap or pcapng, as tcpdump -w or Wireshark saves it;\n"
+    "                    Ethernet, Linux cooked or raw IP; IPv4 and IPv6), taken next to a server,\n"
+    "                    as a stream (any size), and writes WORKLOAD (- for standard output): per\n"
+    "                    TCP connection its round-trip time, bottleneck bandwidth, loss towards the\n"
+    "                    client, MSS, window scaling, SACK, timestamps, ECN, the client's ACKs per\n"
+    "                    segment and window, and its exchanges (requests and responses by bursts;\n"
+    "                    HTTP/1.x marked): sizes, the server's delay, the response time. A\n"
+    "                    connection that cannot be judged in part is kept, flagged with why.\n"
+    "                    A summary goes to standard error. man mm-monkey describes the file.\n"
+    "     --output, -o WORKLOAD   where to write (required)\n"
+    "     --force, -f    overwrite WORKLOAD if it exists\n"
+    "\n"
+    "  --help, --version\n";
+
+std::string median_text(std::vector<double> values, double scale, const char* unit) {
+  const std::optional<double> m = percentile(std::move(values), 50);
+  if (!m) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3g %s", *m * scale, unit);
+  return text;
+}
+
+int see(const std::string& capture, const std::string& output, bool force) {
+  CaptureReader reader(capture);
+  FileDescriptor out;
+  if (output == "-") {
+    out = FileDescriptor(::dup(1));
+  } else {
+    out = FileDescriptor(::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644));
+    if (!out.valid() && errno == EEXIST)
+      throw UserError(output + " exists: give another WORKLOAD, or --force to overwrite it");
+    if (!out.valid()) throw SystemError("creating " + output);
+  }
+  std::string description = printable(capture, 200) + ", " + reader.link_name() + ", timestamps to " +
+                            (reader.resolution() == 1 ? "1 ns" : "1 us");
+  write_all(out.get(), workload_header(description));
+  std::vector<double> rtts, bandwidths, losses;
+  std::map<std::string, uint64_t> flagged;
+  uint64_t exchanges = 0;
+  MonkeySee see([&](MonkeyConnection&& c) {
+    if (c.rtt) rtts.push_back(static_cast<double>(*c.rtt));
+    if (c.bandwidth_bps) bandwidths.push_back(*c.bandwidth_bps);
+    if (c.loss) losses.push_back(*c.loss);
+    for (const std::string& f : c.flags) flagged[f]++;
+    exchanges += c.exchanges.size();
+    write_all(out.get(), workload_lines(c));
+  });
+  uint64_t segments = 0, other = 0;
+  while (const std::optional<CapturedPacket> packet = reader.next()) {
+    const std::optional<TcpSegment> segment = decode_tcp(packet->ip, packet->wire_length);
+    if (!segment) {
+      other++;
+      continue;
+    }
+    segments++;
+    see.segment(packet->time, *segment);
+  }
+  see.finish();
+  std::cerr << "mm-monkey: " << capture << ": " << count_of(reader.frames(), "frame") << ", "
+            << count_of(segments, "TCP segment") << " (" << count_of(other + reader.skipped(), "other frame") << "), "
+            << count_of(see.reported(), "connection") << ", " << count_of(exchanges, "exchange") << "\n";
+  if (!reader.ended_early().empty())
+    std::cerr << "mm-monkey: warning: the capture ends inside a packet (" << reader.ended_early()
+              << "): read up to there\n";
+  std::cerr << "mm-monkey: medians: RTT " << median_text(rtts, 1e-6, "ms") << ", bandwidth "
+            << median_text(bandwidths, 1e-6, "Mbit/s") << ", loss " << median_text(losses, 100, "%") << "\n";
+  if (!flagged.empty()) {
+    std::string list;
+    for (const auto& [f, n] : flagged) list += (list.empty() ? "" : ", ") + f + " " + std::to_string(n);
+    std::cerr << "mm-monkey: flagged connections: " << list << "\n";
+  }
+  if (output != "-") std::cerr << "mm-monkey: wrote " << output << "\n";
+  return 0;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> words;
+  std::string output;
+  bool force = false, options_done = false;
+  for (int i = 1; i < argc; i++) {
+    const std::string_view w = argv[i];
+    if (options_done || w == "-" || w.empty() || w[0] != '-') {
+      words.emplace_back(w);
+    } else if (w == "--") {
+      options_done = true;
+    } else if (answer_help_or_version(w, "mm-monkey", kUsage, kHelp)) {
+      return 0;
+    } else if (w == "-o" || w == "--output") {
+      if (i + 1 >= argc) throw UsageError(std::string(w) + " needs a WORKLOAD file (- for standard output)");
+      output = argv[++i];
+    } else if (w.starts_with("--output=")) {
+      output = std::string(w.substr(9));
+    } else if (w == "--force" || w == "-f") {
+      force = true;
+    } else {
+      throw UsageError("unknown option \"" + std::string(w) + "\"");
+    }
+  }
+  if (words.empty()) throw UsageError("missing command (see)");
+  const std::string command = words[0];
+  words.erase(words.begin());
+  if (command == "see") {
+    if (words.size() != 1) throw UsageError("see takes one CAPTURE file");
+    if (output.empty()) throw UsageError("see needs -o WORKLOAD (- for standard output)");
+    return see(words[0], output, force);
+  }
+  throw UsageError("unknown command \"" + printable(command, 100) + "\" (see)");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  return run_tool("mm-monkey", kUsage, [&] { return run(argc, argv); });
+}

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "monkey/monkey_see.hh"
+
+#include <algorithm>
+#include <deque>
+#include <string_view>
+
+namespace {
+constexpr Nanos kTombstone = 60 * kNanosPerSec;  // a closed connection's late segments are its own
+constexpr size_t kMaxUnacked = 4096;             // server segments awaiting an ACK, per connection
+constexpr size_t kMaxBandwidthSamples = 4096;
+constexpr uint32_t kDefaultMss = 1460;
+
+// The 64-bit sequence offset nearest `reference` whose low 32 bits are `relative`.
+uint64_t unwrap(uint32_t relative, uint64_t reference) {
+  const uint64_t base = reference & ~uint64_t{0xffffffff};
+  uint64_t best = base | relative;
+  if (best > reference && best - reference > (1ULL << 31) && best >= (1ULL << 32)) best -= 1ULL << 32;
+  if (best < reference && reference - best > (1ULL << 31)) best += 1ULL << 32;
+  return best;
+}
+
+bool http_request_line(std::span<const uint8_t> payload) {
+  static constexpr std::string_view kMethods[] = {"GET ",     "POST ",  "HEAD ",    "PUT ",  "DELETE ",
+                                                  "OPTIONS ", "PATCH ", "CONNECT ", "TRACE "};
+  const std::string_view start(reinterpret_cast<const char*>(payload.data()), payload.size());
+  for (std::string_view m : kMethods)
+    if (start.substr(0, m.size()) == m) return true;
+  return false;
+}
+
+void flag(MonkeyConnection& c, const std::string& why) {
+  if (std::find(c.flags.begin(), c.flags.end(), why) == c.flags.end()) c.flags.push_back(why);
+}
+}  // namespace
+
+struct MonkeySee::Tracked {
+  MonkeyConnection c;
+  bool closed = false;
+  Nanos last_packet = 0;
+  bool client_sent = false, server_sent = false, client_fin = false, server_fin = false;
+  bool client_isn_known = false, server_isn_known = false;
+  uint32_t client_isn = 0, server_isn = 0;
+  bool client_offers_ecn = false;
+  Nanos synack_time = 0;
+  int synacks = 0;
+  bool handshake_done = false;
+  // The server's data: the highest offset sent and acknowledged, what awaits an ACK, the bursts.
+  struct Sent {
+    uint64_t end;
+    Nanos time;
+    bool retransmitted;
+    uint64_t burst;
+    uint32_t segments;
+  };
+  uint64_t server_high = 1, acked = 1;
+  uint32_t server_headers = 40;  // IP and TCP header bytes of the server's data segments
+  std::deque<Sent> unacked;
+  uint64_t burst = 0;
+  Nanos last_server_data = 0;
+  bool have_previous_ack = false;
+  Nanos previous_ack_time = 0;
+  uint64_t previous_ack = 0, previous_ack_burst = 0;
+  std::vector<double> bandwidths;
+  // The client's data.
+  uint64_t client_high = 1;
+  bool answered = true;  // the last exchange has a response: the client's next data is a new request
+
+  uint32_t mss() const {
+    if (c.client_mss) return c.client_mss;
+    return c.largest_server_segment ? c.largest_server_segment : kDefaultMss;
+  }
+};
+
+MonkeySee::MonkeySee(Sink sink, MonkeySeeOptions options) : sink_(std::move(sink)), options_(options) {}
+MonkeySee::~MonkeySee() = default;
+
+void conclude(MonkeyConnection& c) {
+  if (c.server_segments > 0) {
+    const uint64_t lost = c.retransmissions > c.spurious ? c.retransmissions - c.spurious : 0;
+    c.loss = std::min(1.0, static_cast<double>(lost) / static_cast<double>(c.server_segments));
+  }
+  if (!c.rtt) flag(c, "no-rtt");
+  if (!c.bandwidth_bps) flag(c, "no-bandwidth");
+  if (c.server_segments < 3) flag(c, "short");
+  if (c.ended_by == "capture-end") flag(c, "open-at-capture-end");
+}
+
+void MonkeySee::report(Tracked& t, const std::string& ended_by) {
+  MonkeyConnection& c = t.c;
+  c.end = t.last_packet;
+  c.ended_by = ended_by;
+  if (!t.client_sent || !t.server_sent) flag(c, "one-sided");
+  if (!t.bandwidths.empty()) {
+    std::vector<double> b = t.bandwidths;
+    std::nth_element(b.begin(), b.begin() + static_cast<long>(b.size() / 2), b.end());
+    c.bandwidth_bps = b[b.size() / 2];
+    c.bandwidth_samples = t.bandwidths.size();
+  }
+  conclude(c);
+  t.closed = true;
+  reported_++;
+  sink_(std::move(c));
+  c = MonkeyConnection{};
+}
+
+void MonkeySee::segment(Nanos time, const TcpSegment& s) {
+  if (time - last_sweep_ >= kNanosPerSec || time < last_sweep_) sweep(time);
+  const bool from_low = s.source < s.destination;
+  auto key = from_low ? std::make_pair(s.source, s.destination) : std::make_pair(s.destination, s.source);
+  const bool opening = s.has(tcp_flag::kSyn) && !s.has(tcp_flag::kAck);
+  auto it = open_.find(key);
+  if (it != open_.end() && it->second->closed && !opening) return;  // a late segment of an ended one
+  // A SYN with another initial sequence number than the one followed: the ports' reuse.
+  const bool reused = it != open_.end() && opening &&
+                      (it->second->closed || (it->second->client_isn_known && it->second->client_isn != s.seq));
+  if (it == open_.end() || reused) {
+    if (it != open_.end() && !it->second->closed) report(*it->second, "reused");
+    auto tracked = std::make_unique<Tracked>();
+    MonkeyConnection& c = tracked->c;
+    c.id = next_id_++;
+    c.start = time;
+    if (opening) {
+      c.client = s.source;
+      c.server = s.destination;
+    } else {
+      flag(c, "no-handshake");
+      // The SYN-ACK's receiver is the client; with neither SYN, the side with the higher port.
+      const bool source_is_client = s.has(tcp_flag::kSyn) ? false : s.source.port > s.destination.port;
+      c.client = source_is_client ? s.source : s.destination;
+      c.server = source_is_client ? s.destination : s.source;
+    }
+    it = open_.insert_or_assign(key, std::move(tracked)).first;
+    if (open_.size() > options_.max_open) {
+      sweep(time);
+      it = open_.find(key);
+    }
+  }
+  Tracked& t = *it->second;
+  MonkeyConnection& c = t.c;
+  t.last_packet = time;
+  const bool from_client = s.source == c.client;
+  if (s.ecn == 3) c.ce_marks++;
+
+  if (from_client) {
+    t.client_sent = true;
+    if (s.has(tcp_flag::kSyn)) {
+      t.client_isn = s.seq;
+      t.client_isn_known = true;
+      if (s.mss) c.client_mss = *s.mss;
+      c.client_window_scale = s.window_scale ? *s.window_scale : -1;
+      c.sack = s.sack_permitted;
+      c.timestamps = s.timestamps;
+      t.client_offers_ecn = s.has(tcp_flag::kEce) && s.has(tcp_flag::kCwr);
+      return;
+    }
+    if (!t.client_isn_known) {  // joined after the handshake: offsets from here
+      t.client_isn = s.seq - 1;
+      t.client_isn_known = true;
+    }
+    if (s.has(tcp_flag::kAck) && !t.server_isn_known) {
+      t.server_isn = s.ack - 1;
+      t.server_isn_known = true;
+    }
+    if (s.has(tcp_flag::kAck) && t.server_isn_known) {
+      const uint64_t a = unwrap(s.ack - t.server_isn, t.acked);
+      if (!t.handshake_done && t.synacks > 0 && a == 1) {
+        t.handshake_done = true;
+        if (t.synacks == 1) {  // Karn: a repeated SYN-ACK's ACK answers which?
+          c.handshake_rtt = time - t.synack_time;
+          c.rtt = c.handshake_rtt;
+          c.rtt_samples++;
+        }
+      }
+      if (s.first_sack) {
+        const uint64_t sack_start = unwrap(s.first_sack->first - t.server_isn, a);
+        if (sack_start < a && c.spurious < c.retransmissions) c.spurious++;  // D-SACK: received twice
+      }
+      if (a > t.acked && a <= t.server_high) {
+        c.client_acks++;
+        std::optional<Tracked::Sent> newest;
+        uint64_t first_burst = UINT64_MAX, last_burst = 0, segments = 0;
+        while (!t.unacked.empty() && t.unacked.front().end <= a) {
+          const Tracked::Sent& sent = t.unacked.front();
+          c.acked_segments += sent.segments;
+          segments += sent.segments;
+          first_burst = std::min(first_burst, sent.burst);
+          last_burst = std::max(last_burst, sent.burst);
+          newest = sent;
+          t.unacked.pop_front();
+        }
+        if (newest && !newest->retransmitted) {
+          const Nanos sample = time - newest->time;
+          if (!c.rtt || sample < *c.rtt) c.rtt = sample;
+          c.rtt_samples++;
+        }
+        // An ACK pair within one burst of the server's: the bottleneck's spacing.
+        if (newest && t.have_previous_ack && first_burst == last_burst && first_burst == t.previous_ack_burst &&
+            time > t.previous_ack_time && t.bandwidths.size() < kMaxBandwidthSamples) {
+          // The bottleneck carried the segments' headers too: the rate of IP bytes.
+          const uint64_t bytes = (a - t.previous_ack) + segments * t.server_headers;
+          t.bandwidths.push_back(static_cast<double>(bytes) * 8e9 / static_cast<double>(time - t.previous_ack_time));
+        }
+        if (newest) {
+          t.have_previous_ack = true;
+          t.previous_ack_time = time;
+          t.previous_ack = a;
+          t.previous_ack_burst = last_burst;
+        }
+        t.acked = a;
+      }
+    }
+    if (s.payload > 0) {
+      const uint64_t start = unwrap(s.seq - t.client_isn, t.client_high);
+      const uint64_t end = start + s.payload;
+      if (end > t.client_high) {
+        const uint64_t fresh = end - std::max(start, t.client_high);
+        t.client_high = end;
+        c.client_bytes += fresh;
+        if (t.answered || c.exchanges.empty()) {
+          if (c.exchanges.size() < options_.max_exchanges) {
+            MonkeyExchange e;
+            e.request_start = time;
+            e.http = start <= 1 || t.answered ? http_request_line(s.captured_payload) : false;
+            c.exchanges.push_back(e);
+            if (c.exchanges.size() == 1) {
+              const int scale = c.client_window_scale >= 0 && c.server_window_scale >= 0 ? c.client_window_scale : 0;
+              c.client_window = static_cast<uint64_t>(s.window) << scale;
+            }
+          } else {
+            flag(c, "too-many-exchanges");
+          }
+          t.answered = false;
+        }
+        MonkeyExchange& e = c.exchanges.back();
+        e.request_bytes += fresh;
+        e.request_end = time;
+      }
+    }
+    if (s.has(tcp_flag::kFin)) t.client_fin = true;
+  } else {
+    t.server_sent = true;
+    if (s.has(tcp_flag::kSyn)) {
+      t.server_isn = s.seq;
+      t.server_isn_known = true;
+      t.synack_time = time;
+      t.synacks++;
+      if (s.mss) c.server_mss = *s.mss;
+      c.server_window_scale = s.window_scale ? *s.window_scale : -1;
+      c.sack = c.sack && s.sack_permitted;
+      c.timestamps = c.timestamps && s.timestamps;
+      c.ecn = t.client_offers_ecn && s.has(tcp_flag::kEce) && !s.has(tcp_flag::kCwr);
+      return;
+    }
+    if (!t.server_isn_known) {
+      t.server_isn = s.seq - 1;
+      t.server_isn_known = true;
+    }
+    if (s.payload > 0) {
+      t.server_headers = s.headers;
+      c.largest_server_segment = std::max(c.largest_server_segment, std::min<uint32_t>(s.payload, t.mss()));
+      const uint32_t mss = t.mss();
+      const uint64_t start = unwrap(s.seq - t.server_isn, t.server_high);
+      const uint64_t end = start + s.payload;
+      if (start < t.server_high) {  // sent before (in whole or in part): a retransmission
+        const uint64_t repeated = std::min(end, t.server_high) - start;
+        const uint64_t segments = std::max<uint64_t>(1, (repeated + mss - 1) / mss);
+        c.retransmissions += segments;
+        if (std::min(end, t.server_high) <= t.acked) c.spurious += segments;  // acknowledged already
+        for (Tracked::Sent& sent : t.unacked)
+          if (sent.end > start && sent.end <= end) sent.retransmitted = true;
+      }
+      if (end > t.server_high) {
+        const uint64_t fresh = end - std::max(start, t.server_high);
+        const uint32_t segments = static_cast<uint32_t>(std::max<uint64_t>(1, (fresh + mss - 1) / mss));
+        c.server_segments += segments;
+        c.server_bytes += fresh;
+        // A new burst after a pause longer than the packets of one burst take at the server (its
+        // link is fast): waiting for ACKs, or the application.
+        const Nanos gap = c.rtt ? std::max<Nanos>(*c.rtt / 4, 200'000) : kNanosPerMs;
+        if (t.last_server_data && time - t.last_server_data > gap) t.burst++;
+        t.last_server_data = time;
+        if (t.unacked.size() == kMaxUnacked) t.unacked.pop_front();
+        t.unacked.push_back({end, time, false, t.burst, segments});
+        t.server_high = end;
+        if (c.exchanges.empty()) {  // the server spoke first (a banner): an exchange with no request
+          if (c.exchanges.size() < options_.max_exchanges) {
+            MonkeyExchange e;
+            e.request_start = e.request_end = time;
+            c.exchanges.push_back(e);
+          }
+        }
+        MonkeyExchange& e = c.exchanges.back();
+        if (!e.response_start) e.response_start = time;
+        e.response_end = time;
+        e.response_bytes += fresh;
+        t.answered = true;
+      }
+    }
+    if (s.has(tcp_flag::kFin)) t.server_fin = true;
+  }
+  if (s.has(tcp_flag::kRst)) {
+    report(t, "rst");
+  } else if (t.client_fin && t.server_fin) {
+    report(t, "fin");
+  }
+}
+
+void MonkeySee::sweep(Nanos now) {
+  last_sweep_ = now;
+  for (auto it = open_.begin(); it != open_.end();) {
+    Tracked& t = *it->second;
+    if (t.closed && now - t.last_packet > kTombstone) {
+      it = open_.erase(it);
+      continue;
+    }
+    if (!t.closed && now - t.last_packet > options_.idle_end) {
+      report(t, "idle");
+      it = open_.erase(it);
+      continue;
+    }
+    ++it;
+  }
+  // Too many open at once: the longest silent (1 % more than the excess, so that this is rare)
+  // are reported now, each with what it had.
+  if (open_.size() > options_.max_open) {
+    std::vector<std::pair<Nanos, decltype(open_)::iterator>> by_silence;
+    for (auto it = open_.begin(); it != open_.end(); ++it) by_silence.emplace_back(it->second->last_packet, it);
+    const size_t count = std::min(by_silence.size() - 1, open_.size() - options_.max_open + options_.max_open / 100);
+    std::partial_sort(by_silence.begin(), by_silence.begin() + static_cast<long>(count), by_silence.end(),
+                      [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t i = 0; i < count; i++) {
+      Tracked& t = *by_silence[i].second->second;
+      if (!t.closed) {
+        flag(t.c, "evicted");
+        report(t, "evicted");
+      }
+      open_.erase(by_silence[i].second);
+    }
+  }
+}
+
+void MonkeySee::finish() {
+  for (auto& [key, t] : open_)
+    if (!t->closed) report(*t, "capture-end");
+  open_.clear();
+}
