@@ -30,15 +30,32 @@ Nanos resolution_of(const std::string& path) {
     return 1;
   return 1000;
 }
+UserError unreadable(const std::string& name, const char* why) {
+  return UserError("cannot read capture " + printable(name, 200) + ": " + printable(why, 300) +
+                   " (give a pcap or pcapng file, as tcpdump -w or Wireshark saves it)");
+}
 }  // namespace
 
 CaptureReader::CaptureReader(const std::string& path) : path_(path), resolution_(resolution_of(path)) {
   char error[PCAP_ERRBUF_SIZE] = {};
   pcap_ = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, error);
   if (!pcap_) {
-    throw UserError("cannot read capture " + printable(path, 200) + ": " + printable(error, 300) +
-                    " (give a pcap or pcapng file, as tcpdump -w or Wireshark saves it)");
+    throw unreadable(path, error);
   }
+  check_link_type();
+}
+
+CaptureReader::CaptureReader(FILE* file, const std::string& name) : path_(name) {
+  char error[PCAP_ERRBUF_SIZE] = {};
+  pcap_ = pcap_fopen_offline_with_tstamp_precision(file, PCAP_TSTAMP_PRECISION_NANO, error);
+  if (!pcap_) {
+    std::fclose(file);
+    throw unreadable(name, error);
+  }
+  check_link_type();
+}
+
+void CaptureReader::check_link_type() {
   link_type_ = pcap_datalink(pcap_);
   const char* name = pcap_datalink_val_to_name(link_type_);
   link_name_ = name ? name : "link type " + std::to_string(link_type_);
@@ -57,7 +74,7 @@ CaptureReader::CaptureReader(const std::string& path) : path_(path), resolution_
     default:
       pcap_close(pcap_);
       pcap_ = nullptr;
-      throw UserError("capture " + printable(path, 200) + " has link type " + link_name_ + " (" +
+      throw UserError("capture " + printable(path_, 200) + " has link type " + link_name_ + " (" +
                       std::to_string(link_type_) +
                       "), which Monkey does not read: capture on an Ethernet interface, or on any (tcpdump -i any)");
   }

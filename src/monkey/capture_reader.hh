@@ -6,6 +6,7 @@
 // next to a server: Ethernet (with 802.1Q and 802.1ad tags), Linux cooked (v1 and v2, tcpdump
 // -i any), raw IP, BSD loopback. Other frames (ARP, LLDP, ...) are counted and skipped.
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <span>
 #include <string>
@@ -22,6 +23,8 @@ class CaptureReader {
  public:
   // Throws UserError naming the file and why (unreadable, not a capture, a link type not read).
   explicit CaptureReader(const std::string& path);
+  // The same from an open stream (libpcap owns it from then on, and closes it); `name` in messages.
+  CaptureReader(FILE* file, const std::string& name);
   ~CaptureReader();
   CaptureReader(const CaptureReader&) = delete;
   CaptureReader& operator=(const CaptureReader&) = delete;
@@ -39,6 +42,7 @@ class CaptureReader {
   Nanos resolution() const { return resolution_; }
 
  private:
+  void check_link_type();
   std::string path_;
   struct pcap* pcap_ = nullptr;
   int link_type_ = 0;

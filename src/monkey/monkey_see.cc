@@ -166,7 +166,8 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
       const uint64_t a = unwrap(s.ack - t.server_isn, t.acked);
       if (!t.handshake_done && t.synacks > 0 && a == 1) {
         t.handshake_done = true;
-        if (t.synacks == 1) {  // Karn: a repeated SYN-ACK's ACK answers which?
+        // Karn: a repeated SYN-ACK's ACK answers which? (And a capture's times may step back.)
+        if (t.synacks == 1 && time >= t.synack_time) {
           c.handshake_rtt = time - t.synack_time;
           c.rtt = c.handshake_rtt;
           c.rtt_samples++;
@@ -189,7 +190,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
           newest = sent;
           t.unacked.pop_front();
         }
-        if (newest && !newest->retransmitted) {
+        if (newest && !newest->retransmitted && time >= newest->time) {
           const Nanos sample = time - newest->time;
           if (!c.rtt || sample < *c.rtt) c.rtt = sample;
           c.rtt_samples++;
