@@ -58,3 +58,23 @@ test_monkey_see_refuses_what_it_cannot_read_in_one_line() {
   out=$(AS_USER=$TEST_USER in_world "$BIN/mm-monkey" see -o "$dir/w2" 2>&1) && { fail "no CAPTURE accepted"; return 1; }
   echo "$out" | grep -q 'see takes one CAPTURE' || { fail "usage message: $out"; return 1; }
 }
+
+# The same packets under each link type and file format Monkey reads (tcpdump -i any's Linux
+# cooked v2 in microseconds; Ethernet with an 802.1Q tag in nanoseconds; pcapng of raw IP: the
+# fuzz target's seeds) give the same workload.
+test_monkey_see_reads_every_link_type_and_format_alike() {
+  local dir=$WORLD_TMP/monkey-formats f first=
+  mkdir -p "$dir" && chmod 777 "$dir"
+  for f in linux-cooked-v2.pcap ethernet-vlan-ns.pcap raw-ip.pcapng; do
+    AS_USER=$TEST_USER in_world "$BIN/mm-monkey" see "$top/src/fuzz/corpus/capture/$f" -o - 2>"$dir/$f.err" |
+      grep -v '^# capture:' >"$dir/$f.workload" || { fail "$f: $(cat "$dir/$f.err")"; return 1; }
+    [ "$(grep -c '^C' "$dir/$f.workload")" = 2 ] || { fail "$f: not 2 connections: $(cat "$dir/$f.workload")"; return 1; }
+    if [ -z "$first" ]; then
+      first=$f
+    else
+      cmp -s "$dir/$first.workload" "$dir/$f.workload" ||
+        { fail "$f differs from $first: $(diff "$dir/$first.workload" "$dir/$f.workload" | head -5)"; return 1; }
+    fi
+  done
+  echo "  3 formats, the same 2 connections"
+}
