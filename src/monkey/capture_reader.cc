@@ -3,8 +3,10 @@
 
 #include <pcap/pcap.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 
 #include "util/byte_order.hh"
 #include "util/exception.hh"
@@ -30,6 +32,14 @@ Nanos resolution_of(const std::string& path) {
     return 1;
   return 1000;
 }
+// A timestamp's nanoseconds since the epoch (libpcap gives nanoseconds in tv_usec: asked so).
+// pcapng's are 64-bit: one past the year 2262 is held there rather than overflowing, and a
+// negative one is 0.
+Nanos capture_time(int64_t seconds, int64_t nanoseconds) {
+  constexpr int64_t kMaxSeconds = std::numeric_limits<Nanos>::max() / kNanosPerSec - 1;
+  return std::clamp<int64_t>(seconds, 0, kMaxSeconds) * kNanosPerSec + std::clamp<int64_t>(nanoseconds, 0, 999'999'999);
+}
+
 UserError unreadable(const std::string& name, const char* why) {
   return UserError("cannot read capture " + printable(name, 200) + ": " + printable(why, 300) +
                    " (give a pcap or pcapng file, as tcpdump -w or Wireshark saves it)");
@@ -146,7 +156,7 @@ std::optional<CapturedPacket> CaptureReader::next() {
       continue;
     }
     CapturedPacket packet;
-    packet.time = static_cast<Nanos>(header->ts.tv_sec) * kNanosPerSec + header->ts.tv_usec;  // nanoseconds: asked
+    packet.time = capture_time(header->ts.tv_sec, header->ts.tv_usec);
     packet.ip = frame.subspan(offset);
     packet.wire_length = header->len > offset ? static_cast<uint32_t>(header->len - offset) : 0;
     return packet;

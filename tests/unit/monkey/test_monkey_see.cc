@@ -230,3 +230,28 @@ TEST(TcpSegment, cut_or_foreign_headers_decode_to_nothing) {
   EXPECT_EQ(*s->window_scale, 7);
   EXPECT_TRUE(s->sack_permitted);
 }
+
+// Found by fuzz-capture: a pcapng timestamp is 64-bit, and one past the year 2262 overflowed
+// nanoseconds (UBSan). It is held at the largest time there is; the packet is still read.
+TEST(CaptureReader, a_timestamp_past_2262_is_held_not_overflowed) {
+  std::vector<uint8_t> ng;
+  auto u32 = [&](uint32_t v) {
+    for (int i = 0; i < 4; i++) ng.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  };
+  u32(0x0A0D0D0A), u32(28), u32(0x1A2B3C4D), u32(1), u32(0xffffffff), u32(0xffffffff), u32(28);  // a section
+
+  u32(1), u32(20), u32(101), u32(65535), u32(20);  // an interface of raw IP
+  std::vector<uint8_t> ip(20, 0);
+  ip[0] = 0x45;
+  u32(6), u32(52), u32(0), u32(0xffffffff), u32(0xfffff000), u32(20), u32(20);  // a packet, in us
+  ng.insert(ng.end(), ip.begin(), ip.end());
+  u32(52);
+  FILE* file = fmemopen(ng.data(), ng.size(), "rb");
+  ASSERT_NE(file, nullptr);
+  CaptureReader reader(file, "huge-time.pcapng");
+  const std::optional<CapturedPacket> packet = reader.next();
+  ASSERT_TRUE(packet);
+  EXPECT_GT(packet->time, 9'000'000'000 * kNanosPerSec);
+  EXPECT_EQ(packet->ip.size(), 20u);
+  EXPECT_FALSE(reader.next());
+}
