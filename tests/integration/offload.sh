@@ -62,12 +62,13 @@ test_offload_loss_is_decided_per_wire_packet() {
     echo "  MAHIMAHI_OFFLOAD=$offload: $retransmitted of $sent segments retransmitted ($rate %)"
     check_range "retransmitted (% of segments, offloads $offload)" "$rate" 0.6 2.0 || status=1
     # iperf3 -J: the last two "bytes" are the sender's and the receiver's totals. The receiver got
-    # every byte asked for (150 MiB) and no more than was sent; iperf3 -R may send past -n by part
-    # of a 128 KiB block and stop counting at the receiver before that tail lands (seen once, with
-    # ASan and another load on both cores: 157417472 sent, 157415272 received).
+    # every byte asked for (150 MiB) and no more than was sent. How far past -n the sender goes is
+    # iperf3's own affair, not the shell's: with -R the server keeps sending until the client's
+    # stop crosses back, and its count has run from part of a 128 KiB block (157417472 sent,
+    # 157415272 received, with ASan) to 3.5 MB past (160.8 MB, a full suite on both cores).
     totals=$(echo "$out" | grep -o '"bytes":[[:space:]]*[0-9]*' | grep -o '[0-9]*$' | tail -2 | tr '\n' ' ')
     set -- $totals
-    [ $# = 2 ] && [ "$2" -ge 157286400 ] && [ "$2" -le "$1" ] && [ "$1" -le $((157286400 + 131072)) ] ||
+    [ $# = 2 ] && [ "$2" -ge 157286400 ] && [ "$2" -le "$1" ] ||
       { fail "byte counts (sent, received): $totals"; status=1; }
     errors=$(echo "$out" | awk '$1 ~ /CsumErrors/ { n += $2 } END { print n + 0 }')
     [ "$errors" = 0 ] || { fail "$errors checksum errors inside the shell"; status=1; }
