@@ -7,8 +7,6 @@
 #include <map>
 #include <set>
 
-#include "util/address.hh"
-#include "util/byte_order.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 
@@ -26,25 +24,11 @@ Nanos parse_delay_ms(std::string_view text, const std::string& where) {
   return ms_to_nanos(ms);
 }
 
-// "ADDRESS[/LEN][:PORT]".
-void parse_destination(std::string_view text, DestinationRule& rule, const std::string& where) {
-  const std::string fix = " (write ADDRESS, ADDRESS/LEN or either with :PORT, e.g. 10.0.0.0/8 or 203.0.113.7:443)";
-  std::string_view net = text;
-  if (const size_t colon = text.find(':'); colon != std::string_view::npos) {
-    net = text.substr(0, colon);
-    const std::string_view port = text.substr(colon + 1);
-    unsigned value = 0;
-    const auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-    if (port.empty() || error != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
-      throw UserError(where + ": \"" + printable(port, 20) + "\" is not a port from 1 to 65535" + fix);
-    rule.port = static_cast<uint16_t>(value);
-  }
-  const auto parsed = Ipv4Net::parse(net);
-  if (!parsed) throw UserError(where + ": \"" + printable(net, 40) + "\" is not an IPv4 address or prefix" + fix);
-  rule.address = parsed->base.value;
-  rule.prefix = parsed->prefix;
+void set_destination(DestinationRule& rule, const PeerAddress& peer) {
+  rule.address = peer.address;
+  rule.prefix = peer.prefix;
+  rule.port = peer.port;
 }
-
 }  // namespace
 
 DestinationRule parse_destination_option(std::string_view text, std::string_view what) {
@@ -53,7 +37,7 @@ DestinationRule parse_destination_option(std::string_view text, std::string_view
   if (equals == std::string_view::npos)
     throw UserError(where + ": missing \"=MS\" (write ADDRESS[/LEN][:PORT]=MS or =UP-MS,DOWN-MS)");
   DestinationRule rule;
-  parse_destination(text.substr(0, equals), rule, where);
+  set_destination(rule, parse_peer_address(text.substr(0, equals), where));
   const std::string_view delays = text.substr(equals + 1);
   const size_t comma = delays.find(',');
   rule.uplink = parse_delay_ms(delays.substr(0, comma), where);
@@ -88,7 +72,7 @@ std::vector<DestinationRule> parse_destination_file(std::string_view text, const
       throw UserError(source + ": more than " + std::to_string(kMaxDestinationRules) +
                       " destinations; use prefixes for ranges of addresses");
     DestinationRule rule;
-    parse_destination(words[0], rule, where);
+    set_destination(rule, parse_peer_address(words[0], where));
     rule.uplink = parse_delay_ms(words[1], where);
     rule.downlink = words.size() == 3 ? parse_delay_ms(words[2], where) : rule.uplink;
     rules.push_back(rule);
@@ -117,19 +101,9 @@ DestinationDelayQueue::DestinationDelayQueue(const DestinationDelays& map, Direc
   for (const DestinationRule& r : map.rules) unique[{r.prefix, r.address, r.port}] = up ? r.uplink : r.downlink;
   for (const auto& [key, delay] : unique) {
     const auto [prefix, address, port] = key;
-    const uint32_t line = line_for(delay);
-    if (prefix == 32) {
-      exact_.push_back({uint64_t{address} << 17 | (port ? 1u << 16 : 0u) | port, line});
-    } else {
-      const uint32_t mask = prefix == 0 ? 0 : ~uint32_t{0} << (32 - prefix);
-      prefixes_.push_back({address, mask, port, line});
-    }
+    match_.add({address, prefix, port}, line_for(delay));
   }
-  std::sort(exact_.begin(), exact_.end(), [](const Exact& a, const Exact& b) { return a.key < b.key; });
-  std::stable_sort(prefixes_.begin(), prefixes_.end(), [](const Prefix& a, const Prefix& b) {
-    if (a.mask != b.mask) return a.mask > b.mask;  // longer prefix first (masks compare as lengths)
-    return (a.port != 0) > (b.port != 0);
-  });
+  match_.finish();
   active_.reserve(lines_.size());
 }
 
@@ -139,30 +113,6 @@ uint32_t DestinationDelayQueue::line_for(Nanos delay) {
   // One FIFO per distinct delay; a ring starts small (two packets of 64 KiB) and grows with a backlog.
   lines_.push_back({delay, PacketRing(0)});
   return static_cast<uint32_t>(lines_.size() - 1);
-}
-
-uint32_t DestinationDelayQueue::classify(std::span<const uint8_t> p) const {
-  if (p.size() < 20 || (p[0] >> 4) != 4) return 0;  // not IPv4: the default
-  const bool up = direction_ == Direction::Uplink;
-  const uint32_t address = load_be32(&p[up ? 16 : 12]);
-  uint16_t port = 0;
-  const size_t header = (p[0] & 0xfu) * 4u;
-  const bool first_fragment = (load_be16(&p[6]) & 0x1fff) == 0;
-  if ((p[9] == 6 || p[9] == 17 || p[9] == 132) && first_fragment && p.size() >= header + 4)
-    port = load_be16(&p[header + (up ? 2 : 0)]);
-  if (!exact_.empty()) {
-    auto find = [&](uint64_t key) -> const Exact* {
-      auto it =
-          std::lower_bound(exact_.begin(), exact_.end(), key, [](const Exact& e, uint64_t k) { return e.key < k; });
-      return it != exact_.end() && it->key == key ? &*it : nullptr;
-    };
-    if (port != 0)
-      if (const Exact* e = find(uint64_t{address} << 17 | 1u << 16 | port)) return e->line;
-    if (const Exact* e = find(uint64_t{address} << 17)) return e->line;
-  }
-  for (const Prefix& r : prefixes_)
-    if ((address & r.mask) == r.address && (r.port == 0 || r.port == port)) return r.line;
-  return 0;
 }
 
 void DestinationDelayQueue::commit(Nanos now, uint32_t length, uint32_t meta) {

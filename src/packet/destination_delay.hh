@@ -5,11 +5,12 @@
 // direction, and every other packet the shell's default. A page's origins then sit at their own
 // distances behind one access link, as on the real web (ravinet/mahimahi#157).
 //
+// The rules are matched as peers (packet/peer_match.hh).
+//
 // Order: every packet of one flow goes to the same destination, so to the same delay; packets
 // of one delay leave in arrival order (one FIFO per distinct delay), so a flow is never
 // reordered, and a far destination's backlog never holds up a near one's packets (no
-// head-of-line blocking between destinations, unlike one FIFO for all). Fragments after an IP
-// datagram's first carry no port: they follow their address's rule, not a port's.
+// head-of-line blocking between destinations, unlike one FIFO for all).
 #include <cstdint>
 #include <cstring>
 #include <span>
@@ -19,6 +20,7 @@
 
 #include "packet/link_log.hh"
 #include "packet/packet_ring.hh"
+#include "packet/peer_match.hh"
 #include "util/clock.hh"
 
 struct DestinationRule {
@@ -99,23 +101,15 @@ class DestinationDelayQueue {
     Nanos delay;
     PacketRing ring;
   };
-  struct Exact {  // a /32 rule: key = address << 17 | has_port << 16 | port
-    uint64_t key;
-    uint32_t line;
-  };
-  struct Prefix {
-    uint32_t address, mask;
-    uint16_t port;
-    uint32_t line;
-  };
-  uint32_t classify(std::span<const uint8_t> packet) const;
+  uint32_t classify(std::span<const uint8_t> packet) const {
+    return match_.classify(packet, direction_ == Direction::Uplink, 0);
+  }
   uint32_t line_for(Nanos delay);
   void recompute_next();
 
   Direction direction_;
   std::vector<Line> lines_;       // [0]: the default delay
-  std::vector<Exact> exact_;      // sorted by key
-  std::vector<Prefix> prefixes_;  // most specific first
+  PeerMatch match_;               // a rule's destination -> its line
   std::vector<uint32_t> active_;  // lines holding packets (capacity reserved: no allocation)
   uint32_t predicted_ = 0;        // the line reserve() handed space from (the last packet's)
   std::span<uint8_t> reserved_;

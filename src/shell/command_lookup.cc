@@ -76,7 +76,8 @@ constexpr std::string_view kOwnPrograms[] = {"mm-delay",         "mm-loss",     
                                              "mm-pageload",      "mm-sweep",          "mm-recording",
                                              "mm-trace",         "mm-delay-graph",    "mm-throughput-graph",
                                              "mm-preset",        "mm-webrecord",      "mm-webreplay",
-                                             "mm-cumulus-local", "mm-cumulus-remote", "mm-monkey"};
+                                             "mm-cumulus-local", "mm-cumulus-remote", "mm-monkey",
+                                             "mm-paths"};
 
 bool own_program(std::string_view name) {
   for (std::string_view own : kOwnPrograms)

@@ -384,7 +384,7 @@ test_parallel_shells_each_see_their_own_delay() {
 # libraries may bring in libstdc++.so, or a process would hold two C++ runtimes.
 test_packet_shells_have_one_cxx_runtime() {
   local p bad=
-  for p in mm-delay mm-loss mm-onoff mm-intermittent mm-link mm-meter; do
+  for p in mm-delay mm-loss mm-paths mm-onoff mm-intermittent mm-link mm-meter; do
     if ldd "$BIN/$p" | grep -E 'libstdc\+\+|libgcc_s'; then bad="$bad $p"; fi
   done
   echo "  mm-delay's shared libraries: $(ldd "$BIN/mm-delay" | awk '{ print $1 }' | tr '\n' ' ')"

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+#include "shell/paths_shell.hh"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "packet/peer_paths.hh"
+#include "shell/ferry_pair.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "util/random.hh"
+
+namespace {
+// A table of paths: 65536 lines of a few dozen bytes each, with room for comments.
+constexpr uint64_t kMaxPathsFileBytes = 16 << 20;
+}  // namespace
+
+ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
+  ShellSpec spec;
+  std::optional<std::string> file;
+  std::vector<PeerPath> typed;
+  std::optional<uint64_t> seed;
+  std::vector<ArgScanner::Option> options{{"path", true,
+                                           [&](std::string_view v) {
+                                             try {
+                                               const std::optional<PeerPath> path = parse_peer_path(v, "--path");
+                                               if (!path || v.find('\n') != std::string_view::npos)
+                                                 throw UserError("--path: give one \"PEER SETTING...\" per --path");
+                                               typed.push_back(*path);
+                                             } catch (const UserError& e) {
+                                               throw UsageError(e.what());
+                                             }
+                                             if (typed.size() > kMaxPeerPaths)
+                                               throw UsageError("too many --path options: write a PATHS-FILE");
+                                           }},
+                                          ArgScanner::seed_option(seed),
+                                          ArgScanner::verbose_option(spec.verbose),
+                                          ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
+  ArgScanner scanner(info, std::move(options));
+  spec.command = scanner.scan(ac, av, [&](std::string_view word) {
+    if (file || !typed.empty()) return false;
+    if (word.empty()) throw UsageError("PATHS-FILE is empty: name a file of paths");
+    file = std::string(word);
+    return true;
+  });
+  if (!file && typed.empty()) throw UsageError("missing PATHS-FILE (or --path=\"PEER SETTING...\")");
+  spec.device_kind = ShellKind::Paths;
+  spec.tag = "[paths " + (file ? user_file_name(*file) : std::to_string(typed.size())) + "] ";
+  uint64_t base_seed = seed ? *seed : Random::fresh_seed();
+  const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
+  // The file is the user's: read after the ferry dropped root's rights for good.
+  spec.ferry = [file, typed, up_seed, down_seed](const FerryEndpoints& tuns, const std::function<void()>& ready) {
+    std::vector<PeerPath> paths;
+    if (file) {
+      paths = parse_peer_paths(read_user_file(*file, "paths file", kMaxPathsFileBytes, "list paths, one peer per line"),
+                               user_file_name(*file));
+    }
+    // A --path replaces the file's line for the same peer.
+    std::map<PeerAddress, size_t> index;
+    for (size_t i = 0; i < paths.size(); i++) index[paths[i].peer] = i;
+    for (const PeerPath& p : typed) {
+      if (const auto it = index.find(p.peer); it != index.end()) {
+        paths[it->second] = p;
+      } else {
+        index[p.peer] = paths.size();
+        paths.push_back(p);
+      }
+    }
+    if (paths.size() > kMaxPeerPaths) throw UserError("more than " + std::to_string(kMaxPeerPaths) + " paths");
+    PeerPathQueue uplink(paths, PeerPathQueue::Direction::ToPeers, up_seed);
+    PeerPathQueue downlink(paths, PeerPathQueue::Direction::FromPeers, down_seed);
+    return run_ferry_pair(tuns, uplink, downlink, ready);
+  };
+  return spec;
+}
