@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 // mm-monkey: Monkey (the seed "Monkey See, Monkey Do"). "see" reads a packet capture made next to
-// a server and writes, per TCP connection, what its network, client and server did. Runs as the
-// user; needs no privileges.
+// a server and writes, per TCP connection, what its network, client and server did; "do" replays
+// such a workload through a path per client against the server emulator ("serve"). Installed
+// setuid root for "do" (an isolated shell, as mm-replay); "see" and "serve" give root's rights up
+// for good before anything else.
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
 #include <unistd.h>
 
 #include <iostream>
@@ -10,7 +14,9 @@
 #include <vector>
 
 #include "monkey/capture_reader.hh"
+#include "monkey/monkey_do.hh"
 #include "monkey/monkey_see.hh"
+#include "monkey/monkey_server.hh"
 #include "monkey/workload.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
@@ -19,7 +25,9 @@
 #include "util/text.hh"
 
 namespace {
-const char* kUsage = "Usage: mm-monkey see [--force] CAPTURE -o WORKLOAD\n";
+const char* kUsage =
+    "Usage: mm-monkey see [--force] CAPTURE -o WORKLOAD\n"
+    "       mm-monkey do [--force] [--port PORT] [--seed N] WORKLOAD -o RESULTS\n";
 const char* kHelp =
     "Monkey (\"Monkey See, Monkey Do\", USENIX 2004) on mahimahi's parts.\n"
     "\n"
@@ -35,6 +43,25 @@ const char* kHelp =
     "                    A summary goes to standard error. man mm-monkey describes the file.\n"
     "     --output, -o WORKLOAD   where to write (required)\n"
     "     --force, -f    overwrite WORKLOAD if it exists\n"
+    "\n"
+    "  do WORKLOAD -o RESULTS\n"
+    "                    replays WORKLOAD: every connection at its recorded start, from its client's\n"
+    "                    own address through its client's own path (mm-paths: half the RTT each way,\n"
+    "                    the bandwidth, the loss toward the client), its requests at their recorded\n"
+    "                    think times and sizes, against the server emulator, which answers each after\n"
+    "                    the recorded server delay with the recorded size. Writes RESULTS (CSV): per\n"
+    "                    exchange the traced and the replayed response time (at the server: first\n"
+    "                    request byte to last response byte) and their relative error; a summary goes\n"
+    "                    to standard error. At most 1024 clients (addresses) per replay.\n"
+    "     --output, -o RESULTS   where to write (required)\n"
+    "     --force, -f    overwrite RESULTS if it exists\n"
+    "     --port PORT    the server emulator's port (default 8000)\n"
+    "     --seed N       seed the paths' losses, so that a replay repeats them\n"
+    "     --verbose      say what the replay is made of\n"
+    "\n"
+    "  serve [--port PORT] [--congestion-control NAME]\n"
+    "                    the server emulator, as mm-monkey do runs it inside mm-paths: listens on the\n"
+    "                    shell's address (device ingress) until a replay stops it\n"
     "\n"
     "  --help, --version\n";
 
@@ -99,9 +126,27 @@ int see(const std::string& capture, const std::string& output, bool force) {
   return 0;
 }
 
+// The server emulator inside the shell: on the address of its device "ingress".
+int serve(uint16_t port, const std::string& congestion_control) {
+  ifaddrs* list = nullptr;
+  std::optional<Ipv4> address;
+  if (::getifaddrs(&list) == 0) {
+    for (ifaddrs* a = list; a; a = a->ifa_next)
+      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && std::string_view(a->ifa_name) == "ingress")
+        address = Ipv4::from_in_addr(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr);
+    ::freeifaddrs(list);
+  }
+  if (!address)
+    throw UserError(
+        "serve runs inside a shell (it listens on the address of the device ingress); "
+        "mm-monkey do starts it so");
+  return run_monkey_server({*address, port, 100'000, congestion_control}, [] {});
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> words;
-  std::string output;
+  std::string output, congestion_control;
+  uint16_t port = 8000;
   bool force = false, options_done = false;
   for (int i = 1; i < argc; i++) {
     const std::string_view w = argv[i];
@@ -118,11 +163,20 @@ int run(int argc, char** argv) {
       output = std::string(w.substr(9));
     } else if (w == "--force" || w == "-f") {
       force = true;
+    } else if (w == "--port" || w.starts_with("--port=")) {
+      const std::string_view v = w == "--port" ? (i + 1 < argc ? std::string_view(argv[++i]) : "") : w.substr(7);
+      const uint64_t p = parse_unsigned(v, "--port");
+      if (p < 1 || p > 65535) throw UsageError("--port is 1 to 65535");
+      port = static_cast<uint16_t>(p);
+    } else if (w == "--congestion-control" || w.starts_with("--congestion-control=")) {
+      congestion_control = w == "--congestion-control" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(21));
+      if (congestion_control.empty() || congestion_control.size() > 15)
+        throw UsageError("--congestion-control needs the name of one of the kernel's (cubic, reno, bbr)");
     } else {
       throw UsageError("unknown option \"" + std::string(w) + "\"");
     }
   }
-  if (words.empty()) throw UsageError("missing command (see)");
+  if (words.empty()) throw UsageError("missing command (see, do, serve)");
   const std::string command = words[0];
   words.erase(words.begin());
   if (command == "see") {
@@ -130,10 +184,25 @@ int run(int argc, char** argv) {
     if (output.empty()) throw UsageError("see needs -o WORKLOAD (- for standard output)");
     return see(words[0], output, force);
   }
-  throw UsageError("unknown command \"" + printable(command, 100) + "\" (see)");
+  if (command == "serve") {
+    if (!words.empty()) throw UsageError("serve takes no file");
+    return serve(port, congestion_control);
+  }
+  throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, serve)");
 }
+const ProgramInfo kDoInfo{"mm-monkey do", "WORKLOAD -o RESULTS [OPTION]...", kHelp};
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string_view(argv[1]) == "do") {
+    return run_packet_shell(argc - 1, argv + 1, kDoInfo,
+                            [](int ac, char** av) { return monkey_do_shell(kDoInfo, ac, av); });
+  }
+  // see and serve need no privilege: installed setuid (for do), they give it up for good here.
+  if (::setresgid(::getgid(), ::getgid(), ::getgid()) != 0 || ::setresuid(::getuid(), ::getuid(), ::getuid()) != 0 ||
+      (::getuid() != 0 && (::setresuid(0, 0, 0) == 0 || ::geteuid() == 0))) {
+    std::cerr << "mm-monkey: cannot give up root's rights" << std::endl;
+    return 1;
+  }
   return run_tool("mm-monkey", kUsage, [&] { return run(argc, argv); });
 }

@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "monkey/workload.hh"
 
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+
+#include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 std::string fixed(double value, int decimals) {
@@ -55,4 +60,129 @@ std::string workload_lines(const MonkeyConnection& c) {
            (answered ? ms(*e.response_end - e.request_start) : "-") + "\t" + yes_no(e.http) + "\n";
   }
   return out;
+}
+
+namespace {
+std::string shortest(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", value);
+  return text;
+}
+
+std::vector<std::string_view> tab_fields(std::string_view line) {
+  std::vector<std::string_view> fields;
+  for (size_t at = 0;;) {
+    const size_t tab = line.find('\t', at);
+    fields.push_back(line.substr(at, tab == std::string_view::npos ? std::string_view::npos : tab - at));
+    if (tab == std::string_view::npos) return fields;
+    at = tab + 1;
+  }
+}
+
+class LineReader {
+ public:
+  LineReader(std::vector<std::string_view> fields, std::string where)
+      : fields_(std::move(fields)), where_(std::move(where)) {}
+  std::string_view text(size_t i) const { return fields_[i]; }
+  double number(size_t i, double max, std::string_view name) const {
+    double value = -1;
+    const std::string_view t = fields_[i];
+    const auto [end, error] = std::from_chars(t.data(), t.data() + t.size(), value);
+    if (t.empty() || error != std::errc() || end != t.data() + t.size() || !(value >= 0) || value > max)
+      throw UserError(where_ + ": " + std::string(name) + " \"" + printable(t, 40) + "\" is not a number from 0 to " +
+                      shortest(max));
+    return value;
+  }
+  std::optional<double> optional_number(size_t i, double max, std::string_view name) const {
+    if (fields_[i] == "-") return std::nullopt;
+    return number(i, max, name);
+  }
+  uint64_t count(size_t i, uint64_t max, std::string_view name) const {
+    const std::optional<uint64_t> v = decimal_value(fields_[i]);
+    if (!v || *v > max)
+      throw UserError(where_ + ": " + std::string(name) + " \"" + printable(fields_[i], 40) +
+                      "\" is not a whole number up to " + std::to_string(max));
+    return *v;
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  std::vector<std::string_view> fields_;
+  std::string where_;
+};
+
+constexpr size_t kConnectionFields = 32, kExchangeFields = 12;
+
+WorkloadConnection connection_of(const LineReader& r) {
+  WorkloadConnection c;
+  c.id = r.count(1, UINT64_MAX, "id");
+  c.start_s = r.number(2, 1e12, "start_s");  // capture time: seconds since 1970
+  c.client = std::string(r.text(3));
+  c.client_port = static_cast<uint16_t>(r.count(4, 65535, "client_port"));
+  c.server = std::string(r.text(5));
+  c.server_port = static_cast<uint16_t>(r.count(6, 65535, "server_port"));
+  if (c.client.empty() || c.client.size() > 64 || c.server.empty() || c.server.size() > 64)
+    throw UserError(r.where() + ": the client or server address is missing or too long");
+  c.rtt_ms = r.optional_number(8, kMaxWorkloadMs, "rtt_ms");
+  c.bandwidth_mbps = r.optional_number(11, 1e6, "bandwidth_mbps");
+  c.loss = r.optional_number(13, 1, "loss");
+  c.flags = std::string(r.text(31).substr(0, 1000));
+  return c;
+}
+
+WorkloadExchange exchange_of(const LineReader& r) {
+  WorkloadExchange e;
+  e.index = static_cast<uint32_t>(r.count(2, 100'000'000, "index"));
+  e.request_start_ms = r.number(3, kMaxWorkloadMs, "request_start_ms");
+  e.request_end_ms = r.number(4, kMaxWorkloadMs, "request_end_ms");
+  e.request_bytes = r.count(5, kMaxWorkloadBytes, "request_bytes");
+  e.response_start_ms = r.optional_number(6, kMaxWorkloadMs, "response_start_ms");
+  e.response_end_ms = r.optional_number(7, kMaxWorkloadMs, "response_end_ms");
+  e.response_bytes = r.count(8, kMaxWorkloadBytes, "response_bytes");
+  e.response_time_ms = r.optional_number(10, kMaxWorkloadMs, "response_time_ms");
+  if (e.request_end_ms < e.request_start_ms || (e.response_end_ms && e.response_end_ms < e.response_start_ms))
+    throw UserError(r.where() + ": an exchange ends before it starts");
+  return e;
+}
+}  // namespace
+
+std::vector<WorkloadConnection> parse_workload(std::string_view text, const std::string& source) {
+  constexpr std::string_view kFormat = "# mahimahi monkey workload 1";
+  if (!text.starts_with(kFormat))
+    throw UserError(source + " is not a workload of mm-monkey see (its first line is not \"" + std::string(kFormat) +
+                    "\"); make one with mm-monkey see CAPTURE -o WORKLOAD");
+  std::vector<WorkloadConnection> connections;
+  size_t line_number = 0, exchanges = 0;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    line_number++;
+    if (line.empty() || line[0] == '#') continue;
+    const std::string where = source + " line " + std::to_string(line_number);
+    std::vector<std::string_view> fields = tab_fields(line);
+    if (fields[0] == "C") {
+      if (fields.size() != kConnectionFields)
+        throw UserError(where + ": a connection's line has " + std::to_string(kConnectionFields) + " fields, not " +
+                        std::to_string(fields.size()));
+      if (connections.size() == kMaxWorkloadConnections)
+        throw UserError(source + ": more than " + std::to_string(kMaxWorkloadConnections) +
+                        " connections; split the capture (editcap -c) and replay the parts");
+      connections.push_back(connection_of(LineReader(std::move(fields), where)));
+    } else if (fields[0] == "E") {
+      if (fields.size() != kExchangeFields)
+        throw UserError(where + ": an exchange's line has " + std::to_string(kExchangeFields) + " fields, not " +
+                        std::to_string(fields.size()));
+      const LineReader r(std::move(fields), where);
+      if (connections.empty() || r.count(1, UINT64_MAX, "id") != connections.back().id)
+        throw UserError(where + ": an exchange not right after its connection's line (or other exchanges of it)");
+      if (++exchanges > kMaxWorkloadExchanges)
+        throw UserError(source + ": more than " + std::to_string(kMaxWorkloadExchanges) + " exchanges");
+      connections.back().exchanges.push_back(exchange_of(r));
+    } else {
+      throw UserError(where + ": a line starts with C (a connection), E (an exchange) or # (a comment), not \"" +
+                      printable(fields[0].substr(0, 20), 20) + "\"");
+    }
+  }
+  return connections;
 }

@@ -3,7 +3,11 @@
 // Monkey's workload file: what Monkey See inferred, one line per connection ("C") followed by
 // one per exchange ("E"), tab-separated, with '#' lines naming the columns (man mm-monkey,
 // "WORKLOAD FILE"). Missing figures are "-". Read by awk, a spreadsheet, or Monkey Do.
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "monkey/monkey_see.hh"
 
@@ -11,3 +15,34 @@
 std::string workload_header(const std::string& capture_description);
 // A connection's lines.
 std::string workload_lines(const MonkeyConnection& c);
+
+// A workload as Monkey Do reads it back: per connection what Monkey See wrote, the figures it
+// replays by (times in milliseconds from the connection's start, at the server).
+struct WorkloadExchange {
+  uint32_t index = 0;  // from 1
+  double request_start_ms = 0, request_end_ms = 0;
+  uint64_t request_bytes = 0;
+  std::optional<double> response_start_ms, response_end_ms;
+  uint64_t response_bytes = 0;
+  std::optional<double> response_time_ms;  // the traced one: first request byte to last response byte
+};
+
+struct WorkloadConnection {
+  uint64_t id = 0;
+  double start_s = 0;  // capture time
+  std::string client, server;
+  uint16_t client_port = 0, server_port = 0;
+  std::optional<double> rtt_ms, bandwidth_mbps, loss;
+  std::string flags;  // "-" for none
+  std::vector<WorkloadExchange> exchanges;
+};
+
+// Bounds on what a workload may hold (Monkey Do replays it all at once).
+constexpr size_t kMaxWorkloadConnections = 1'000'000;
+constexpr size_t kMaxWorkloadExchanges = 10'000'000;       // in all
+constexpr uint64_t kMaxWorkloadBytes = uint64_t{1} << 36;  // one request or response: 64 GiB
+constexpr double kMaxWorkloadMs = 7 * 24 * 3'600'000.0;    // a week
+
+// Reads a workload file (workload_header()'s format 1). Throws UserError naming `source`, the
+// line and what is wrong.
+std::vector<WorkloadConnection> parse_workload(std::string_view text, const std::string& source);

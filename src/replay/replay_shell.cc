@@ -2,7 +2,6 @@
 #include "replay/replay_shell.hh"
 
 #include <fcntl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "tls/certificate_authority.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/private_directory.hh"
 #include "util/signals.hh"
 #include "util/statistics.hh"
 #include "util/text.hh"
@@ -33,30 +33,6 @@ namespace {
 std::vector<Ipv4> resolver_addresses() { return c_library_resolvers(read_resolv_conf()); }
 
 // A private directory for the daemons' files, removed with everything in it.
-class WorkDirectory {
- public:
-  WorkDirectory() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "mm-replay.XXXXXX").string();
-    if (!::mkdtemp(pattern.data()))
-      throw SystemError("creating a directory in " + std::filesystem::temp_directory_path().string());
-    path_ = pattern;
-  }
-  // At a path chosen beforehand (with a random part no one else can guess), made new, 0700.
-  explicit WorkDirectory(const std::filesystem::path& path) {
-    if (::mkdir(path.c_str(), 0700) != 0) throw SystemError("creating the directory " + path.string());
-    path_ = path;
-  }
-  ~WorkDirectory() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  WorkDirectory(const WorkDirectory&) = delete;
-  WorkDirectory& operator=(const WorkDirectory&) = delete;
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 struct ReplayPlan {
   std::unique_ptr<ReplayIndex> index;
@@ -119,16 +95,6 @@ std::vector<Ipv4> addresses_of(const ReplayPlan& p) {
   for (const ReplayServerSpec& s : p.servers) add(s.ip);
   for (const std::string& r : p.dns.listen) add(r);
   return addresses;
-}
-
-// 128 random bits as hex: a name in /tmp no other user can take first.
-std::string random_name() {
-  uint8_t bytes[16];
-  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) throw SystemError("getrandom");
-  static const char* kHex = "0123456789abcdef";
-  std::string name;
-  for (uint8_t b : bytes) name += kHex[b >> 4], name += kHex[b & 15];
-  return name;
 }
 
 // The mm-delay map: each recorded address at half its smallest round trip each way (the
@@ -197,7 +163,7 @@ int serve(const std::function<void()>& ready, ReplayPlan& p, const std::optional
               map);
     if (verbose) std::cerr << "mm-replay: " << timing_summary(*p.index, single_server) << std::endl;
   } else {
-    work_holder.emplace();
+    work_holder.emplace(WorkDirectory::Prefix{"mm-replay"});
   }
   const WorkDirectory& work = *work_holder;
   auto match = [&](const ReplayRequest& request) {
@@ -261,7 +227,7 @@ std::string nesting_warning(const std::string& outer_prefix) {
 void add_recorded_timing(TimingSettings& timing, std::vector<std::string>& command) {
   // The command runs inside a per-destination delay shell (mm-delay, found next to this
   // program) whose map the ferry writes from the recording before the command starts.
-  timing.directory = std::filesystem::path("/tmp") / ("mm-replay.timing-" + random_name());
+  timing.directory = std::filesystem::path("/tmp") / ("mm-replay.timing-" + unguessable_name());
   std::vector<std::string> wrapped = {"mm-delay", "0", "--destinations=" + timing.destinations().string(), "--"};
   wrapped.insert(wrapped.end(), command.begin(), command.end());
   command = std::move(wrapped);

@@ -3,6 +3,7 @@
 #include "util/private_directory.hh"
 
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -92,4 +93,29 @@ void make_private_directory(const fs::path& path, const PrivateDirectoryOptions&
 fs::path temporary_directory() {
   const char* tmpdir = std::getenv("TMPDIR");
   return tmpdir && tmpdir[0] == '/' ? fs::path(tmpdir) : fs::path("/tmp");
+}
+
+std::string unguessable_name() {
+  uint8_t bytes[16];
+  if (::getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) throw SystemError("getrandom");
+  static const char* kHex = "0123456789abcdef";
+  std::string name;
+  for (uint8_t b : bytes) name += kHex[b >> 4], name += kHex[b & 15];
+  return name;
+}
+
+WorkDirectory::WorkDirectory(Prefix prefix) {
+  std::string pattern = (temporary_directory() / (std::string(prefix.name) + ".XXXXXX")).string();
+  if (!::mkdtemp(pattern.data())) throw SystemError("creating a directory in " + temporary_directory().string());
+  path_ = pattern;
+}
+
+WorkDirectory::WorkDirectory(const std::filesystem::path& path) {
+  if (::mkdir(path.c_str(), 0700) != 0) throw SystemError("creating the directory " + path.string());
+  path_ = path;
+}
+
+WorkDirectory::~WorkDirectory() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
 }

@@ -7,6 +7,7 @@
 // others. Directories above it that already exist are taken as they are (/home, /tmp).
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 #include "util/exception.hh"
 
@@ -32,3 +33,26 @@ std::filesystem::path temporary_directory();
 
 // Makes `dir` private as described above; throws PrivateDirectoryError.
 void make_private_directory(const std::filesystem::path& dir, const PrivateDirectoryOptions& options);
+
+// 128 random bits as hex: a name in /tmp no other user can take first.
+std::string unguessable_name();
+
+// A private directory (0700) for a program's working files, removed with everything in it when
+// this goes.
+class WorkDirectory {
+ public:
+  struct Prefix {
+    std::string_view name;
+  };
+  // A new one in temporary_directory(), named NAME.XXXXXX.
+  explicit WorkDirectory(Prefix prefix);
+  // At a path chosen beforehand (with a part no one else can guess: unguessable_name()), made new.
+  explicit WorkDirectory(const std::filesystem::path& path);
+  ~WorkDirectory();
+  WorkDirectory(const WorkDirectory&) = delete;
+  WorkDirectory& operator=(const WorkDirectory&) = delete;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
