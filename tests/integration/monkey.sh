@@ -78,3 +78,80 @@ test_monkey_see_reads_every_link_type_and_format_alike() {
   done
   echo "  3 formats, the same 2 connections"
 }
+
+# ----- Monkey Do
+
+# The capture of a known path (the first test's: mm-delay 20 and a 10 Mbit/s link), three
+# connections of one exchange each, and three of two (curl reusing its connection), into
+# DIR/server.pcap; tcpdump next to a real HTTP server in the world.
+monkey_known_capture() {  # DIR
+  local dir=$1 port server tcpdump status=0
+  head -c 300000 /dev/urandom > "$dir/blob"
+  head -c 20000 /dev/urandom > "$dir/small"
+  port=$(free_port) || return 1
+  ip netns exec "$WORLD" python3 -c 'import functools, http.server as h, sys
+h.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
+handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2])
+h.ThreadingHTTPServer(("0.0.0.0", int(sys.argv[1])), handler).serve_forever()' "$port" "$dir" >/dev/null 2>&1 &
+  server=$!
+  wait_until 10 listening "$WORLD" tcp "$port" || { kill "$server"; fail "no HTTP server"; return 1; }
+  ip netns exec "$WORLD" tcpdump -i any --immediate-mode -s 200 -U -w "$dir/server.pcap" "tcp port $port" 2>"$dir/tcpdump.err" &
+  tcpdump=$!
+  wait_until 10 grep -q 'listening on' "$dir/tcpdump.err" || status=1
+  in_world "$BIN/mm-delay" 20 "$BIN/mm-link" rate:10Mbit/s rate:10Mbit/s -- sh -c "
+    for i in 1 2 3; do curl -sf -o /dev/null http://\$MAHIMAHI_BASE:$port/blob || exit 1; done
+    for i in 1 2 3; do curl -sf -o /dev/null -o /dev/null http://\$MAHIMAHI_BASE:$port/small http://\$MAHIMAHI_BASE:$port/blob || exit 1; done" ||
+    status=1
+  wait_until 10 capture_has_fins "$dir/server.pcap" 12 || status=1
+  kill -INT "$tcpdump"; wait "$tcpdump"
+  kill "$server"; wait "$server" 2>/dev/null
+  [ "$status" = 0 ] || { fail "the capture or the downloads failed: $(cat "$dir/tcpdump.err")"; return 1; }
+  chmod 644 "$dir/server.pcap"
+}
+
+# Monkey Do replays what Monkey See read: every exchange replayed, each within 10 % of its traced
+# response time, as an ordinary user, and nothing left behind.
+test_monkey_do_replays_a_capture_within_ten_percent() {
+  local dir=$WORLD_TMP/monkey-do
+  mkdir -p "$dir" && chmod 777 "$dir"
+  monkey_known_capture "$dir" || return 1
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" see "$dir/server.pcap" -o "$dir/workload" 2>/dev/null ||
+    { fail "mm-monkey see failed"; return 1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" do "$dir/workload" -o "$dir/results.csv" 2>"$dir/do.err" ||
+    { fail "mm-monkey do exited $?: $(cat "$dir/do.err")"; return 1; }
+  sed 's/^/  /' "$dir/do.err"
+  [ "$(stat -c %U "$dir/results.csv")" = "$TEST_USER" ] || { fail "the results are not the user's"; return 1; }
+  awk -F, 'NR > 1 {
+      n++
+      if ($14 != "ok") { print "not replayed: " $0; bad = 1 }
+      e = $12 < 0 ? -$12 : $12
+      if (e > 0.1) { print "off by more than 10 %: " $0; bad = 1 }
+      printf "    connection %s exchange %s: %s bytes, traced %s ms, replayed %s ms\n", $1, $2, $9, $10, $11
+    }
+    END { if (n != 9) { print n " exchanges, not 9"; bad = 1 } exit bad }' "$dir/results.csv" ||
+    { fail "the replay is off"; return 1; }
+  [ -z "$(ls -d /tmp/mm-monkey.* 2>/dev/null)" ] || { fail "left behind: $(ls -d /tmp/mm-monkey.*)"; return 1; }
+}
+
+test_monkey_do_bad_input() {
+  local dir=$WORLD_TMP/monkey-do-bad i
+  mkdir -p "$dir" && chmod 777 "$dir"
+  echo "hello" > "$dir/not-a-workload"
+  {
+    echo "# mahimahi monkey workload 1"
+    for i in $(seq 1025); do
+      printf 'C\t%d\t1.0\t10.9.%d.%d\t4000%d\t10.0.0.1\t80\tfin\t20\t20\t1\t10\t1\t0\t10\t0\t0\t1460\t1460\t7\t7\t1\t1\t0\t0\t65535\t1\t100\t1000\t1\t50\t-\n' \
+        "$i" $((i / 256)) $((i % 256)) $((i % 10))
+    done
+  } > "$dir/many-clients"
+  head -2 "$dir/many-clients" > "$dir/one-client"
+  : > "$dir/taken.csv"
+  chmod 644 "$dir"/*
+  rc_msg 2 'missing -o RESULTS' in_world "$BIN/mm-monkey" do "$dir/not-a-workload" &&
+    rc_msg 2 'missing WORKLOAD' in_world "$BIN/mm-monkey" do -o "$dir/r.csv" &&
+    AS_USER=$TEST_USER rc_msg 1 'is not a workload of mm-monkey see' in_world "$BIN/mm-monkey" do "$dir/not-a-workload" -o "$dir/r.csv" &&
+    AS_USER=$TEST_USER rc_msg 1 'more than 1024 clients' in_world "$BIN/mm-monkey" do "$dir/many-clients" -o "$dir/r.csv" &&
+    AS_USER=$TEST_USER rc_msg 1 'exists: give another RESULTS file, or --force' in_world "$BIN/mm-monkey" do "$dir/one-client" -o "$dir/taken.csv" &&
+    AS_USER=$TEST_USER rc_msg 1 'serve runs inside a shell' in_world "$BIN/mm-monkey" serve || return 1
+  [ ! -e "$dir/r.csv" ] || { fail "a results file was made for a workload that failed"; return 1; }
+}

@@ -110,7 +110,7 @@ world_leftovers_now() {
     world_tables
     in_world ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -E "^$SHELL_DEVICE_RE" || true
     pgrep -a -f 'mm-replay\.[A-Za-z0-9]{6}/' || true  # replay daemons (their configs live there)
-    ls -d /tmp/mm-replay.* 2>/dev/null || true
+    ls -d /tmp/mm-replay.* /tmp/mm-monkey.* 2>/dev/null || true
     ls "$(world_lock_file)" 2>/dev/null || true
     # Rootless shells' (tests/integration/rootless.sh): their way out, their lock files.
     pgrep -a '^pas(ta|st)' || true
