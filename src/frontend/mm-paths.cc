@@ -31,7 +31,12 @@ const ProgramInfo kInfo{
     "Options:\n"
     "  --path=\"PEER SETTING...\"   one more path, as a line of PATHS-FILE (then PATHS-FILE may be\n"
     "              left out); it replaces the file's line for the same PEER; repeatable\n"
-    "  --seed N    seed the losses, so that a run repeats\n" +
+    "  --seed N    seed the losses, so that a run repeats\n"
+    "  --tcp-congestion-control=NAME, --tcp-initial-window=SEGMENTS,\n"
+    "  --tcp-slow-start-after-idle=on|off\n"
+    "              the TCP of COMMAND's namespace (a server's, inside): its congestion control (one\n"
+    "              the kernel allows in a namespace), the initial congestion window of its\n"
+    "              connections out (the kernel's: 10), slow start after an idle period\n" +
         std::string(kHelpAndVersionLines) +
         "\n"
         "A path's packets keep their order and leave one after another at its rate; one path's\n"

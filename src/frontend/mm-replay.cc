@@ -101,7 +101,7 @@ std::vector<ArgScanner::Option> replay_options(ReplayShellSettings& s, ServerTcp
   ReplayOptions& options = s.options;
   Http3Settings& http3 = s.http3;
   TimingSettings& timing = s.timing;
-  return {
+  std::vector<ArgScanner::Option> list{
       {"http2", false, [&](std::string_view) { s.http2 = true; }},
       {"timing", true,
        [&](std::string_view v) {
@@ -124,29 +124,6 @@ std::vector<ArgScanner::Option> replay_options(ReplayShellSettings& s, ServerTcp
          http3.alt_svc = AltSvcPolicy::kAll;
        }},
       {"qlog-dir", true, [&](std::string_view v) { http3.qlog_dir = std::string(v); }},
-      {"server-congestion-control", true,
-       [&](std::string_view v) {
-         if (!is_congestion_control_name(v))
-           throw UsageError(
-               "--server-congestion-control needs a congestion control's name (such as reno "
-               "or bbr), not \"" +
-               printable(v, 40) + "\"");
-         server_tcp.congestion_control = std::string(v);
-       }},
-      {"server-initial-window", true,
-       [&](std::string_view v) {
-         const uint64_t n = parse_unsigned(v, "--server-initial-window");
-         if (n < 1 || n > kMaxInitialWindow)
-           throw UsageError("--server-initial-window takes a number of segments from 1 to " +
-                            std::to_string(kMaxInitialWindow) + ", not " + std::to_string(n));
-         server_tcp.initial_window = static_cast<uint32_t>(n);
-       }},
-      {"server-slow-start-after-idle", true,
-       [&](std::string_view v) {
-         if (v != "on" && v != "off")
-           throw UsageError("--server-slow-start-after-idle takes on or off, not \"" + printable(v, 40) + "\"");
-         server_tcp.slow_start_after_idle = v == "on";
-       }},
       {"ignore-user-agent", false, [&](std::string_view) { options.ignore_user_agent = true; }},
       {"ignore-query-param", true,
        [&](std::string_view v) {
@@ -175,6 +152,8 @@ std::vector<ArgScanner::Option> replay_options(ReplayShellSettings& s, ServerTcp
       {"ca-dir", true, [&](std::string_view v) { ca_dir = std::string(v); }},
       {"verbose", false, [&](std::string_view) { s.verbose = true; }},
       ArgScanner::tcp_ecn_option(server_tcp.ecn)};
+  for (ArgScanner::Option& o : tcp_settings_options(server_tcp, "server-")) list.push_back(std::move(o));
+  return list;
 }
 
 // The command line: DIR, options, the command; what the ferry does with them.

@@ -279,18 +279,21 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
   MonkeyDoSettings s;
   ShellSpec spec;
   std::optional<uint64_t> seed;
-  ArgScanner scanner(info, {{"output", true, [&](std::string_view v) { s.results = std::string(v); }},
-                            {"o", true, [&](std::string_view v) { s.results = std::string(v); }},
-                            {"force", false, [&](std::string_view) { s.force = true; }},
-                            {"f", false, [&](std::string_view) { s.force = true; }},
-                            {"port", true,
-                             [&](std::string_view v) {
-                               const uint64_t port = parse_unsigned(v, "--port");
-                               if (port < 1 || port > 65535) throw UsageError("--port is 1 to 65535");
-                               s.port = static_cast<uint16_t>(port);
-                             }},
-                            ArgScanner::seed_option(seed),
-                            {"verbose", false, [&](std::string_view) { s.verbose = true; }}});
+  ServerTcpSettings server_tcp;
+  std::vector<ArgScanner::Option> options{{"output", true, [&](std::string_view v) { s.results = std::string(v); }},
+                                          {"o", true, [&](std::string_view v) { s.results = std::string(v); }},
+                                          {"force", false, [&](std::string_view) { s.force = true; }},
+                                          {"f", false, [&](std::string_view) { s.force = true; }},
+                                          {"port", true,
+                                           [&](std::string_view v) {
+                                             const uint64_t port = parse_unsigned(v, "--port");
+                                             if (port < 1 || port > 65535) throw UsageError("--port is 1 to 65535");
+                                             s.port = static_cast<uint16_t>(port);
+                                           }},
+                                          ArgScanner::seed_option(seed),
+                                          {"verbose", false, [&](std::string_view) { s.verbose = true; }}};
+  for (ArgScanner::Option& o : tcp_settings_options(server_tcp, "server-")) options.push_back(std::move(o));
+  ArgScanner scanner(info, std::move(options));
   const std::vector<std::string> rest = scanner.scan(ac, av, [&](std::string_view word) {
     if (!s.workload.empty()) throw UsageError("one WORKLOAD only (\"" + printable(word, 80) + "\" is a second)");
     s.workload = std::string(word);
@@ -305,15 +308,18 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
   const uint64_t loss_seed = seed ? *seed : Random::fresh_seed();
   spec.tag = "[monkey do] ";
   spec.isolated = true;
-  spec.command = {"mm-paths",
-                  (s.directory / "paths").string(),
-                  "--seed",
-                  std::to_string(loss_seed),
-                  "--",
-                  "mm-monkey",
-                  "serve",
-                  "--port",
-                  std::to_string(s.port)};
+  spec.command = {"mm-paths", (s.directory / "paths").string(), "--seed", std::to_string(loss_seed)};
+  // The server's TCP: its namespace's, inside mm-paths (its initial window on the default route
+  // its answers take).
+  if (!server_tcp.congestion_control.empty())
+    spec.command.push_back("--tcp-congestion-control=" + server_tcp.congestion_control);
+  if (server_tcp.initial_window)
+    spec.command.push_back("--tcp-initial-window=" + std::to_string(server_tcp.initial_window));
+  if (server_tcp.slow_start_after_idle)
+    spec.command.push_back(std::string("--tcp-slow-start-after-idle=") +
+                           (*server_tcp.slow_start_after_idle ? "on" : "off"));
+  for (const char* word : {"--", "mm-monkey", "serve", "--port"}) spec.command.push_back(word);
+  spec.command.push_back(std::to_string(s.port));
   spec.ferry = [s](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {
       return run_monkey_do(s, endpoints, ready);

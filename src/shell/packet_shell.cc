@@ -257,7 +257,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
                                 .tcp_ecn = spec.tcp_ecn,
                                 // (Set by every shell for its command; a user who clears it only
                                 // gets a line from the outer shell's reaper, see ForwardingGrant.)
-                                .outermost = !env.get("MAHIMAHI_SHELL_PREFIX") || !*env.get("MAHIMAHI_SHELL_PREFIX")});
+                                .outermost = !env.get("MAHIMAHI_SHELL_PREFIX") || !*env.get("MAHIMAHI_SHELL_PREFIX"),
+                                .command_tcp = spec.command_tcp});
     if (spec.verbose || (plan.offload_asked && !net.offload_refused.empty()))
       std::cerr << info.name << ": " << offload_summary(plan.offload, net) << "\n";
   }
@@ -357,6 +358,30 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 }
 
 }  // namespace
+
+std::vector<ArgScanner::Option> tcp_settings_options(ServerTcpSettings& tcp, const std::string& prefix) {
+  const std::string cc = "--" + prefix + "congestion-control", window = "--" + prefix + "initial-window",
+                    idle = "--" + prefix + "slow-start-after-idle";
+  return {{cc.substr(2), true,
+           [&tcp, cc](std::string_view v) {
+             if (!is_congestion_control_name(v))
+               throw UsageError(cc + " needs a congestion control's name (such as reno or bbr), not \"" +
+                                printable(v, 40) + "\"");
+             tcp.congestion_control = std::string(v);
+           }},
+          {window.substr(2), true,
+           [&tcp, window](std::string_view v) {
+             const uint64_t n = parse_unsigned(v, window);
+             if (n < 1 || n > kMaxInitialWindow)
+               throw UsageError(window + " takes a number of segments from 1 to " + std::to_string(kMaxInitialWindow) +
+                                ", not " + std::to_string(n));
+             tcp.initial_window = static_cast<uint32_t>(n);
+           }},
+          {idle.substr(2), true, [&tcp, idle](std::string_view v) {
+             if (v != "on" && v != "off") throw UsageError(idle + " takes on or off, not \"" + printable(v, 40) + "\"");
+             tcp.slow_start_after_idle = v == "on";
+           }}};
+}
 
 int run_packet_shell(int argc, char** argv, const ProgramInfo& info,
                      const std::function<ShellSpec(int, char**)>& parse) {

@@ -64,10 +64,17 @@ struct ShellSpec {
   // Its emulation follows a trace in time (mm-link, mm-delay --delay-trace): the outermost such
   // shell sets MAHIMAHI_CLOCK_BASE for the shells inside it (see trace_start()).
   bool follows_trace = false;
+  // The TCP of the command's namespace (mm-paths --tcp-...): its congestion control, slow start
+  // after idle, and the initial window of its default route (the one its connections out take).
+  ServerTcpSettings command_tcp;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;
 };
+
+// --PREFIXcongestion-control=NAME, --PREFIXinitial-window=SEGMENTS and
+// --PREFIXslow-start-after-idle=on|off into `tcp`: mm-replay's --server-..., mm-paths's --tcp-....
+std::vector<ArgScanner::Option> tcp_settings_options(ServerTcpSettings& tcp, const std::string& prefix);
 
 // The whole life of a packet shell. parse() turns the command line into a ShellSpec (throwing
 // UsageError); returns the process exit status: the command's, 128+N if it was killed by signal

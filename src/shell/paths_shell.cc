@@ -38,6 +38,7 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
                                           ArgScanner::seed_option(seed),
                                           ArgScanner::verbose_option(spec.verbose),
                                           ArgScanner::tcp_ecn_option(spec.tcp_ecn)};
+  for (ArgScanner::Option& o : tcp_settings_options(spec.command_tcp, "tcp-")) options.push_back(std::move(o));
   ArgScanner scanner(info, std::move(options));
   spec.command = scanner.scan(ac, av, [&](std::string_view word) {
     if (file || !typed.empty()) return false;

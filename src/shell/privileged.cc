@@ -253,6 +253,42 @@ std::vector<FileDescriptor> in_new_namespace(ShellNetwork& net,
 }
 }  // namespace
 
+namespace {
+// The namespace's default congestion control; the kernel says no with ENOENT (none of that name,
+// even as a module) or EPERM (not among net.ipv4.tcp_allowed_congestion_control).
+void set_congestion_control(const std::string& name) {
+  const std::string path = "/proc/sys/net/ipv4/tcp_congestion_control";
+  try {
+    write_existing_file(path, name);
+  } catch (const SystemError& e) {
+    if (e.error() != ENOENT && e.error() != EPERM) throw;
+    auto words = [](const std::string& file) { return read_setting(file).value_or("?"); };  // "reno bbr"
+    const std::string allowed = words("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
+    if (e.error() == ENOENT) {
+      throw UserError("congestion control " + name + ": this kernel has no congestion control of that name (" +
+                      "available: " + words("/proc/sys/net/ipv4/tcp_available_congestion_control") +
+                      "; in a namespace: " + allowed + "); choose one of those");
+    }
+    throw UserError("congestion control " + name +
+                    ": the kernel allows only these in a namespace (net.ipv4.tcp_allowed_congestion_control): " +
+                    allowed + "; choose one of them, or ask the administrator to allow " + name);
+  }
+}
+
+// The command's TCP in its new namespace (mm-paths --tcp-...; the calling thread is in it).
+// The initial window goes on both routes out: the default one and the one to the outer address
+// (MAHIMAHI_BASE, a peer of the point-to-point device).
+void set_command_tcp(const ServerTcpSettings& tcp, const AddressPair& addresses) {
+  if (!tcp.congestion_control.empty()) set_congestion_control(tcp.congestion_control);
+  if (tcp.slow_start_after_idle)
+    write_existing_file("/proc/sys/net/ipv4/tcp_slow_start_after_idle", *tcp.slow_start_after_idle ? "1" : "0");
+  if (tcp.initial_window) {
+    set_default_route_windows(kInnerDevice, addresses.outer, {.congestion = tcp.initial_window});
+    set_peer_route_windows(kInnerDevice, addresses.inner, addresses.outer, {.congestion = tcp.initial_window});
+  }
+}
+}  // namespace
+
 ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options) {
   std::vector<Ipv4Net> in_use = networks_in_use();
@@ -353,6 +389,7 @@ ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::opti
     disable_ipv6(kInnerDevice);
     configure_point_to_point(kInnerDevice, net.addresses.inner, net.addresses.outer, kTxQueueLength);
     add_default_route(kInnerDevice, net.addresses.outer);
+    set_command_tcp(options.command_tcp, net.addresses);
     allow_ping();
     if (tcp_ecn) set_tcp_ecn(*tcp_ecn);
     for (Ipv4 resolver : net.dns.nameservers) {
@@ -386,30 +423,6 @@ bool is_congestion_control_name(std::string_view name) {
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
   });
 }
-
-namespace {
-// The namespace's default congestion control; the kernel says no with ENOENT (none of that name,
-// even as a module) or EPERM (not among net.ipv4.tcp_allowed_congestion_control).
-void set_congestion_control(const std::string& name) {
-  const std::string path = "/proc/sys/net/ipv4/tcp_congestion_control";
-  try {
-    write_existing_file(path, name);
-  } catch (const SystemError& e) {
-    if (e.error() != ENOENT && e.error() != EPERM) throw;
-    auto words = [](const std::string& file) { return read_setting(file).value_or("?"); };  // "reno bbr"
-    const std::string allowed = words("/proc/sys/net/ipv4/tcp_allowed_congestion_control");
-    if (e.error() == ENOENT) {
-      throw UserError("--server-congestion-control=" + name + ": this kernel has no congestion control of that name (" +
-                      "available: " + words("/proc/sys/net/ipv4/tcp_available_congestion_control") +
-                      "; in a namespace: " + allowed + "); choose one of those");
-    }
-    throw UserError("--server-congestion-control=" + name +
-                    ": the kernel allows only these in a namespace (net.ipv4.tcp_allowed_congestion_control): " +
-                    allowed + "; choose one of them, or ask the administrator to allow " + name);
-  }
-}
-
-}  // namespace
 
 ShellNetwork create_isolated_namespace(const ServerTcpSettings& tcp) {
   ShellNetwork net;

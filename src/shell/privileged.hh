@@ -80,6 +80,20 @@ struct ShellNetwork {
 
 constexpr const char* kInnerDevice = "ingress";
 
+// The TCP of the servers in an isolated namespace (mm-replay --server-...): that namespace's own
+// sysctls, which a user could set in a namespace of their own too. Empty/unset: the defaults the
+// namespace inherits.
+struct ServerTcpSettings {
+  std::string congestion_control;             // net.ipv4.tcp_congestion_control
+  std::optional<bool> slow_start_after_idle;  // net.ipv4.tcp_slow_start_after_idle
+  // The initial congestion window in segments (0: the kernel's, 10): a route metric, so the
+  // namespace gets "unreachable default initcwnd N", and each shell started inside copies it onto
+  // its peer route, the route the servers' connections to the command take.
+  uint32_t initial_window = 0;
+  std::optional<int> ecn;  // net.ipv4.tcp_ecn: 0, 1 or 2 (mm-replay --tcp-ecn)
+};
+constexpr uint32_t kMaxInitialWindow = 1024;
+
 // Creates the namespace, both TUN devices, addresses, routes, sysctls and NAT for a shell of
 // the given kind (its device's name: shell_device_name). avoid is an address that must stay
 // reachable (MAHIMAHI_BASE), never allocated.
@@ -98,8 +112,9 @@ struct ShellNetworkOptions {
   // With base_to_host: resolvers at the host's own addresses, and where pasta takes their DNS.
   std::vector<Ipv4> host_resolvers;
   Ipv4 host_dns_forward;
-  std::optional<int> tcp_ecn;  // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
-  bool outermost = false;      // no other shell around this one (ForwardingGrant)
+  std::optional<int> tcp_ecn;     // net.ipv4.tcp_ecn of the new namespace: 0, 1 or 2 (unset: the kernel's)
+  bool outermost = false;         // no other shell around this one (ForwardingGrant)
+  ServerTcpSettings command_tcp;  // the new namespace's TCP (its ecn is tcp_ecn above)
 };
 ShellNetwork create_shell_network(ShellKind kind, const Ipv4Net& pool, std::optional<Ipv4> avoid,
                                   const ShellNetworkOptions& options);
@@ -120,20 +135,6 @@ int ferry_nice(const UserIdentity& user, const AdministratorConfig& config, rlim
 int ferry_nice(const UserIdentity& user, const AdministratorConfig& config);  // the caller's RLIMIT_NICE
 // Sets the calling process's nice value to `nice` if that raises its priority. Failure is not an error.
 void raise_priority(int nice);
-
-// The TCP of the servers in an isolated namespace (mm-replay --server-...): that namespace's own
-// sysctls, which a user could set in a namespace of their own too. Empty/unset: the defaults the
-// namespace inherits.
-struct ServerTcpSettings {
-  std::string congestion_control;             // net.ipv4.tcp_congestion_control
-  std::optional<bool> slow_start_after_idle;  // net.ipv4.tcp_slow_start_after_idle
-  // The initial congestion window in segments (0: the kernel's, 10): a route metric, so the
-  // namespace gets "unreachable default initcwnd N", and each shell started inside copies it onto
-  // its peer route, the route the servers' connections to the command take.
-  uint32_t initial_window = 0;
-  std::optional<int> ecn;  // net.ipv4.tcp_ecn: 0, 1 or 2 (mm-replay --tcp-ecn)
-};
-constexpr uint32_t kMaxInitialWindow = 1024;
 
 // Whether `name` is spelt as the kernel's congestion controls are (1-15 of a-z, 0-9, _).
 bool is_congestion_control_name(std::string_view name);

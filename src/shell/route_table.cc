@@ -150,6 +150,23 @@ void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, In
   request.execute("setting the initial windows of the route to " + peer.str() + " on " + device);
 }
 
+void set_default_route_windows(const std::string& device, Ipv4 gateway, InitialWindows windows) {
+  const unsigned index = ::if_nametoindex(device.c_str());
+  if (index == 0) throw SystemError("no interface " + device);
+  rtmsg route{};
+  route.rtm_family = AF_INET;
+  route.rtm_table = RT_TABLE_MAIN;
+  route.rtm_protocol = RTPROT_BOOT;
+  route.rtm_scope = RT_SCOPE_UNIVERSE;
+  route.rtm_type = RTN_UNICAST;
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, route);
+  const in_addr via = socket_address(gateway, 0).sin_addr;
+  request.add(RTA_GATEWAY, &via, sizeof via);
+  request.add_u32(RTA_OIF, index);
+  request.add_windows(windows);
+  request.execute("setting the initial windows of the default route via " + gateway.str());
+}
+
 void add_unreachable_default(InitialWindows windows) {
   rtmsg route{};
   route.rtm_family = AF_INET;

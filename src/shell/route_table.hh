@@ -77,3 +77,5 @@ void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, In
 // a route for what nothing answers anyway, which the shells started inside copy onto their
 // peer routes (covering_route_windows).
 void add_unreachable_default(InitialWindows windows);
+// Gives the default route via `gateway` on `device` these initial windows.
+void set_default_route_windows(const std::string& device, Ipv4 gateway, InitialWindows windows);

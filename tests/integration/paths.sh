@@ -111,3 +111,44 @@ test_paths_bad_input() {
     rc_msg 1 "$bad.rate line 1: \"fast\" is not a rate" in_world "$BIN/mm-paths" "$bad.rate" true &&
     rc_msg 1 'cannot read paths file' in_world "$BIN/mm-paths" "$WORLD_TMP/no-such.paths" true
 }
+
+test_paths_command_tcp_settings_stay_in_the_shell() {
+  # --tcp-...: the command's namespace gets the initial window on its default route and its own
+  # slow start after idle; the world's are untouched. A server inside with an initial window of
+  # 10 sends 12 KB to a client outside 100 ms away in one round trip; with 1, in three or more
+  # (1, 2, 4, ... segments; the client's receive window, 10 segments at first, limits neither).
+  local before status=0 port dir=$WORLD_TMP/paths-tcp
+  mkdir -p "$dir" && chmod 777 "$dir" && head -c 12000 /dev/zero > "$dir/blob"
+  before=$(in_world cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-paths" --path="$WORLD_IP delay=50" --tcp-initial-window=40 \
+    --tcp-slow-start-after-idle=off -- sh -c 'ip route show default; cat /proc/sys/net/ipv4/tcp_slow_start_after_idle')
+  echo "$out" | sed 's/^/  /'
+  echo "$out" | grep -q '^default via .* initcwnd 40' || { fail "no initcwnd 40 on the default route"; status=1; }
+  [ "$(echo "$out" | tail -1)" = 0 ] || { fail "slow start after idle is not off"; status=1; }
+  [ "$(in_world cat /proc/sys/net/ipv4/tcp_slow_start_after_idle)" = "$before" ] || { fail "the world's changed"; status=1; }
+  for window in 10 1; do
+    port=$(free_port) || return 1
+    # The server inside writes its address and serves one download; the shell ends once the
+    # test is done with it (its packets in flight would go with it).
+    # (The world reaches the shell from the outer device's address: every peer, 0.0.0.0/0.)
+    AS_USER=$TEST_USER in_world "$BIN/mm-paths" --path="0.0.0.0/0 delay=50" --tcp-initial-window=$window -- sh -c \
+      'a=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
+       python3 -c "import http.server as h, functools, sys
+s = h.HTTPServer((sys.argv[1], int(sys.argv[2])), functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[3]))
+open(sys.argv[3] + \"/where\", \"w\").write(sys.argv[1])
+s.handle_request()" "$a" "$1" "$2"; i=0
+       while [ ! -e "$2/done" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done' sh "$port" "$dir" 2>/dev/null &
+    wait_until 10 test -s "$dir/where" || { fail "no server inside"; status=1; break; }
+    t=$(in_world curl -s -m 10 -o /dev/null -w '%{time_starttransfer} %{time_total}' "http://$(cat "$dir/where"):$port/blob")
+    touch "$dir/done"
+    wait
+    rm -f "$dir/where" "$dir/done"
+    ms=$(echo "$t" | awk '{ printf "%.0f", ($2 - $1) * 1000 }')
+    echo "  initial window $window: the 12 KB after its first byte in $ms ms"
+    if [ "$window" = 10 ]; then check_range "transfer (ms), window 10" "$ms" 0 60 || status=1
+    else check_range "transfer (ms), window 1" "$ms" 150 1000 || status=1; fi
+  done
+  rc_msg 2 '--tcp-initial-window takes a number of segments from 1 to 1024' \
+    in_world "$BIN/mm-paths" --path="$WORLD_IP delay=1" --tcp-initial-window=0 true || status=1
+  return $status
+}

@@ -62,9 +62,8 @@ std::string workload_of(const std::vector<MonkeyConnection>& cs) {
 }  // namespace
 
 TEST(MonkeyDo, reads_back_what_monkey_see_writes) {
-  const auto w = parse_workload(workload_of({connection(1, "10.9.0.1", 40, {1000, 20000}),
-                                             connection(2, "10.9.0.2", 0, {5})}),
-                                "w");
+  const auto w = parse_workload(
+      workload_of({connection(1, "10.9.0.1", 40, {1000, 20000}), connection(2, "10.9.0.2", 0, {5})}), "w");
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[0].client, "10.9.0.1");
   EXPECT_EQ(w[0].server_port, 443);
@@ -113,8 +112,7 @@ TEST(MonkeyDo, request_heads_and_log_lines_go_and_come_back) {
 
 TEST(MonkeyDo, plans_each_clients_path_and_the_think_times) {
   const auto w = parse_workload(workload_of({connection(1, "10.9.0.1", 40, {1000, 20000}, 100),
-                                             connection(2, "10.9.0.1", 30, {5}),
-                                             connection(3, "10.9.0.2", 0, {5})}),
+                                             connection(2, "10.9.0.1", 30, {5}), connection(3, "10.9.0.2", 0, {5})}),
                                 "w");
   const MonkeyPlan plan = plan_replay(w, 1024);
   ASSERT_EQ(plan.clients.size(), 2u);
@@ -152,8 +150,7 @@ TEST(MonkeyDo, compares_traced_and_replayed_response_times) {
   EXPECT_NE(r.csv.find("\n1,1,10.9.0.1,172.16.0.1,40.000,8.000,0.0100,300,1000,13.000,14.200,0.0923,50.000,ok\n"),
             std::string::npos)
       << r.csv;
-  EXPECT_NE(r.csv.find("\n1,2,10.9.0.1,172.16.0.1,40.000,8.000,0.0100,300,20000,13.000,,,,failed\n"),
-            std::string::npos)
+  EXPECT_NE(r.csv.find("\n1,2,10.9.0.1,172.16.0.1,40.000,8.000,0.0100,300,20000,13.000,,,,failed\n"), std::string::npos)
       << r.csv;
   EXPECT_NE(r.summary.find("1 exchange not replayed"), std::string::npos) << r.summary;
 }
