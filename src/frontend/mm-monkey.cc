@@ -62,9 +62,10 @@ const char* kHelp =
     "     --server-slow-start-after-idle=on|off\n"
     "                    the server emulator's TCP (the kernel's by default): a change to predict\n"
     "\n"
-    "  serve [--port PORT] [--congestion-control NAME]\n"
+    "  serve [--port PORT] [--congestion-control NAME] [--plan FILE]\n"
     "                    the server emulator, as mm-monkey do runs it inside mm-paths: listens on the\n"
-    "                    shell's address (device ingress) until a replay stops it\n"
+    "                    shell's address (device ingress) until a replay stops it; --plan: how\n"
+    "                    each response is written (in parts, Nagle's algorithm on or off)\n"
     "\n"
     "  --help, --version\n";
 
@@ -130,7 +131,7 @@ int see(const std::string& capture, const std::string& output, bool force) {
 }
 
 // The server emulator inside the shell: on the address of its device "ingress".
-int serve(uint16_t port, const std::string& congestion_control) {
+int serve(uint16_t port, const std::string& congestion_control, const std::string& plan_file) {
   ifaddrs* list = nullptr;
   std::optional<Ipv4> address;
   if (::getifaddrs(&list) == 0) {
@@ -143,12 +144,17 @@ int serve(uint16_t port, const std::string& congestion_control) {
     throw UserError(
         "serve runs inside a shell (it listens on the address of the device ingress); "
         "mm-monkey do starts it so");
-  return run_monkey_server({*address, port, 100'000, congestion_control}, [] {});
+  MonkeyServerOptions options{*address, port, 100'000, congestion_control, {}};
+  if (!plan_file.empty())
+    options.plan =
+        parse_server_plan(read_user_file(plan_file, "server plan", uint64_t{1} << 30, "give mm-monkey do's plan"),
+                          user_file_name(plan_file));
+  return run_monkey_server(options, [] {});
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> words;
-  std::string output, congestion_control;
+  std::string output, congestion_control, plan;
   uint16_t port = 8000;
   bool force = false, options_done = false;
   for (int i = 1; i < argc; i++) {
@@ -171,6 +177,9 @@ int run(int argc, char** argv) {
       const uint64_t p = parse_unsigned(v, "--port");
       if (p < 1 || p > 65535) throw UsageError("--port is 1 to 65535");
       port = static_cast<uint16_t>(p);
+    } else if (w == "--plan" || w.starts_with("--plan=")) {
+      plan = w == "--plan" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(7));
+      if (plan.empty()) throw UsageError("--plan needs a file (mm-monkey do writes it)");
     } else if (w == "--congestion-control" || w.starts_with("--congestion-control=")) {
       congestion_control = w == "--congestion-control" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(21));
       if (congestion_control.empty() || congestion_control.size() > 15)
@@ -189,7 +198,7 @@ int run(int argc, char** argv) {
   }
   if (command == "serve") {
     if (!words.empty()) throw UsageError("serve takes no file");
-    return serve(port, congestion_control);
+    return serve(port, congestion_control, plan);
   }
   throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, serve)");
 }

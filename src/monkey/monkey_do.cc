@@ -102,6 +102,12 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
                              {c.id, e.index, e.request_bytes, e.response_bytes,
                               static_cast<uint64_t>(std::min<Nanos>(ms(delay) / 1000, kMaxServerDelayUs))}});
       previous_end = e.response_end_ms.value_or(e.request_end_ms);
+      if (e.parts.size() > 1 || c.nodelay) {
+        std::vector<ServerPart> parts;
+        for (const WorkloadPart& part : e.parts) parts.push_back({part.bytes, ms(part.pause_ms)});
+        if (parts.empty()) parts.push_back({e.response_bytes, 0});
+        plan.server += server_plan_line(c.id, e.index, c.nodelay, parts);
+      }
     }
     plan.connections.push_back(std::move(p));
   }
@@ -245,6 +251,10 @@ int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, co
                                                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
                 .get(),
             "# mm-monkey do: each client's path\n" + plan.paths);
+  write_all(FileDescriptor(check_syscall("open", ::open((s.directory / "server-plan").c_str(),
+                                                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
+                .get(),
+            plan.server);
   if (s.verbose)
     std::cerr << "mm-monkey do: " << count_of(workload.size(), "connection") << " of "
               << count_of(plan.clients.size(), "client") << "; " << plan.without_rtt
@@ -320,6 +330,7 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
                            (*server_tcp.slow_start_after_idle ? "on" : "off"));
   for (const char* word : {"--", "mm-monkey", "serve", "--port"}) spec.command.push_back(word);
   spec.command.push_back(std::to_string(s.port));
+  spec.command.push_back("--plan=" + (s.directory / "server-plan").string());
   spec.ferry = [s](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {
       return run_monkey_do(s, endpoints, ready);

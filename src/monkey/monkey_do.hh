@@ -28,6 +28,7 @@ constexpr uint32_t kFirstClientAddress = 0xac100001;  // 172.16.0.1
 struct MonkeyPlan {
   std::vector<Ipv4> clients;  // one per client address of the trace, in order of appearance
   std::string paths;          // mm-paths's table: each client's path
+  std::string server;         // the server emulator's plan: responses in parts, Nagle off
   std::vector<ClientConnectionPlan> connections;
   size_t without_rtt = 0;        // connections whose RTT was not measured (their client's, or the median)
   size_t without_bandwidth = 0;  // ... their bandwidth (no rate limit then)

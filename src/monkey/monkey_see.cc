@@ -62,6 +62,12 @@ struct MonkeySee::Tracked {
   Nanos previous_ack_time = 0;
   uint64_t previous_ack = 0, previous_ack_burst = 0;
   std::vector<double> bandwidths;
+  // The response being sent: its last fresh segment (time, and whether it was below the MSS),
+  // the end of the last segment below the MSS, the last ACK that advanced.
+  Nanos last_fresh_time = 0;
+  bool last_fresh_small = false;
+  uint64_t small_end = 0;
+  Nanos last_advancing_ack = 0;
   // The client's data.
   uint64_t client_high = 1;
   bool answered = true;  // the last exchange has a response: the client's next data is a new request
@@ -69,6 +75,11 @@ struct MonkeySee::Tracked {
   uint32_t mss() const {
     if (c.client_mss) return c.client_mss;
     return c.largest_server_segment ? c.largest_server_segment : kDefaultMss;
+  }
+  // The payload of a full segment: the MSS less the timestamps option every segment carries.
+  uint32_t full_payload() const {
+    const uint32_t options = c.timestamps ? 12 : 0;
+    return std::max(c.largest_server_segment, mss() > options ? mss() - options : mss());
   }
 };
 
@@ -102,6 +113,23 @@ void MonkeySee::report(Tracked& t, const std::string& ended_by) {
   reported_++;
   sink_(std::move(c));
   c = MonkeyConnection{};
+}
+
+// A fresh server segment of `fresh` bytes joins the response's parts: a new part if the one
+// before was below the MSS (the server's buffer had run empty), after the application's pause.
+void MonkeySee::add_to_parts(Tracked& t, MonkeyExchange& e, Nanos time, uint64_t fresh) {
+  const bool new_part = e.parts.empty() || (t.last_fresh_small && e.parts.size() < kMaxResponseParts);
+  if (!new_part) {
+    e.parts.back().bytes += fresh;
+    return;
+  }
+  Nanos pause = 0;
+  if (!e.parts.empty()) {
+    // Sent the moment an ACK came (within a millisecond): TCP held it, not the application.
+    const bool released_by_ack = t.last_advancing_ack > t.last_fresh_time && time - t.last_advancing_ack <= kNanosPerMs;
+    pause = released_by_ack ? 0 : time - t.last_fresh_time;
+  }
+  e.parts.push_back({fresh, pause});
 }
 
 void MonkeySee::segment(Nanos time, const TcpSegment& s) {
@@ -209,6 +237,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
           t.previous_ack_burst = last_burst;
         }
         t.acked = a;
+        t.last_advancing_ack = time;
       }
     }
     if (s.payload > 0) {
@@ -292,6 +321,15 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
           }
         }
         MonkeyExchange& e = c.exchanges.back();
+        if (e.parts.empty()) t.last_fresh_small = false;  // a response's first part has no pause
+        add_to_parts(t, e, time, fresh);
+        const bool small = s.payload < t.full_payload();
+        if (small) {
+          if (t.small_end > t.acked && start >= t.small_end) c.nodelay = true;  // Nagle would have held it
+          t.small_end = end;
+        }
+        t.last_fresh_small = small;
+        t.last_fresh_time = time;
         if (!e.response_start) e.response_start = time;
         e.response_end = time;
         e.response_bytes += fresh;

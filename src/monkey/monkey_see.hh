@@ -22,7 +22,10 @@
 //    until the client's next burst its response (HTTP/1.x is marked as such when it is; TLS and
 //    other protocols are read the same way). The server's delay is from the request's last byte
 //    to the response's first, the response time from the request's first byte to the
-//    response's last (the paper's, at the server).
+//    response's last (the paper's, at the server). A response comes in parts (§4.2's header and
+//    search result): a segment below the MSS ends what the server had written; the pause before
+//    the next part is the application's unless the part left within a millisecond of an ACK
+//    that let it go (Nagle's wait, which the same kernel repeats in a replay).
 // A connection that cannot be judged in part keeps its record, flagged with the reason.
 #include <cstdint>
 #include <functional>
@@ -35,12 +38,23 @@
 #include "monkey/tcp_segment.hh"
 #include "util/clock.hh"
 
+// A part of a response: the bytes the server wrote at once (its send buffer ran empty after them,
+// as a segment below the MSS shows), and the pause of the application before them (0 when the
+// server sent the moment an ACK let it: TCP's wait, not the application's).
+struct ResponsePart {
+  uint64_t bytes = 0;
+  Nanos pause = 0;
+  bool operator==(const ResponsePart&) const = default;
+};
+constexpr size_t kMaxResponseParts = 32;  // more: the rest join the last
+
 struct MonkeyExchange {
   Nanos request_start = 0, request_end = 0;  // at the server (capture times)
   uint64_t request_bytes = 0;
   std::optional<Nanos> response_start, response_end;
   uint64_t response_bytes = 0;
-  bool http = false;  // the request began as an HTTP/1.x request line
+  std::vector<ResponsePart> parts;  // the response as the server wrote it
+  bool http = false;                // the request began as an HTTP/1.x request line
 };
 
 struct MonkeyConnection {
@@ -54,6 +68,9 @@ struct MonkeyConnection {
   uint32_t largest_server_segment = 0;
   int client_window_scale = -1, server_window_scale = -1;  // -1: not offered
   bool sack = false, timestamps = false, ecn = false;
+  // The server sent a segment below the MSS while an earlier one was unacknowledged: Nagle's
+  // algorithm was off (TCP_NODELAY). Not seen: on, or no occasion to tell.
+  bool nodelay = false;
   uint64_t ce_marks = 0;
   uint64_t client_window = 0;  // bytes, scaled: the window of the client's first request
   std::optional<double> bandwidth_bps;
@@ -85,6 +102,7 @@ class MonkeySee {
  private:
   struct Tracked;
   void report(Tracked& t, const std::string& ended_by);
+  static void add_to_parts(Tracked& t, MonkeyExchange& e, Nanos time, uint64_t fresh);
   void sweep(Nanos now);
 
   Sink sink_;

@@ -35,6 +35,9 @@ struct Connection {
   std::string head;     // the head line so far
   std::string pending;  // bytes read past the current request
   MonkeyRequest request;
+  std::vector<ServerPart> parts;  // the current response's
+  size_t part = 0;
+  bool planned = false;  // its Nagle setting made, from the plan, at its first request
   uint64_t body_left = 0, to_send = 0;
   Nanos first_byte = 0;
 };
@@ -83,8 +86,6 @@ class Server {
       auto c = std::make_unique<Connection>();
       c->fd = FileDescriptor(fd);
       if (connections_.size() >= options_.max_connections) continue;  // closed: bounded
-      const int one = 1;
-      (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
       (void)::setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &kSendingLowWater, sizeof kSendingLowWater);
       if (!options_.congestion_control.empty() &&
           ::setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, options_.congestion_control.data(),
@@ -137,6 +138,22 @@ class Server {
         if (head.stop) return stop(c, head.stop->status);
         if (!head.request) return close(tag);
         c.request = *head.request;
+        if (!c.planned) {
+          c.planned = true;
+          const int nodelay = options_.plan.nodelay.count(c.request.connection) ? 1 : 0;
+          (void)::setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NODELAY, &nodelay, sizeof nodelay);
+        }
+        const auto planned = options_.plan.parts.find({c.request.connection, c.request.index});
+        uint64_t planned_bytes = 0;
+        if (planned != options_.plan.parts.end())
+          for (const ServerPart& p : planned->second) planned_bytes += p.bytes;
+        // The plan's parts if they add up to what the request asks for, else one part.
+        if (planned != options_.plan.parts.end() && planned_bytes == c.request.response_bytes) {
+          c.parts = planned->second;
+        } else {
+          c.parts = {{c.request.response_bytes, 0}};
+        }
+        c.part = 0;
         c.body_left = c.request.request_bytes > c.head.size() ? c.request.request_bytes - c.head.size() : 0;
         c.head.clear();
         c.phase = Phase::Body;
@@ -160,7 +177,7 @@ class Server {
       if (it == connections_.end()) continue;
       Connection& c = *it->second;
       c.phase = Phase::Sending;
-      c.to_send = c.request.response_bytes;
+      c.to_send = c.parts[c.part].bytes;
       send_more(tag, c);
     }
   }
@@ -182,9 +199,15 @@ class Server {
     int unsent = 0;
     if (::ioctl(c.fd.get(), SIOCOUTQNSD, &unsent) != 0) return close(tag);
     if (unsent > 0) return epoll_.modify(c.fd.get(), EPOLLOUT, tag);
+    (void)::setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &kSendingLowWater, sizeof kSendingLowWater);
+    if (++c.part < c.parts.size()) {  // the next part, after the application's pause
+      c.phase = Phase::Waiting;
+      epoll_.modify(c.fd.get(), 0, tag);
+      due_.push(monotonic_now() + c.parts[c.part].pause, tag);
+      return;
+    }
     served_ +=
         served_line({c.request.connection, c.request.index, c.first_byte, monotonic_now(), c.request.response_bytes});
-    (void)::setsockopt(c.fd.get(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &kSendingLowWater, sizeof kSendingLowWater);
     c.phase = Phase::Head;
     epoll_.modify(c.fd.get(), EPOLLIN, tag);
     if (!c.pending.empty()) {

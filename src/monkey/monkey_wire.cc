@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "util/exception.hh"
+
 namespace {
 // The space-separated words of `line`, at most `max` (more: nullopt).
 std::optional<std::vector<std::string_view>> words_of(std::string_view line, size_t max) {
@@ -70,4 +72,47 @@ std::optional<ServedExchange> parse_served_line(std::string_view line) {
   }
   if (v[1] > UINT32_MAX || v[2] > INT64_MAX || v[3] > INT64_MAX) return std::nullopt;
   return ServedExchange{v[0], static_cast<uint32_t>(v[1]), static_cast<Nanos>(v[2]), static_cast<Nanos>(v[3]), v[4]};
+}
+
+std::string server_plan_line(uint64_t connection, uint32_t index, bool nodelay, const std::vector<ServerPart>& parts) {
+  std::string line = std::to_string(connection) + " " + std::to_string(index) + " " + (nodelay ? "1" : "0") + " ";
+  for (size_t i = 0; i < parts.size(); i++) {
+    if (i) line += ",";
+    line += std::to_string(parts[i].bytes);
+    if (i) line += "@" + std::to_string(parts[i].pause / 1000);
+  }
+  return line + "\n";
+}
+
+ServerPlan parse_server_plan(std::string_view text, const std::string& source) {
+  ServerPlan plan;
+  size_t line_number = 0;
+  while (!text.empty()) {
+    const size_t newline = text.find('\n');
+    const std::string_view line = text.substr(0, newline);
+    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    line_number++;
+    if (line.empty()) continue;
+    const auto words = words_of(line, 4);
+    const auto bad = [&] { return UserError(source + " line " + std::to_string(line_number) + ": not a plan's line"); };
+    if (!words || words->size() != 4) throw bad();
+    const auto connection = number((*words)[0]), index = number((*words)[1]), nodelay = number((*words)[2]);
+    if (!connection || !index || *index > UINT32_MAX || !nodelay || *nodelay > 1) throw bad();
+    std::vector<ServerPart> parts;
+    std::string_view list = (*words)[3];
+    while (!list.empty()) {
+      const size_t comma = list.find(',');
+      const std::string_view item = list.substr(0, comma);
+      list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+      const size_t at = item.find('@');
+      const auto bytes = number(item.substr(0, at));
+      const auto pause = at == std::string_view::npos ? std::optional<uint64_t>(0) : number(item.substr(at + 1));
+      if (!bytes || !pause || *pause > kMaxServerDelayUs || parts.size() == 64) throw bad();
+      parts.push_back({*bytes, static_cast<Nanos>(*pause) * 1000});
+    }
+    if (parts.empty()) throw bad();
+    if (*nodelay) plan.nodelay.insert(*connection);
+    plan.parts[{*connection, static_cast<uint32_t>(*index)}] = std::move(parts);
+  }
+  return plan;
 }

@@ -8,8 +8,10 @@
 // A recorded request smaller than its head is sent as the head alone (a few dozen bytes).
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <queue>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -51,6 +53,23 @@ struct ServedExchange {
 };
 std::string served_line(const ServedExchange& e);
 std::optional<ServedExchange> parse_served_line(std::string_view line);
+
+// How the server wrote each response, and whether its connections had Nagle's algorithm off: the
+// server emulator's plan (mm-monkey serve --plan), one line per exchange:
+//   "CONNECTION INDEX NODELAY BYTES,BYTES@PAUSE-US,..."
+// A request the plan does not name is answered in one part, with Nagle's algorithm on.
+struct ServerPart {
+  uint64_t bytes = 0;
+  Nanos pause = 0;
+  bool operator==(const ServerPart&) const = default;
+};
+struct ServerPlan {
+  std::map<std::pair<uint64_t, uint32_t>, std::vector<ServerPart>> parts;
+  std::set<uint64_t> nodelay;  // connections
+};
+std::string server_plan_line(uint64_t connection, uint32_t index, bool nodelay, const std::vector<ServerPart>& parts);
+// Throws UserError naming `source` and the line.
+ServerPlan parse_server_plan(std::string_view text, const std::string& source);
 
 // Timers by due time: (due, id) pairs, earliest first.
 class DueQueue {

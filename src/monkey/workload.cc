@@ -17,38 +17,50 @@ std::string fixed(double value, int decimals) {
 std::string ms(Nanos ns) { return fixed(static_cast<double>(ns) / 1e6, 3); }
 std::string ms(const std::optional<Nanos>& ns) { return ns ? ms(*ns) : "-"; }
 std::string yes_no(bool b) { return b ? "1" : "0"; }
+// "BYTES,BYTES@PAUSE-MS,...": each part's bytes, and the application's pause before it ("-": none).
+std::string parts_text(const std::vector<ResponsePart>& parts) {
+  if (parts.empty()) return "-";
+  std::string text;
+  for (size_t i = 0; i < parts.size(); i++) {
+    if (i) text += ",";
+    text += std::to_string(parts[i].bytes);
+    if (i) text += "@" + ms(parts[i].pause);
+  }
+  return text;
+}
 }  // namespace
 
 std::string workload_header(const std::string& capture_description) {
-  return "# mahimahi monkey workload 1\n"
+  return "# mahimahi monkey workload 2\n"
          "# capture: " +
          capture_description +
          "\n"
          "# C\tid\tstart_s\tclient\tclient_port\tserver\tserver_port\tended_by\trtt_ms\thandshake_rtt_ms\trtt_samples\t"
          "bandwidth_mbps\tbandwidth_samples\tloss\tserver_segments\tretransmissions\tspurious\tclient_mss\tserver_mss\t"
          "client_wscale\tserver_wscale\tsack\ttimestamps\tecn\tce_marks\tclient_window\tacks_per_segment\t"
-         "client_bytes\tserver_bytes\texchanges\tduration_ms\tflags\n"
+         "client_bytes\tserver_bytes\texchanges\tduration_ms\tflags\tnodelay\n"
          "# E\tid\tindex\trequest_start_ms\trequest_end_ms\trequest_bytes\tresponse_start_ms\tresponse_end_ms\t"
-         "response_bytes\tserver_delay_ms\tresponse_time_ms\thttp\n";
+         "response_bytes\tserver_delay_ms\tresponse_time_ms\thttp\tresponse_parts\n";
 }
 
 std::string workload_lines(const MonkeyConnection& c) {
   std::string flags;
   for (const std::string& f : c.flags) flags += (flags.empty() ? "" : ",") + f;
-  std::string out =
-      "C\t" + std::to_string(c.id) + "\t" + fixed(static_cast<double>(c.start) / 1e9, 6) + "\t" +
-      c.client.address_text() + "\t" + std::to_string(c.client.port) + "\t" + c.server.address_text() + "\t" +
-      std::to_string(c.server.port) + "\t" + c.ended_by + "\t" + ms(c.rtt) + "\t" + ms(c.handshake_rtt) + "\t" +
-      std::to_string(c.rtt_samples) + "\t" + (c.bandwidth_bps ? fixed(*c.bandwidth_bps / 1e6, 3) : "-") + "\t" +
-      std::to_string(c.bandwidth_samples) + "\t" + (c.loss ? fixed(*c.loss, 4) : "-") + "\t" +
-      std::to_string(c.server_segments) + "\t" + std::to_string(c.retransmissions) + "\t" + std::to_string(c.spurious) +
-      "\t" + std::to_string(c.client_mss) + "\t" + std::to_string(c.server_mss) + "\t" +
-      std::to_string(c.client_window_scale) + "\t" + std::to_string(c.server_window_scale) + "\t" + yes_no(c.sack) +
-      "\t" + yes_no(c.timestamps) + "\t" + yes_no(c.ecn) + "\t" + std::to_string(c.ce_marks) + "\t" +
-      std::to_string(c.client_window) + "\t" +
-      (c.acked_segments ? fixed(static_cast<double>(c.client_acks) / c.acked_segments, 3) : "-") + "\t" +
-      std::to_string(c.client_bytes) + "\t" + std::to_string(c.server_bytes) + "\t" +
-      std::to_string(c.exchanges.size()) + "\t" + ms(c.end - c.start) + "\t" + (flags.empty() ? "-" : flags) + "\n";
+  std::string out = "C\t" + std::to_string(c.id) + "\t" + fixed(static_cast<double>(c.start) / 1e9, 6) + "\t" +
+                    c.client.address_text() + "\t" + std::to_string(c.client.port) + "\t" + c.server.address_text() +
+                    "\t" + std::to_string(c.server.port) + "\t" + c.ended_by + "\t" + ms(c.rtt) + "\t" +
+                    ms(c.handshake_rtt) + "\t" + std::to_string(c.rtt_samples) + "\t" +
+                    (c.bandwidth_bps ? fixed(*c.bandwidth_bps / 1e6, 3) : "-") + "\t" +
+                    std::to_string(c.bandwidth_samples) + "\t" + (c.loss ? fixed(*c.loss, 4) : "-") + "\t" +
+                    std::to_string(c.server_segments) + "\t" + std::to_string(c.retransmissions) + "\t" +
+                    std::to_string(c.spurious) + "\t" + std::to_string(c.client_mss) + "\t" +
+                    std::to_string(c.server_mss) + "\t" + std::to_string(c.client_window_scale) + "\t" +
+                    std::to_string(c.server_window_scale) + "\t" + yes_no(c.sack) + "\t" + yes_no(c.timestamps) + "\t" +
+                    yes_no(c.ecn) + "\t" + std::to_string(c.ce_marks) + "\t" + std::to_string(c.client_window) + "\t" +
+                    (c.acked_segments ? fixed(static_cast<double>(c.client_acks) / c.acked_segments, 3) : "-") + "\t" +
+                    std::to_string(c.client_bytes) + "\t" + std::to_string(c.server_bytes) + "\t" +
+                    std::to_string(c.exchanges.size()) + "\t" + ms(c.end - c.start) + "\t" +
+                    (flags.empty() ? "-" : flags) + "\t" + yes_no(c.nodelay) + "\n";
   for (size_t i = 0; i < c.exchanges.size(); i++) {
     const MonkeyExchange& e = c.exchanges[i];
     const bool answered = e.response_start.has_value();
@@ -57,7 +69,8 @@ std::string workload_lines(const MonkeyConnection& c) {
            (answered ? ms(*e.response_start - c.start) : "-") + "\t" +
            (answered ? ms(*e.response_end - c.start) : "-") + "\t" + std::to_string(e.response_bytes) + "\t" +
            (answered && e.request_bytes ? ms(*e.response_start - e.request_end) : "-") + "\t" +
-           (answered ? ms(*e.response_end - e.request_start) : "-") + "\t" + yes_no(e.http) + "\n";
+           (answered ? ms(*e.response_end - e.request_start) : "-") + "\t" + yes_no(e.http) + "\t" +
+           parts_text(e.parts) + "\n";
   }
   return out;
 }
@@ -105,13 +118,15 @@ class LineReader {
     return *v;
   }
   const std::string& where() const { return where_; }
+  size_t size() const { return fields_.size(); }
 
  private:
   std::vector<std::string_view> fields_;
   std::string where_;
 };
 
-constexpr size_t kConnectionFields = 32, kExchangeFields = 12;
+// Format 1 had no nodelay column and no response parts; format 2 adds them at the end.
+constexpr size_t kConnectionFields1 = 32, kExchangeFields1 = 12;
 
 WorkloadConnection connection_of(const LineReader& r) {
   WorkloadConnection c;
@@ -127,7 +142,38 @@ WorkloadConnection connection_of(const LineReader& r) {
   c.bandwidth_mbps = r.optional_number(11, 1e6, "bandwidth_mbps");
   c.loss = r.optional_number(13, 1, "loss");
   c.flags = std::string(r.text(31).substr(0, 1000));
+  if (r.size() > kConnectionFields1) c.nodelay = r.count(32, 1, "nodelay") == 1;
   return c;
+}
+
+// "BYTES,BYTES@PAUSE-MS,...", adding up to the response's bytes.
+std::vector<WorkloadPart> parts_of(const LineReader& r, uint64_t response_bytes) {
+  std::vector<WorkloadPart> parts;
+  std::string_view text = r.text(12);
+  uint64_t total = 0;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+    const size_t at = item.find('@');
+    const std::optional<uint64_t> bytes = decimal_value(item.substr(0, at));
+    double pause = 0;
+    if (at != std::string_view::npos) {
+      const std::string_view p = item.substr(at + 1);
+      const auto [end, error] = std::from_chars(p.data(), p.data() + p.size(), pause);
+      if (p.empty() || error != std::errc() || end != p.data() + p.size() || !(pause >= 0) || pause > kMaxWorkloadMs)
+        throw UserError(r.where() + ": response_parts: \"" + printable(p, 40) + "\" is not a pause in ms");
+    }
+    if (!bytes || *bytes > kMaxWorkloadBytes || parts.size() == kMaxResponseParts)
+      throw UserError(r.where() + ": response_parts: \"" + printable(item, 40) + "\" is not a part's bytes[@pause] (" +
+                      std::to_string(kMaxResponseParts) + " parts at most)");
+    parts.push_back({*bytes, pause});
+    total += *bytes;
+  }
+  if (total != response_bytes)
+    throw UserError(r.where() + ": the response's parts add up to " + std::to_string(total) + " bytes, not " +
+                    std::to_string(response_bytes));
+  return parts;
 }
 
 WorkloadExchange exchange_of(const LineReader& r) {
@@ -140,6 +186,7 @@ WorkloadExchange exchange_of(const LineReader& r) {
   e.response_end_ms = r.optional_number(7, kMaxWorkloadMs, "response_end_ms");
   e.response_bytes = r.count(8, kMaxWorkloadBytes, "response_bytes");
   e.response_time_ms = r.optional_number(10, kMaxWorkloadMs, "response_time_ms");
+  if (r.size() > kExchangeFields1 && r.text(12) != "-") e.parts = parts_of(r, e.response_bytes);
   if (e.request_end_ms < e.request_start_ms || (e.response_end_ms && e.response_end_ms < e.response_start_ms))
     throw UserError(r.where() + ": an exchange ends before it starts");
   return e;
@@ -147,10 +194,15 @@ WorkloadExchange exchange_of(const LineReader& r) {
 }  // namespace
 
 std::vector<WorkloadConnection> parse_workload(std::string_view text, const std::string& source) {
-  constexpr std::string_view kFormat = "# mahimahi monkey workload 1";
-  if (!text.starts_with(kFormat))
+  constexpr std::string_view kFormat = "# mahimahi monkey workload ";
+  const int format = text.starts_with("# mahimahi monkey workload 1\n")   ? 1
+                     : text.starts_with("# mahimahi monkey workload 2\n") ? 2
+                                                                          : 0;
+  if (format == 0)
     throw UserError(source + " is not a workload of mm-monkey see (its first line is not \"" + std::string(kFormat) +
-                    "\"); make one with mm-monkey see CAPTURE -o WORKLOAD");
+                    "1\" or 2); make one with mm-monkey see CAPTURE -o WORKLOAD");
+  const size_t connection_fields = kConnectionFields1 + (format == 2 ? 1 : 0);
+  const size_t exchange_fields = kExchangeFields1 + (format == 2 ? 1 : 0);
   std::vector<WorkloadConnection> connections;
   size_t line_number = 0, exchanges = 0;
   while (!text.empty()) {
@@ -162,16 +214,16 @@ std::vector<WorkloadConnection> parse_workload(std::string_view text, const std:
     const std::string where = source + " line " + std::to_string(line_number);
     std::vector<std::string_view> fields = tab_fields(line);
     if (fields[0] == "C") {
-      if (fields.size() != kConnectionFields)
-        throw UserError(where + ": a connection's line has " + std::to_string(kConnectionFields) + " fields, not " +
+      if (fields.size() != connection_fields)
+        throw UserError(where + ": a connection's line has " + std::to_string(connection_fields) + " fields, not " +
                         std::to_string(fields.size()));
       if (connections.size() == kMaxWorkloadConnections)
         throw UserError(source + ": more than " + std::to_string(kMaxWorkloadConnections) +
                         " connections; split the capture (editcap -c) and replay the parts");
       connections.push_back(connection_of(LineReader(std::move(fields), where)));
     } else if (fields[0] == "E") {
-      if (fields.size() != kExchangeFields)
-        throw UserError(where + ": an exchange's line has " + std::to_string(kExchangeFields) + " fields, not " +
+      if (fields.size() != exchange_fields)
+        throw UserError(where + ": an exchange's line has " + std::to_string(exchange_fields) + " fields, not " +
                         std::to_string(fields.size()));
       const LineReader r(std::move(fields), where);
       if (connections.empty() || r.count(1, UINT64_MAX, "id") != connections.back().id)

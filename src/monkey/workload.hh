@@ -18,6 +18,11 @@ std::string workload_lines(const MonkeyConnection& c);
 
 // A workload as Monkey Do reads it back: per connection what Monkey See wrote, the figures it
 // replays by (times in milliseconds from the connection's start, at the server).
+struct WorkloadPart {
+  uint64_t bytes = 0;
+  double pause_ms = 0;  // the application's, before this part (the first's: 0; the server delay is apart)
+};
+
 struct WorkloadExchange {
   uint32_t index = 0;  // from 1
   double request_start_ms = 0, request_end_ms = 0;
@@ -25,6 +30,7 @@ struct WorkloadExchange {
   std::optional<double> response_start_ms, response_end_ms;
   uint64_t response_bytes = 0;
   std::optional<double> response_time_ms;  // the traced one: first request byte to last response byte
+  std::vector<WorkloadPart> parts;         // as the server wrote it (format 1: none, one part)
 };
 
 struct WorkloadConnection {
@@ -34,6 +40,7 @@ struct WorkloadConnection {
   uint16_t client_port = 0, server_port = 0;
   std::optional<double> rtt_ms, bandwidth_mbps, loss;
   std::string flags;  // "-" for none
+  bool nodelay = false;
   std::vector<WorkloadExchange> exchanges;
 };
 

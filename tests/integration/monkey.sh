@@ -138,9 +138,9 @@ test_monkey_do_bad_input() {
   mkdir -p "$dir" && chmod 777 "$dir"
   echo "hello" > "$dir/not-a-workload"
   {
-    echo "# mahimahi monkey workload 1"
+    echo "# mahimahi monkey workload 2"
     for i in $(seq 1025); do
-      printf 'C\t%d\t1.0\t10.9.%d.%d\t4000%d\t10.0.0.1\t80\tfin\t20\t20\t1\t10\t1\t0\t10\t0\t0\t1460\t1460\t7\t7\t1\t1\t0\t0\t65535\t1\t100\t1000\t1\t50\t-\n' \
+      printf 'C\t%d\t1.0\t10.9.%d.%d\t4000%d\t10.0.0.1\t80\tfin\t20\t20\t1\t10\t1\t0\t10\t0\t0\t1460\t1460\t7\t7\t1\t1\t0\t0\t65535\t1\t100\t1000\t1\t50\t-\t0\n' \
         "$i" $((i / 256)) $((i % 256)) $((i % 10))
     done
   } > "$dir/many-clients"
@@ -154,4 +154,78 @@ test_monkey_do_bad_input() {
     AS_USER=$TEST_USER rc_msg 1 'exists: give another RESULTS file, or --force' in_world "$BIN/mm-monkey" do "$dir/one-client" -o "$dir/taken.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'serve runs inside a shell' in_world "$BIN/mm-monkey" serve || return 1
   [ ! -e "$dir/r.csv" ] || { fail "a results file was made for a workload that failed"; return 1; }
+}
+
+# ----- The ground truth: clients on known paths
+
+# A capture whose every path is known: CLIENTS clients (198.18.0.N on the world's loopback), each
+# on its own path drawn with SEED (one-way delay 5-100 ms, log-uniform; a rate of 2, 5, 10, 20 or
+# 50 Mbit/s; a third of them losing 0.5-3 % toward the client), behind one mm-paths shell whose
+# command is the server (Python's HTTP/1.1, keep-alive) and tcpdump on its device: the capture is
+# taken next to the server. Each client is a real HTTP/1.1 client (Python's http.client) that
+# fetches EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each.
+# Writes DIR/truth ("ADDRESS DELAY-MS RATE-MBIT LOSS" per client) and DIR/server.pcap.
+monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
+  local dir=$1 clients=$2 exchanges=$3 seed=$4 i shell status=0
+  for size in 4000 30000 150000 600000; do head -c $size /dev/zero > "$dir/o$size"; done
+  awk -v n="$clients" -v seed="$seed" 'BEGIN {
+      srand(seed); split("2 5 10 20 50", rates, " ")
+      for (i = 1; i <= n; i++) {
+        delay = exp(log(5) + rand() * (log(100) - log(5)))
+        rate = rates[1 + int(rand() * 5)]
+        loss = rand() < 1 / 3 ? 0.005 + rand() * 0.025 : 0
+        printf "198.18.%d.%d %.3f %d %.4f\n", int(i / 256), i % 256, delay, rate, loss
+      } }' > "$dir/truth"
+  awk '{ printf "%s delay=%s rate=%sMbit/s loss=%s,0\n", $1, $2, $3, $4 }' "$dir/truth" > "$dir/paths"
+  while read -r address _; do in_world ip addr add "$address/32" dev lo || return 1; done < "$dir/truth"
+  # The server's shell (offloads off: the capture holds wire packets, as a tap's would).
+  in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" "$dir/paths" -- sh -c '
+    dir=$0; inner=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
+    tcpdump -i ingress --immediate-mode -s 200 -U -w "$dir/server.pcap" 2>"$dir/tcpdump.err" & t=$!
+    python3 -c "import functools, http.server as h, sys
+h.SimpleHTTPRequestHandler.protocol_version = \"HTTP/1.1\"
+h.SimpleHTTPRequestHandler.log_message = lambda *a: None
+s = h.ThreadingHTTPServer((sys.argv[1], 8080), functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2]))
+s.daemon_threads = True
+s.serve_forever()" "$inner" "$dir" & p=$!
+    i=0; until grep -q "listening on" "$dir/tcpdump.err" 2>/dev/null && ss -ltn | grep -q ":8080 " || [ $i -ge 200 ]; do
+      sleep 0.05; i=$((i + 1)); done
+    echo "$inner" > "$dir/inner"
+    i=0; while [ ! -e "$dir/done" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
+    kill -INT $t; wait $t; kill $p' "$dir" &
+  shell=$!
+  wait_until 20 test -s "$dir/inner" ||
+    { touch "$dir/done"; wait "$shell"; monkey_truth_cleanup "$dir"; fail "the server's shell did not start"; return 1; }
+  in_world python3 -c 'import http.client, random, sys, threading, time
+inner, exchanges, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+clients = [line.split()[0] for line in open(sys.argv[4])]
+failed = []
+def client(i, address):
+    r = random.Random(seed * 1000 + i)
+    try:
+        time.sleep(r.uniform(0, 2))
+        c = http.client.HTTPConnection(inner, 8080, timeout=60, source_address=(address, 0))
+        for _ in range(exchanges):
+            time.sleep(r.uniform(0, 0.3))
+            c.request("GET", "/o" + r.choice(["4000", "30000", "150000", "600000"]))
+            c.getresponse().read()
+        c.close()
+    except Exception as e:
+        failed.append("%s: %s" % (address, e))
+threads = [threading.Thread(target=client, args=(i, a)) for i, a in enumerate(clients)]
+for t in threads: t.start()
+for t in threads: t.join()
+if failed: sys.exit("clients failed: " + "; ".join(failed[:3]))' "$(cat "$dir/inner")" "$exchanges" "$seed" "$dir/truth" || status=1
+  # Every connection's FIN in the capture before tcpdump stops.
+  wait_until 20 capture_has_fins "$dir/server.pcap" $((2 * clients)) || status=1
+  touch "$dir/done"
+  wait "$shell" || status=1
+  monkey_truth_cleanup "$dir"
+  [ "$status" = 0 ] || { fail "the ground truth's capture failed: $(cat "$dir/tcpdump.err")"; return 1; }
+  chmod 644 "$dir/server.pcap"
+}
+
+monkey_truth_cleanup() {  # DIR
+  while read -r address _; do in_world ip addr del "$address/32" dev lo 2>/dev/null; done < "$1/truth"
+  true
 }

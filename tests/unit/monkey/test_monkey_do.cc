@@ -82,13 +82,45 @@ TEST(MonkeyDo, refuses_what_is_not_a_workload_naming_the_line) {
   EXPECT_THROW_WITH(UserError, parse_workload("hello\n", "w"), "is not a workload of mm-monkey see");
   const std::string good = workload_of({connection(1, "10.9.0.1", 40, {1000})});
   EXPECT_THROW_WITH(UserError, parse_workload(good + "X\t1\n", "w"), "starts with C");
-  EXPECT_THROW_WITH(UserError, parse_workload(good + "E\t1\t2\n", "w"), "has 12 fields, not 3");
+  EXPECT_THROW_WITH(UserError, parse_workload(good + "E\t1\t2\n", "w"), "has 13 fields, not 3");
   std::string wrong_id = good;
-  wrong_id += "E\t7\t2\t1\t1\t1\t-\t-\t0\t-\t-\t0\n";
+  wrong_id += "E\t7\t2\t1\t1\t1\t-\t-\t0\t-\t-\t0\t-\n";
   EXPECT_THROW_WITH(UserError, parse_workload(wrong_id, "w"), "not right after its connection");
   std::string negative = good;
   negative.replace(negative.rfind("\t41.000\t"), 8, "\t-4.000\t");
   EXPECT_THROW_WITH(UserError, parse_workload(negative, "w"), "request_start_ms \"-4.000\" is not a number");
+}
+
+TEST(MonkeyDo, reads_the_responses_parts_and_format_1) {
+  MonkeyConnection c = connection(1, "10.9.0.1", 40, {4202});
+  c.nodelay = true;
+  c.exchanges[0].parts = {{202, 0}, {4000, 2 * kMs}};
+  const auto w = parse_workload(workload_of({c}), "w");
+  ASSERT_EQ(w[0].exchanges[0].parts.size(), 2u);
+  EXPECT_EQ(w[0].exchanges[0].parts[1].bytes, 4000u);
+  EXPECT_DOUBLE_EQ(w[0].exchanges[0].parts[1].pause_ms, 2);
+  EXPECT_TRUE(w[0].nodelay);
+  // The plan tells the server emulator: Nagle off for connection 1, the response in two parts.
+  const MonkeyPlan plan = plan_replay(w, 10);
+  EXPECT_EQ(plan.server, "1 1 1 202,4000@2000\n");
+  const ServerPlan back = parse_server_plan(plan.server, "plan");
+  EXPECT_EQ(back.parts.at({1, 1}), (std::vector<ServerPart>{{202, 0}, {4000, 2 * kMs}}));
+  EXPECT_TRUE(back.nodelay.count(1));
+  EXPECT_THROW_WITH(UserError, parse_server_plan("1 1 2 5\n", "plan"), "plan line 1");
+  // Parts that do not add up to the response are refused.
+  std::string wrong = workload_of({c});
+  wrong.replace(wrong.rfind("202,4000@2.000"), 14, "202,4001@2.000");
+  EXPECT_THROW_WITH(UserError, parse_workload(wrong, "w"), "add up to 4203 bytes, not 4202");
+  // Format 1: no nodelay column, no parts.
+  const std::string v1 =
+      "# mahimahi monkey workload 1\n"
+      "C\t1\t1.0\t10.9.0.1\t40000\t10.0.0.1\t80\tfin\t20\t20\t1\t10\t1\t0\t10\t0\t0\t1460\t1460\t7\t7\t1\t1\t0\t0\t"
+      "65535\t1\t100\t1000\t1\t50\t-\n"
+      "E\t1\t1\t20.0\t20.0\t100\t21.0\t30.0\t1000\t1.0\t10.0\t1\n";
+  const auto old = parse_workload(v1, "w1");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_TRUE(old[0].exchanges[0].parts.empty());
+  EXPECT_FALSE(old[0].nodelay);
 }
 
 TEST(MonkeyDo, request_heads_and_log_lines_go_and_come_back) {

@@ -255,3 +255,68 @@ TEST(CaptureReader, a_timestamp_past_2262_is_held_not_overflowed) {
   EXPECT_EQ(packet->ip.size(), 20u);
   EXPECT_FALSE(reader.next());
 }
+
+// A response in parts: a header of 200 bytes, then 2000 bytes the server wrote at once (a full
+// segment goes at once, the 540-byte rest waits, as Nagle's algorithm holds it, for the header's
+// ACK, 40 ms later, and leaves 100 us after it: TCP's wait, no pause of the application); then
+// a second request whose answer's header leaves at once and the rest 300 ms later, long after
+// the header's ACK: the application's pause (§4.2's query delay).
+TEST(MonkeySee, a_response_comes_in_the_parts_the_server_wrote) {
+  const Nanos t0 = 1'000 * kNanosPerSec;
+  std::vector<Frame> f;
+  f.push_back(tcp_frame(t0, true, kClientIsn, 0, kSyn, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 100'000, false, kServerIsn, kClientIsn + 1, kSyn | kAck, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 40 * kMs, true, kClientIsn + 1, kServerIsn + 1, kAck, 0));
+  Nanos t = t0 + 41 * kMs;
+  uint32_t client = kClientIsn + 1, server = kServerIsn + 1;
+  auto request = [&](Nanos at) {
+    f.push_back(tcp_frame(at, true, client, server, kAck | kPsh, 100, {}, "GET / HTTP/1.1\r\n"));
+    client += 100;
+  };
+  auto data = [&](Nanos at, uint32_t bytes) {
+    f.push_back(tcp_frame(at, false, server, client, kAck, bytes));
+    server += bytes;
+  };
+  auto ack = [&](Nanos at) { f.push_back(tcp_frame(at, true, client, server, kAck, 0)); };
+  request(t);
+  data(t + 1 * kMs, 200);
+  data(t + 1 * kMs + 50'000, 1460);
+  ack(t + 41 * kMs);  // (acknowledges everything so far, for simplicity)
+  data(t + 41 * kMs + 100'000, 540);
+  ack(t + 82 * kMs);
+  t += 100 * kMs;
+  request(t);
+  data(t + 2 * kMs, 200);
+  ack(t + 42 * kMs);
+  data(t + 302 * kMs, 1460);
+  data(t + 302 * kMs + 10'000, 1000);
+  ack(t + 343 * kMs);
+  f.push_back(tcp_frame(t + 344 * kMs, true, client, server, kAck | kFin, 0));
+  f.push_back(tcp_frame(t + 345 * kMs, false, server, client + 1, kAck | kFin, 0));
+  const std::string path = write_capture(f);
+  const std::vector<MonkeyConnection> found = see(path);
+  ::unlink(path.c_str());
+  ASSERT_EQ(found.size(), 1u);
+  ASSERT_EQ(found[0].exchanges.size(), 2u);
+  EXPECT_EQ(found[0].exchanges[0].parts, (std::vector<ResponsePart>{{200, 0}, {2000, 50'000}}));
+  EXPECT_EQ(found[0].exchanges[1].parts, (std::vector<ResponsePart>{{200, 0}, {2460, 300 * kMs}}));
+  EXPECT_FALSE(found[0].nodelay);
+}
+
+// Two segments below the MSS with the first unacknowledged: Nagle's algorithm was off.
+TEST(MonkeySee, small_segments_back_to_back_say_nagle_was_off) {
+  const Nanos t0 = 1'000 * kNanosPerSec;
+  std::vector<Frame> f;
+  f.push_back(tcp_frame(t0, true, kClientIsn, 0, kSyn, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 100'000, false, kServerIsn, kClientIsn + 1, kSyn | kAck, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 40 * kMs, true, kClientIsn + 1, kServerIsn + 1, kAck, 0));
+  f.push_back(tcp_frame(t0 + 41 * kMs, true, kClientIsn + 1, kServerIsn + 1, kAck | kPsh, 100));
+  f.push_back(tcp_frame(t0 + 42 * kMs, false, kServerIsn + 1, kClientIsn + 101, kAck, 200));
+  f.push_back(tcp_frame(t0 + 43 * kMs, false, kServerIsn + 201, kClientIsn + 101, kAck, 300));
+  const std::string path = write_capture(f);
+  const std::vector<MonkeyConnection> found = see(path);
+  ::unlink(path.c_str());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_TRUE(found[0].nodelay);
+  EXPECT_EQ(found[0].exchanges[0].parts, (std::vector<ResponsePart>{{200, 0}, {300, 1 * kMs}}));
+}
