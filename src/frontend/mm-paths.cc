@@ -40,7 +40,8 @@ const ProgramInfo kInfo{
         std::string(kHelpAndVersionLines) +
         "\n"
         "A path's packets keep their order and leave one after another at its rate; one path's\n"
-        "backlog never holds up another's.\n"
+        "backlog never holds up another's. With --verbose, each path that carried packets says at\n"
+        "the end how many it carried, lost and dropped in each direction.\n"
         "\n"
         "MAHIMAHI_BASE is set to the address by which the machine outside all shells is reached.\n"
         "Shells nest: mm-paths clients.paths mm-link 12Mbps.trace 12Mbps.trace -- nginx\n"};

@@ -59,7 +59,7 @@ struct MonkeySee::Tracked {
   uint64_t burst = 0;
   Nanos last_server_data = 0;
   bool have_previous_ack = false;
-  Nanos previous_ack_time = 0;
+  Nanos previous_ack_time = 0, previous_newest_sent = 0;
   uint64_t previous_ack = 0, previous_ack_burst = 0;
   std::vector<double> bandwidths;
   // The response being sent: its last fresh segment (time, and whether it was below the MSS),
@@ -209,8 +209,10 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
         c.client_acks++;
         std::optional<Tracked::Sent> newest;
         uint64_t first_burst = UINT64_MAX, last_burst = 0, segments = 0;
+        bool resent = false;
         while (!t.unacked.empty() && t.unacked.front().end <= a) {
           const Tracked::Sent& sent = t.unacked.front();
+          resent = resent || sent.retransmitted;
           c.acked_segments += sent.segments;
           segments += sent.segments;
           first_burst = std::min(first_burst, sent.burst);
@@ -223,9 +225,14 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
           if (!c.rtt || sample < *c.rtt) c.rtt = sample;
           c.rtt_samples++;
         }
-        // An ACK pair within one burst of the server's: the bottleneck's spacing.
+        // An ACK pair within one burst of the server's, whose segments the server sent much closer
+        // together than the ACKs came back (the packet pair's premise: the bottleneck spread them,
+        // not the server's own pace), and none of them sent again (an ACK that fills a hole
+        // acknowledges at once what arrived over a long time): the bottleneck's spacing.
         if (newest && t.have_previous_ack && first_burst == last_burst && first_burst == t.previous_ack_burst &&
-            time > t.previous_ack_time && t.bandwidths.size() < kMaxBandwidthSamples) {
+            time > t.previous_ack_time && !resent && newest->time >= t.previous_newest_sent &&
+            newest->time - t.previous_newest_sent < (time - t.previous_ack_time) / 2 &&
+            t.bandwidths.size() < kMaxBandwidthSamples) {
           // The bottleneck carried the segments' headers too: the rate of IP bytes.
           const uint64_t bytes = (a - t.previous_ack) + segments * t.server_headers;
           t.bandwidths.push_back(static_cast<double>(bytes) * 8e9 / static_cast<double>(time - t.previous_ack_time));
@@ -233,6 +240,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
         if (newest) {
           t.have_previous_ack = true;
           t.previous_ack_time = time;
+          t.previous_newest_sent = newest->time;
           t.previous_ack = a;
           t.previous_ack_burst = last_burst;
         }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "shell/paths_shell.hh"
 
+#include <iostream>
 #include <map>
 #include <optional>
 #include <string>
@@ -8,6 +9,7 @@
 
 #include "packet/peer_paths.hh"
 #include "shell/ferry_pair.hh"
+#include "util/address.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
 #include "util/random.hh"
@@ -15,6 +17,28 @@
 namespace {
 // A table of paths: 65536 lines of a few dozen bytes each, with room for comments.
 constexpr uint64_t kMaxPathsFileBytes = 16 << 20;
+
+std::string peer_text(const PeerAddress& p) {
+  std::string text = Ipv4{p.address}.str();
+  if (p.prefix != 32) text += "/" + std::to_string(p.prefix);
+  if (p.port) text += ":" + std::to_string(p.port);
+  return text;
+}
+
+// --verbose, at the end: what each path that carried anything did, in each direction.
+std::string paths_summary(const std::vector<PeerPath>& paths, const PeerPathQueue& to, const PeerPathQueue& from) {
+  std::string text;
+  auto direction = [](const PathCounters& c) {
+    return std::to_string(c.packets) + " packets, " + std::to_string(c.lost) + " lost, " +
+           std::to_string(c.overflowed) + " dropped by the queue";
+  };
+  for (uint32_t i = 1; i <= paths.size(); i++) {
+    if (to.counters(i).packets == 0 && from.counters(i).packets == 0) continue;
+    text += "mm-paths: " + peer_text(paths[i - 1].peer) + ": toward it " + direction(to.counters(i)) + "; from it " +
+            direction(from.counters(i)) + "\n";
+  }
+  return text;
+}
 }  // namespace
 
 ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
@@ -52,7 +76,8 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
   uint64_t base_seed = seed ? *seed : Random::fresh_seed();
   const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
   // The file is the user's: read after the ferry dropped root's rights for good.
-  spec.ferry = [file, typed, up_seed, down_seed](const FerryEndpoints& tuns, const std::function<void()>& ready) {
+  spec.ferry = [file, typed, up_seed, down_seed, verbose = spec.verbose](const FerryEndpoints& tuns,
+                                                                         const std::function<void()>& ready) {
     std::vector<PeerPath> paths;
     if (file) {
       paths = parse_peer_paths(read_user_file(*file, "paths file", kMaxPathsFileBytes, "list paths, one peer per line"),
@@ -72,7 +97,9 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
     if (paths.size() > kMaxPeerPaths) throw UserError("more than " + std::to_string(kMaxPeerPaths) + " paths");
     PeerPathQueue uplink(paths, PeerPathQueue::Direction::ToPeers, up_seed);
     PeerPathQueue downlink(paths, PeerPathQueue::Direction::FromPeers, down_seed);
-    return run_ferry_pair(tuns, uplink, downlink, ready);
+    const int status = run_ferry_pair(tuns, uplink, downlink, ready);
+    if (verbose) std::cerr << paths_summary(paths, uplink, downlink);
+    return status;
   };
   return spec;
 }

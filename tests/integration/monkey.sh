@@ -164,7 +164,8 @@ test_monkey_do_bad_input() {
 # command is the server (Python's HTTP/1.1, keep-alive) and tcpdump on its device: the capture is
 # taken next to the server. Each client is a real HTTP/1.1 client (Python's http.client) that
 # fetches EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each.
-# Writes DIR/truth ("ADDRESS DELAY-MS RATE-MBIT LOSS" per client) and DIR/server.pcap.
+# Writes DIR/truth ("ADDRESS DELAY-MS RATE-MBIT LOSS MET-LOSS" per client: the loss drawn, and
+# the share of its packets the path lost) and DIR/server.pcap.
 monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
   local dir=$1 clients=$2 exchanges=$3 seed=$4 i shell status=0
   for size in 4000 30000 150000 600000; do head -c $size /dev/zero > "$dir/o$size"; done
@@ -179,7 +180,7 @@ monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
   awk '{ printf "%s delay=%s rate=%sMbit/s loss=%s,0\n", $1, $2, $3, $4 }' "$dir/truth" > "$dir/paths"
   while read -r address _; do in_world ip addr add "$address/32" dev lo || return 1; done < "$dir/truth"
   # The server's shell (offloads off: the capture holds wire packets, as a tap's would).
-  in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" "$dir/paths" -- sh -c '
+  in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" --verbose "$dir/paths" -- sh -c '
     dir=$0; inner=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
     tcpdump -i ingress --immediate-mode -s 200 -U -w "$dir/server.pcap" 2>"$dir/tcpdump.err" & t=$!
     python3 -c "import functools, http.server as h, sys
@@ -192,7 +193,7 @@ s.serve_forever()" "$inner" "$dir" & p=$!
       sleep 0.05; i=$((i + 1)); done
     echo "$inner" > "$dir/inner"
     i=0; while [ ! -e "$dir/done" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
-    kill -INT $t; wait $t; kill $p' "$dir" &
+    kill -INT $t; wait $t; kill $p' "$dir" 2>"$dir/paths.log" &
   shell=$!
   wait_until 20 test -s "$dir/inner" ||
     { touch "$dir/done"; wait "$shell"; monkey_truth_cleanup "$dir"; fail "the server's shell did not start"; return 1; }
@@ -223,9 +224,64 @@ if failed: sys.exit("clients failed: " + "; ".join(failed[:3]))' "$(cat "$dir/in
   monkey_truth_cleanup "$dir"
   [ "$status" = 0 ] || { fail "the ground truth's capture failed: $(cat "$dir/tcpdump.err")"; return 1; }
   chmod 644 "$dir/server.pcap"
+  # The loss each client's packets met (mm-paths --verbose: "PEER: toward it N packets, L lost"),
+  # as a fifth column of the truth.
+  awk 'NR == FNR { if ($1 == "mm-paths:" && $3 == "toward") { sub(":", "", $2); met[$2] = $7 / $5 } next }
+       { print $0, ($1 in met) ? sprintf("%.4f", met[$1]) : "-" }' "$dir/paths.log" "$dir/truth" > "$dir/truth.met" &&
+    mv "$dir/truth.met" "$dir/truth"
 }
 
 monkey_truth_cleanup() {  # DIR
   while read -r address _; do in_world ip addr del "$address/32" dev lo 2>/dev/null; done < "$1/truth"
   true
+}
+
+# Monkey See's figures against the truth a packet met (DIR/truth, DIR/workload): prints one line
+# per figure (how many connections were judged, how many within the bound, the worst error) and
+# fails if one is out of bounds: RTT within 5 % (the truth: twice the delay, and the handshake's
+# two small packets' serialisation at the path's rate), bandwidth within 15 % on connections with
+# at least 20 ACK pairs, loss within 1 percentage point on connections of at least 100 data
+# segments.
+monkey_truth_judge() {  # DIR
+  awk -F'\t' 'NR == FNR { split($0, t, " "); delay[t[1]] = t[2]; rate[t[1]] = t[3]; met[t[1]] = t[5]; next }
+    $1 == "C" {
+      a = $4; n++
+      truth = 2 * delay[a] + (60 + 52) * 8 / (rate[a] * 1000)
+      if ($9 != "-") { r++; e = ($9 - truth) / truth; e = e < 0 ? -e : e; if (e <= 0.05) rok++; if (e > rworst) rworst = e }
+      if ($12 != "-" && $13 >= 20) {
+        b++; e = ($12 - rate[a]) / rate[a]; e = e < 0 ? -e : e; if (e <= 0.15) bok++; else bbad = bbad " " a "(" $12 "/" rate[a] ")"
+        if (e > bworst) bworst = e
+      }
+      if ($15 >= 100 && met[a] != "-") {
+        l++; e = $14 - met[a]; e = e < 0 ? -e : e; if (e <= 0.01) lok++; else lbad = lbad " " a "(" $14 "/" met[a] ")"
+        if (e > lworst) lworst = e
+      }
+    }
+    END {
+      printf "  %d connections; RTT within 5 %%: %d of %d (worst %.1f %%)\n", n, rok, r, 100 * rworst
+      printf "  bandwidth within 15 %% (connections with 20 ACK pairs or more): %d of %d (worst %.1f %%)%s\n", bok, b, 100 * bworst, bbad ? ";" bbad : ""
+      printf "  loss within 1 point (connections of 100 data segments or more): %d of %d (worst %.2f points)%s\n", lok, l, 100 * lworst, lbad ? ";" lbad : ""
+      exit !(r == n && rok == r && bok == b && lok == l)
+    }' "$1/truth" "$1/workload"
+}
+
+# The share of exchanges within 10 % of their traced response time in DIR/results.csv.
+monkey_within_ten_percent() { awk -F, 'NR > 1 && $14 == "ok" { n++; e = $12 < 0 ? -$12 : $12; if (e <= 0.1) k++ } END { printf "%.1f\n", n ? 100 * k / n : 0 }' "$1/results.csv"; }
+
+# The ground truth (the issue's first experiment, at a size a test affords: bench/monkey-truth
+# runs it with hundreds of clients): Monkey See gives back each client's path, and Monkey Do
+# replays the capture with 95 % of exchanges or more within 10 % of their traced response time.
+test_monkey_ground_truth_see_gives_back_the_paths_and_do_the_response_times() {
+  local dir=$WORLD_TMP/monkey-truth share status=0
+  mkdir -p "$dir" && chmod 777 "$dir"
+  monkey_truth_capture "$dir" 24 3 7 || return 1
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" see "$dir/server.pcap" -o "$dir/workload" 2>"$dir/see.err" ||
+    { fail "mm-monkey see: $(cat "$dir/see.err")"; return 1; }
+  monkey_truth_judge "$dir" || { fail "Monkey See's figures are off the truth"; status=1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" do "$dir/workload" -o "$dir/results.csv" 2>"$dir/do.err" ||
+    { fail "mm-monkey do exited $?: $(cat "$dir/do.err")"; return 1; }
+  grep summary -v "$dir/do.err" | sed 's/^/  /'
+  share=$(monkey_within_ten_percent "$dir")
+  check_range "exchanges within 10 % of their traced response time (%)" "$share" 95 100 || status=1
+  return $status
 }
