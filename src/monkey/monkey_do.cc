@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 
+#include "packet/peer_paths.hh"
 #include "shell/root_helper.hh"
 #include "util/csv.hh"
 #include "util/exception.hh"
@@ -44,6 +45,11 @@ Nanos ms(double value) { return static_cast<Nanos>(std::llround(std::max(0.0, va
 struct ClientFigures {
   std::optional<double> rtt_ms;
   std::vector<double> bandwidths, losses;
+  // The trace's losses, by their place among the client's data packets (its connections one
+  // after another: exact for one connection, close for several in turn, rough for several at once).
+  bool pattern = false;
+  std::vector<uint64_t> drops;
+  uint64_t packets = 0;
 };
 }  // namespace
 
@@ -68,6 +74,14 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
     }
     if (c.bandwidth_mbps) f.bandwidths.push_back(*c.bandwidth_mbps);
     if (c.loss) f.losses.push_back(*c.loss);
+    if (c.has_lost_packets) {
+      f.pattern = true;
+      for (uint64_t n : c.lost_packets)
+        if (f.drops.size() < kMaxPathDrops && (f.drops.empty() || f.packets + n > f.drops.back()))
+          f.drops.push_back(f.packets + n);
+      f.packets +=
+          std::max<uint64_t>(c.server_segments + c.retransmissions, c.lost_packets.empty() ? 0 : c.lost_packets.back());
+    }
   }
   const double median_rtt = percentile(all_rtts, 50).value_or(0);
   for (size_t i = 0; i < figures.size(); i++) {
@@ -78,7 +92,13 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
     std::string line = address.str() + " delay=" + fixed(rtt / 2, 3);
     if (const std::optional<double> bw = percentile(f.bandwidths, 50); bw && *bw > 0)
       line += " rate=" + fixed(*bw * 1000, 0) + "kbit/s";
-    if (!f.losses.empty()) {
+    if (f.pattern) {
+      // The trace's own losses, packet by packet, rather than a rate drawn again at random.
+      if (!f.drops.empty()) {
+        line += " drops=";
+        for (size_t k = 0; k < f.drops.size(); k++) line += (k ? "," : "") + std::to_string(f.drops[k]);
+      }
+    } else if (!f.losses.empty()) {
       double sum = 0;
       for (double l : f.losses) sum += l;
       line += " loss=" + fixed(std::clamp(sum / static_cast<double>(f.losses.size()), 0.0, 1.0), 6) + ",0";

@@ -52,7 +52,9 @@ struct MonkeySee::Tracked {
     bool retransmitted;
     uint64_t burst;
     uint32_t segments;
+    uint64_t ordinal;  // of its first packet among the server's data packets, from 1
   };
+  uint64_t data_packets = 0;  // the server's, sent again or not, in the order they left
   uint64_t server_high = 1, acked = 1;
   uint32_t server_headers = 40;  // IP and TCP header bytes of the server's data segments
   std::deque<Sent> unacked;
@@ -300,13 +302,21 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
       const uint32_t mss = t.mss();
       const uint64_t start = unwrap(s.seq - t.server_isn, t.server_high);
       const uint64_t end = start + s.payload;
+      const uint64_t ordinal = t.data_packets + 1;
+      t.data_packets += std::max<uint64_t>(1, (s.payload + mss - 1) / mss);
       if (start < t.server_high) {  // sent before (in whole or in part): a retransmission
         const uint64_t repeated = std::min(end, t.server_high) - start;
         const uint64_t segments = std::max<uint64_t>(1, (repeated + mss - 1) / mss);
         c.retransmissions += segments;
-        if (std::min(end, t.server_high) <= t.acked) c.spurious += segments;  // acknowledged already
-        for (Tracked::Sent& sent : t.unacked)
-          if (sent.end > start && sent.end <= end) sent.retransmitted = true;
+        const bool spurious = std::min(end, t.server_high) <= t.acked;  // acknowledged already
+        if (spurious) c.spurious += segments;
+        for (Tracked::Sent& sent : t.unacked) {
+          if (sent.end <= start || sent.end > end) continue;
+          // The packet that was lost, by its place among the server's: a replay loses that one.
+          if (!sent.retransmitted && !spurious && c.lost_packets.size() < kMaxLostPackets)
+            c.lost_packets.push_back(sent.ordinal);
+          sent.retransmitted = true;
+        }
       }
       if (end > t.server_high) {
         const uint64_t fresh = end - std::max(start, t.server_high);
@@ -319,7 +329,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
         if (t.last_server_data && time - t.last_server_data > gap) t.burst++;
         t.last_server_data = time;
         if (t.unacked.size() == kMaxUnacked) t.unacked.pop_front();
-        t.unacked.push_back({end, time, false, t.burst, segments});
+        t.unacked.push_back({end, time, false, t.burst, segments, ordinal});
         t.server_high = end;
         if (c.exchanges.empty()) {  // the server spoke first (a banner): an exchange with no request
           if (c.exchanges.size() < options_.max_exchanges) {

@@ -47,6 +47,7 @@ struct ResponsePart {
   bool operator==(const ResponsePart&) const = default;
 };
 constexpr size_t kMaxResponseParts = 32;  // more: the rest join the last
+constexpr size_t kMaxLostPackets = 4096;  // per connection
 
 struct MonkeyExchange {
   Nanos request_start = 0, request_end = 0;  // at the server (capture times)
@@ -77,6 +78,9 @@ struct MonkeyConnection {
   uint64_t bandwidth_samples = 0;
   uint64_t server_segments = 0, retransmissions = 0, spurious = 0;
   std::optional<double> loss;
+  // The server's data packets that were lost (sent again, not spuriously), by their place among
+  // all it sent (from 1, retransmissions counted): what a replay loses to repeat the trace.
+  std::vector<uint64_t> lost_packets;
   uint64_t client_acks = 0, acked_segments = 0;  // advancing ACKs, and the segments they covered
   uint64_t client_bytes = 0, server_bytes = 0;
   std::vector<MonkeyExchange> exchanges;

@@ -17,6 +17,13 @@ std::string fixed(double value, int decimals) {
 std::string ms(Nanos ns) { return fixed(static_cast<double>(ns) / 1e6, 3); }
 std::string ms(const std::optional<Nanos>& ns) { return ns ? ms(*ns) : "-"; }
 std::string yes_no(bool b) { return b ? "1" : "0"; }
+// "N,N,...", or "-" for none.
+std::string numbers_text(const std::vector<uint64_t>& numbers) {
+  if (numbers.empty()) return "-";
+  std::string text;
+  for (uint64_t n : numbers) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
+}
 // "BYTES,BYTES@PAUSE-MS,...": each part's bytes, and the application's pause before it ("-": none).
 std::string parts_text(const std::vector<ResponsePart>& parts) {
   if (parts.empty()) return "-";
@@ -38,7 +45,7 @@ std::string workload_header(const std::string& capture_description) {
          "# C\tid\tstart_s\tclient\tclient_port\tserver\tserver_port\tended_by\trtt_ms\thandshake_rtt_ms\trtt_samples\t"
          "bandwidth_mbps\tbandwidth_samples\tloss\tserver_segments\tretransmissions\tspurious\tclient_mss\tserver_mss\t"
          "client_wscale\tserver_wscale\tsack\ttimestamps\tecn\tce_marks\tclient_window\tacks_per_segment\t"
-         "client_bytes\tserver_bytes\texchanges\tduration_ms\tflags\tnodelay\n"
+         "client_bytes\tserver_bytes\texchanges\tduration_ms\tflags\tnodelay\tlost_packets\n"
          "# E\tid\tindex\trequest_start_ms\trequest_end_ms\trequest_bytes\tresponse_start_ms\tresponse_end_ms\t"
          "response_bytes\tserver_delay_ms\tresponse_time_ms\thttp\tresponse_parts\n";
 }
@@ -46,21 +53,21 @@ std::string workload_header(const std::string& capture_description) {
 std::string workload_lines(const MonkeyConnection& c) {
   std::string flags;
   for (const std::string& f : c.flags) flags += (flags.empty() ? "" : ",") + f;
-  std::string out = "C\t" + std::to_string(c.id) + "\t" + fixed(static_cast<double>(c.start) / 1e9, 6) + "\t" +
-                    c.client.address_text() + "\t" + std::to_string(c.client.port) + "\t" + c.server.address_text() +
-                    "\t" + std::to_string(c.server.port) + "\t" + c.ended_by + "\t" + ms(c.rtt) + "\t" +
-                    ms(c.handshake_rtt) + "\t" + std::to_string(c.rtt_samples) + "\t" +
-                    (c.bandwidth_bps ? fixed(*c.bandwidth_bps / 1e6, 3) : "-") + "\t" +
-                    std::to_string(c.bandwidth_samples) + "\t" + (c.loss ? fixed(*c.loss, 4) : "-") + "\t" +
-                    std::to_string(c.server_segments) + "\t" + std::to_string(c.retransmissions) + "\t" +
-                    std::to_string(c.spurious) + "\t" + std::to_string(c.client_mss) + "\t" +
-                    std::to_string(c.server_mss) + "\t" + std::to_string(c.client_window_scale) + "\t" +
-                    std::to_string(c.server_window_scale) + "\t" + yes_no(c.sack) + "\t" + yes_no(c.timestamps) + "\t" +
-                    yes_no(c.ecn) + "\t" + std::to_string(c.ce_marks) + "\t" + std::to_string(c.client_window) + "\t" +
-                    (c.acked_segments ? fixed(static_cast<double>(c.client_acks) / c.acked_segments, 3) : "-") + "\t" +
-                    std::to_string(c.client_bytes) + "\t" + std::to_string(c.server_bytes) + "\t" +
-                    std::to_string(c.exchanges.size()) + "\t" + ms(c.end - c.start) + "\t" +
-                    (flags.empty() ? "-" : flags) + "\t" + yes_no(c.nodelay) + "\n";
+  std::string out =
+      "C\t" + std::to_string(c.id) + "\t" + fixed(static_cast<double>(c.start) / 1e9, 6) + "\t" +
+      c.client.address_text() + "\t" + std::to_string(c.client.port) + "\t" + c.server.address_text() + "\t" +
+      std::to_string(c.server.port) + "\t" + c.ended_by + "\t" + ms(c.rtt) + "\t" + ms(c.handshake_rtt) + "\t" +
+      std::to_string(c.rtt_samples) + "\t" + (c.bandwidth_bps ? fixed(*c.bandwidth_bps / 1e6, 3) : "-") + "\t" +
+      std::to_string(c.bandwidth_samples) + "\t" + (c.loss ? fixed(*c.loss, 4) : "-") + "\t" +
+      std::to_string(c.server_segments) + "\t" + std::to_string(c.retransmissions) + "\t" + std::to_string(c.spurious) +
+      "\t" + std::to_string(c.client_mss) + "\t" + std::to_string(c.server_mss) + "\t" +
+      std::to_string(c.client_window_scale) + "\t" + std::to_string(c.server_window_scale) + "\t" + yes_no(c.sack) +
+      "\t" + yes_no(c.timestamps) + "\t" + yes_no(c.ecn) + "\t" + std::to_string(c.ce_marks) + "\t" +
+      std::to_string(c.client_window) + "\t" +
+      (c.acked_segments ? fixed(static_cast<double>(c.client_acks) / c.acked_segments, 3) : "-") + "\t" +
+      std::to_string(c.client_bytes) + "\t" + std::to_string(c.server_bytes) + "\t" +
+      std::to_string(c.exchanges.size()) + "\t" + ms(c.end - c.start) + "\t" + (flags.empty() ? "-" : flags) + "\t" +
+      yes_no(c.nodelay) + "\t" + numbers_text(c.lost_packets) + "\n";
   for (size_t i = 0; i < c.exchanges.size(); i++) {
     const MonkeyExchange& e = c.exchanges[i];
     const bool answered = e.response_start.has_value();
@@ -125,8 +132,26 @@ class LineReader {
   std::string where_;
 };
 
-// Format 1 had no nodelay column and no response parts; format 2 adds them at the end.
+// Format 1 had no nodelay and lost_packets columns and no response parts; format 2 adds them at
+// the ends of the lines.
 constexpr size_t kConnectionFields1 = 32, kExchangeFields1 = 12;
+
+// "N,N,..." in increasing order (at most kMaxLostPackets), or "-".
+std::vector<uint64_t> numbers_of(const LineReader& r, size_t i) {
+  std::vector<uint64_t> numbers;
+  std::string_view text = r.text(i);
+  if (text == "-") return numbers;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::optional<uint64_t> n = decimal_value(text.substr(0, comma));
+    if (!n || numbers.size() == kMaxLostPackets || (!numbers.empty() && *n <= numbers.back()))
+      throw UserError(r.where() + ": lost_packets: \"" + printable(text.substr(0, comma), 40) +
+                      "\" is not the next of increasing numbers (" + std::to_string(kMaxLostPackets) + " at most)");
+    numbers.push_back(*n);
+    text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
+  }
+  return numbers;
+}
 
 WorkloadConnection connection_of(const LineReader& r) {
   WorkloadConnection c;
@@ -141,8 +166,14 @@ WorkloadConnection connection_of(const LineReader& r) {
   c.rtt_ms = r.optional_number(8, kMaxWorkloadMs, "rtt_ms");
   c.bandwidth_mbps = r.optional_number(11, 1e6, "bandwidth_mbps");
   c.loss = r.optional_number(13, 1, "loss");
+  c.server_segments = r.count(14, UINT64_MAX / 4, "server_segments");
+  c.retransmissions = r.count(15, UINT64_MAX / 4, "retransmissions");
   c.flags = std::string(r.text(31).substr(0, 1000));
-  if (r.size() > kConnectionFields1) c.nodelay = r.count(32, 1, "nodelay") == 1;
+  if (r.size() > kConnectionFields1) {
+    c.nodelay = r.count(32, 1, "nodelay") == 1;
+    c.lost_packets = numbers_of(r, 33);
+    c.has_lost_packets = true;
+  }
   return c;
 }
 
@@ -201,7 +232,7 @@ std::vector<WorkloadConnection> parse_workload(std::string_view text, const std:
   if (format == 0)
     throw UserError(source + " is not a workload of mm-monkey see (its first line is not \"" + std::string(kFormat) +
                     "1\" or 2); make one with mm-monkey see CAPTURE -o WORKLOAD");
-  const size_t connection_fields = kConnectionFields1 + (format == 2 ? 1 : 0);
+  const size_t connection_fields = kConnectionFields1 + (format == 2 ? 2 : 0);
   const size_t exchange_fields = kExchangeFields1 + (format == 2 ? 1 : 0);
   std::vector<WorkloadConnection> connections;
   size_t line_number = 0, exchanges = 0;

@@ -41,6 +41,9 @@ struct WorkloadConnection {
   std::optional<double> rtt_ms, bandwidth_mbps, loss;
   std::string flags;  // "-" for none
   bool nodelay = false;
+  uint64_t server_segments = 0, retransmissions = 0;  // the server's data packets: their sum
+  std::vector<uint64_t> lost_packets;                 // which of them were lost (format 2)
+  bool has_lost_packets = false;                      // format 2: lost_packets says (empty: none)
   std::vector<WorkloadExchange> exchanges;
 };
 

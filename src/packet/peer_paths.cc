@@ -14,7 +14,8 @@
 
 namespace {
 constexpr const char* kLineForm =
-    "\"PEER [delay=MS[,MS]] [rate=RATE[,RATE]] [loss=P[,P]] [queue=N[,N]]\" (two values: toward the peer, from it)";
+    "\"PEER [delay=MS[,MS]] [rate=RATE[,RATE]] [loss=P[,P]] [queue=N[,N]] [drops=N,N,...]\" (two values: toward "
+    "the peer, from it)";
 
 double parse_number(std::string_view text, const std::string& where, std::string_view what, double max) {
   double value = -1;
@@ -30,6 +31,16 @@ void both_ways(std::string_view value, PathDirection& to, PathDirection& from, P
   const size_t comma = value.find(',');
   parse(value.substr(0, comma), to);
   parse(comma == std::string_view::npos ? value.substr(0, comma) : value.substr(comma + 1), from);
+}
+
+// An IPv4 TCP segment with a payload.
+bool carries_tcp_data(std::span<const uint8_t> p) {
+  if (p.size() < 20 || (p[0] >> 4) != 4 || p[9] != 6) return false;
+  const size_t header = (p[0] & 0xfu) * 4u;
+  if (p.size() < header + 13) return false;
+  const size_t total = static_cast<size_t>(p[2]) << 8 | p[3];
+  const size_t tcp_header = (p[header + 12] >> 4) * 4u;
+  return total > header + tcp_header;
 }
 
 std::vector<std::string_view> words_of(std::string_view line) {
@@ -71,6 +82,20 @@ void parse_path_settings(const std::vector<std::string_view>& words, PeerPath& p
       both_ways(value, path.to, path.from, [&](std::string_view v, PathDirection& d) {
         d.loss = parse_number(v, where, "a loss probability (0 to 1, e.g. 0.01)", 1);
       });
+    } else if (name == "drops") {
+      std::string_view list = value;
+      while (!list.empty()) {
+        const size_t comma = list.find(',');
+        const std::string_view item = list.substr(0, comma);
+        list = comma == std::string_view::npos ? std::string_view{} : list.substr(comma + 1);
+        uint64_t n = 0;
+        const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), n);
+        if (item.empty() || error != std::errc() || end != item.data() + item.size() || n == 0 ||
+            (!path.drops.empty() && n <= path.drops.back()) || path.drops.size() == kMaxPathDrops)
+          throw UserError(where + ": drops= takes increasing packet numbers from 1 (" + std::to_string(kMaxPathDrops) +
+                          " at most), not \"" + printable(item, 40) + "\"");
+        path.drops.push_back(n);
+      }
     } else if (name == "queue") {
       both_ways(value, path.to, path.from, [&](std::string_view v, PathDirection& d) {
         const double n = parse_number(v, where, "a queue in packets (1 to 100000)", kMaxPathQueuePackets);
@@ -122,14 +147,15 @@ PeerPathQueue::PeerPathQueue(const std::vector<PeerPath>& paths, Direction direc
     : to_peers_(direction == Direction::ToPeers), random_(seed) {
   if (paths.size() > kMaxPeerPaths) throw UserError("more than " + std::to_string(kMaxPeerPaths) + " paths");
   lines_.reserve(paths.size() + 1);
-  lines_.push_back({PathDirection{}, 0, 0, 0, PacketRing(0), {}});
+  lines_.push_back({PathDirection{}, 0, 0, 0, PacketRing(0), {}, {}, 0, 0});
   for (const PeerPath& p : paths) {
     const PathDirection& d = to_peers_ ? p.to : p.from;
-    Line l{d, 0, 0, 0, PacketRing(0), {}};
+    Line l{d, 0, 0, 0, PacketRing(0), {}, {}, 0, 0};
     if (d.rate_bps > 0) {
       l.ns_per_byte = 8e9 / d.rate_bps;
       l.queue_limit = static_cast<Nanos>(std::llround(static_cast<double>(d.queue) * 1500 * 8e9 / d.rate_bps));
     }
+    if (to_peers_) l.drops = p.drops;
     match_.add(p.peer, static_cast<uint32_t>(lines_.size()));
     lines_.push_back(std::move(l));
   }
@@ -141,6 +167,12 @@ void PeerPathQueue::commit(Nanos now, uint32_t length, uint32_t meta) {
   const uint32_t line = match_.classify(reserved_.first(std::min<size_t>(length, reserved_.size())), to_peers_, 0);
   Line& l = lines_[line];
   l.counters.packets++;
+  if (l.next_drop < l.drops.size() && carries_tcp_data(reserved_.first(std::min<size_t>(length, reserved_.size()))) &&
+      ++l.data_packets == l.drops[l.next_drop]) {
+    l.next_drop++;
+    l.counters.lost++;
+    return;
+  }
   if (l.settings.loss > 0 && random_.bernoulli(l.settings.loss)) {
     l.counters.lost++;
     return;  // never committed: the reserved space is handed out again

@@ -36,6 +36,9 @@ struct PeerPath {
   PeerAddress peer;
   PathDirection to;    // toward the peer: the shell's uplink
   PathDirection from;  // from the peer: the shell's downlink
+  // The TCP packets carrying data toward the peer that are lost, by their place among them
+  // (from 1, increasing): a loss pattern, such as a capture's (mm-monkey do), besides `to.loss`.
+  std::vector<uint64_t> drops;
   bool operator==(const PeerPath&) const = default;
 };
 
@@ -43,9 +46,10 @@ struct PeerPath {
 constexpr size_t kMaxPeerPaths = 65536;
 constexpr uint32_t kMaxPathQueuePackets = 100'000;
 constexpr double kMaxPathDelayMs = 3'600'000;  // an hour
+constexpr size_t kMaxPathDrops = 100'000;      // drops= numbers per path
 
-// A paths file: one "PEER [delay=MS[,MS]] [rate=RATE[,RATE]] [loss=P[,P]] [queue=N[,N]]" per line,
-// where two values are toward the peer and from it, and one is both; blank lines and "#"
+// A paths file: one "PEER [delay=MS[,MS]] [rate=RATE[,RATE]] [loss=P[,P]] [queue=N[,N]]
+// [drops=N,N,...]" per line, where two values are toward the peer and from it, and one is both; blank lines and "#"
 // comments are skipped. A peer given twice is an error (the line of each named). At most
 // kMaxPeerPaths lines. Throws UserError naming `source`, the line and the fix.
 std::vector<PeerPath> parse_peer_paths(std::string_view text, const std::string& source);
@@ -96,6 +100,9 @@ class PeerPathQueue {
     Nanos free_at = 0;       // when the path's link has sent what it holds
     PacketRing ring;         // each packet's record holds the time it is due, not its arrival
     PathCounters counters;
+    std::vector<uint64_t> drops;  // (toward the peers only) the data packets to lose, by place
+    size_t next_drop = 0;
+    uint64_t data_packets = 0;
   };
   struct Due {
     Nanos time;

@@ -121,6 +121,7 @@ TEST(MonkeyDo, reads_the_responses_parts_and_format_1) {
   ASSERT_EQ(old.size(), 1u);
   EXPECT_TRUE(old[0].exchanges[0].parts.empty());
   EXPECT_FALSE(old[0].nodelay);
+  EXPECT_NE(plan_replay(old, 10).paths.find(" loss=0.000000,0"), std::string::npos);  // no pattern: the rate
 }
 
 TEST(MonkeyDo, request_heads_and_log_lines_go_and_come_back) {
@@ -143,17 +144,22 @@ TEST(MonkeyDo, request_heads_and_log_lines_go_and_come_back) {
 }
 
 TEST(MonkeyDo, plans_each_clients_path_and_the_think_times) {
-  const auto w = parse_workload(workload_of({connection(1, "10.9.0.1", 40, {1000, 20000}, 100),
-                                             connection(2, "10.9.0.1", 30, {5}), connection(3, "10.9.0.2", 0, {5})}),
-                                "w");
+  MonkeyConnection first = connection(1, "10.9.0.1", 40, {1000, 20000}, 100),
+                   second = connection(2, "10.9.0.1", 30, {5});
+  first.server_segments = 20;
+  first.retransmissions = 2;
+  first.lost_packets = {3, 7};
+  second.lost_packets = {5};
+  const auto w = parse_workload(workload_of({first, second, connection(3, "10.9.0.2", 0, {5})}), "w");
   const MonkeyPlan plan = plan_replay(w, 1024);
   ASSERT_EQ(plan.clients.size(), 2u);
   EXPECT_EQ(plan.clients[0].str(), "172.16.0.1");
-  // Client 1: its connections' smallest RTT, halved each way; client 2 has none: the median of
-  // all (of 40 and 30, the nearest rank's: 30).
+  // Client 1: its connections' smallest RTT, halved each way, and the trace's losses packet by
+  // packet (the second connection's after the first's 22 packets); client 2 has no RTT: the
+  // median of all (of 40 and 30, the nearest rank's: 30), and lost nothing.
   EXPECT_EQ(plan.paths,
-            "172.16.0.1 delay=15.000 rate=8000kbit/s loss=0.010000,0\n"
-            "172.16.0.2 delay=15.000 rate=8000kbit/s loss=0.010000,0\n");
+            "172.16.0.1 delay=15.000 rate=8000kbit/s drops=3,7,27\n"
+            "172.16.0.2 delay=15.000 rate=8000kbit/s\n");
   EXPECT_EQ(plan.without_rtt, 1u);
   ASSERT_EQ(plan.connections.size(), 3u);
   EXPECT_EQ(plan.connections[1].start, 1000 * kMs);  // a second after the first

@@ -25,7 +25,7 @@ std::vector<uint8_t> packet(uint32_t from, uint32_t to, uint8_t tag, uint32_t le
   store_be32(&p[16], to);
   store_be16(&p[20], 40000);
   store_be16(&p[22], 80);
-  p[40] = tag;
+  if (length > 40) p[40] = tag;
   return p;
 }
 
@@ -40,7 +40,7 @@ void push(PeerPathQueue& q, Nanos now, const std::vector<uint8_t>& p) {
 std::vector<std::pair<Nanos, int>> drain(PeerPathQueue& q, Nanos until) {
   std::vector<std::pair<Nanos, int>> out;
   for (Nanos t = q.next_departure(); t <= until; t = q.next_departure())
-    q.release(t, [&](std::span<const uint8_t> p, uint32_t) { out.push_back({t, p[40]}); });
+    q.release(t, [&](std::span<const uint8_t> p, uint32_t) { out.push_back({t, p.size() > 40 ? p[40] : 0}); });
   return out;
 }
 
@@ -169,4 +169,28 @@ TEST(PeerPaths, thousands_of_paths_keep_each_its_own_order) {
   const auto out = drain(up, kNever - 1);
   ASSERT_EQ(out.size(), 6000u);
   for (size_t i = 1; i < out.size(); i++) ASSERT_LE(out[i - 1].first, out[i].first);
+}
+
+TEST(PeerPaths, drops_lose_the_numbered_data_packets_toward_the_peer) {
+  // TCP packets with data are numbered from 1; the 2nd and 4th are lost, packets without data
+  // (a pure ACK: 40 bytes) are not counted, and nothing from the peer is lost.
+  const std::vector<PeerPath> table{path("10.0.0.1 drops=2,4")};
+  PeerPathQueue up(table, PeerPathQueue::Direction::ToPeers, 1);
+  PeerPathQueue down(table, PeerPathQueue::Direction::FromPeers, 1);
+  auto tcp = [](uint32_t from, uint32_t to, uint8_t tag, uint32_t length) {
+    std::vector<uint8_t> p = packet(from, to, tag, length);
+    p[32] = 0x50;  // a TCP header of 20 bytes
+    return p;
+  };
+  push(up, 0, tcp(kInside, ip(10, 0, 0, 1), 1, 100));
+  push(up, 0, tcp(kInside, ip(10, 0, 0, 1), 0, 40));  // no data (released: its byte 40 is 0)
+  for (uint8_t i = 2; i <= 5; i++) push(up, 0, tcp(kInside, ip(10, 0, 0, 1), i, 100));
+  std::vector<int> tags;
+  for (const auto& [t, tag] : drain(up, kNever - 1)) tags.push_back(tag);
+  EXPECT_EQ(tags, (std::vector<int>{1, 0, 3, 5}));
+  EXPECT_EQ(up.counters(1).lost, 2u);
+  for (uint8_t i = 1; i <= 5; i++) push(down, 0, tcp(ip(10, 0, 0, 1), kInside, i, 100));
+  EXPECT_EQ(down.counters(1).lost, 0u);
+  EXPECT_THROW_WITH(UserError, parse_peer_paths("10.0.0.1 drops=3,2\n", "f"), "increasing packet numbers");
+  EXPECT_THROW_WITH(UserError, parse_peer_paths("10.0.0.1 drops=0\n", "f"), "increasing packet numbers");
 }
