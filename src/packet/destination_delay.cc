@@ -54,14 +54,7 @@ std::vector<DestinationRule> parse_destination_file(std::string_view text, const
     text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
     line_number++;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    std::vector<std::string_view> words;
-    for (size_t at = 0; at < line.size();) {
-      const size_t start = line.find_first_not_of(" \t\r", at);
-      if (start == std::string_view::npos) break;
-      const size_t end = std::min(line.find_first_of(" \t\r", start), line.size());
-      words.push_back(line.substr(start, end - start));
-      at = end;
-    }
+    const std::vector<std::string_view> words = blank_separated_words(line);
     if (words.empty()) continue;
     const std::string where = source + " line " + std::to_string(line_number);
     if (words.size() > 3)

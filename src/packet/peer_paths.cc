@@ -43,17 +43,6 @@ bool carries_tcp_data(std::span<const uint8_t> p) {
   return total > header + tcp_header;
 }
 
-std::vector<std::string_view> words_of(std::string_view line) {
-  std::vector<std::string_view> words;
-  for (size_t at = 0; at < line.size();) {
-    const size_t start = line.find_first_not_of(" \t\r", at);
-    if (start == std::string_view::npos) break;
-    const size_t end = std::min(line.find_first_of(" \t\r", start), line.size());
-    words.push_back(line.substr(start, end - start));
-    at = end;
-  }
-  return words;
-}
 // A line's settings after the peer.
 void parse_path_settings(const std::vector<std::string_view>& words, PeerPath& path, const std::string& where) {
   std::map<std::string_view, bool> seen;
@@ -112,7 +101,7 @@ void parse_path_settings(const std::vector<std::string_view>& words, PeerPath& p
 
 std::optional<PeerPath> parse_peer_path(std::string_view line, const std::string& where) {
   if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-  std::vector<std::string_view> words = words_of(line);
+  std::vector<std::string_view> words = blank_separated_words(line);
   if (words.empty()) return std::nullopt;
   PeerPath path;
   path.peer = parse_peer_address(words[0], where);

@@ -101,3 +101,15 @@ std::string shell_quote(std::string_view word) {
   for (char c : word) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return quoted + "'";
 }
+
+std::vector<std::string_view> blank_separated_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  for (size_t at = 0; at < line.size();) {
+    const size_t start = line.find_first_not_of(" \t\r", at);
+    if (start == std::string_view::npos) break;
+    const size_t end = std::min(line.find_first_of(" \t\r", start), line.size());
+    words.push_back(line.substr(start, end - start));
+    at = end;
+  }
+  return words;
+}

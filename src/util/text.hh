@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // `text` with A-Z turned into a-z; every other byte unchanged.
 std::string ascii_lowercase(std::string_view text);
@@ -18,6 +19,8 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix);
 
 // `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
 std::string_view trim_blanks(std::string_view text);
+// The words of `line` between blanks (spaces, tabs, carriage returns): a table's line.
+std::vector<std::string_view> blank_separated_words(std::string_view line);
 
 // `text` as a decimal number: ASCII digits only, all of it; nullopt when empty, when anything else
 // is in it, or when it does not fit in 64 bits.

@@ -163,7 +163,10 @@ test_monkey_do_bad_input() {
 # 50 Mbit/s; a third of them losing 0.5-3 % toward the client), behind one mm-paths shell whose
 # command is the server (Python's HTTP/1.1, keep-alive) and tcpdump on its device: the capture is
 # taken next to the server. Each client is a real HTTP/1.1 client (Python's http.client) that
-# fetches EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each.
+# fetches EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each;
+# the clients start at random over CLIENTS / 10 seconds (2 at least), about a dozen at once,
+# which the 2 cores of a test machine carry with their timing intact (the server, the clients,
+# tcpdump and the paths' ferry all run on them).
 # Writes DIR/truth ("ADDRESS DELAY-MS RATE-MBIT LOSS MET-LOSS" per client: the loss drawn, and
 # the share of its packets the path lost) and DIR/server.pcap.
 monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
@@ -204,7 +207,7 @@ failed = []
 def client(i, address):
     r = random.Random(seed * 1000 + i)
     try:
-        time.sleep(r.uniform(0, 2))
+        time.sleep(r.uniform(0, max(2, len(clients) / 10)))
         c = http.client.HTTPConnection(inner, 8080, timeout=60, source_address=(address, 0))
         for _ in range(exchanges):
             time.sleep(r.uniform(0, 0.3))
