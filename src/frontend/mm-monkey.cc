@@ -4,24 +4,17 @@
 // such a workload through a path per client against the server emulator ("serve"). Installed
 // setuid root for "do" (an isolated shell, as mm-replay); "see" and "serve" give root's rights up
 // for good before anything else.
-#include <fcntl.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <iostream>
 #include <string>
 #include <vector>
 
-#include "monkey/capture_reader.hh"
 #include "monkey/monkey_do.hh"
-#include "monkey/monkey_see.hh"
-#include "monkey/monkey_server.hh"
-#include "monkey/workload.hh"
+#include "monkey/monkey_tool.hh"
+#include "shell/packet_shell.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
-#include "util/file_descriptor.hh"
-#include "util/statistics.hh"
 #include "util/text.hh"
 
 namespace {
@@ -69,89 +62,6 @@ const char* kHelp =
     "\n"
     "  --help, --version\n";
 
-std::string median_text(std::vector<double> values, double scale, const char* unit) {
-  const std::optional<double> m = percentile(std::move(values), 50);
-  if (!m) return "-";
-  char text[64];
-  std::snprintf(text, sizeof text, "%.3g %s", *m * scale, unit);
-  return text;
-}
-
-int see(const std::string& capture, const std::string& output, bool force) {
-  CaptureReader reader(capture);
-  FileDescriptor out;
-  if (output == "-") {
-    out = FileDescriptor(::dup(1));
-  } else {
-    out = FileDescriptor(::open(output.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644));
-    if (!out.valid() && errno == EEXIST)
-      throw UserError(output + " exists: give another WORKLOAD, or --force to overwrite it");
-    if (!out.valid()) throw SystemError("creating " + output);
-  }
-  std::string description = printable(capture, 200) + ", " + reader.link_name() + ", timestamps to " +
-                            (reader.resolution() == 1 ? "1 ns" : "1 us");
-  write_all(out.get(), workload_header(description));
-  std::vector<double> rtts, bandwidths, losses;
-  std::map<std::string, uint64_t> flagged;
-  uint64_t exchanges = 0;
-  MonkeySee see([&](MonkeyConnection&& c) {
-    if (c.rtt) rtts.push_back(static_cast<double>(*c.rtt));
-    if (c.bandwidth_bps) bandwidths.push_back(*c.bandwidth_bps);
-    if (c.loss) losses.push_back(*c.loss);
-    for (const std::string& f : c.flags) flagged[f]++;
-    exchanges += c.exchanges.size();
-    write_all(out.get(), workload_lines(c));
-  });
-  uint64_t segments = 0, other = 0;
-  while (const std::optional<CapturedPacket> packet = reader.next()) {
-    const std::optional<TcpSegment> segment = decode_tcp(packet->ip, packet->wire_length);
-    if (!segment) {
-      other++;
-      continue;
-    }
-    segments++;
-    see.segment(packet->time, *segment);
-  }
-  see.finish();
-  std::cerr << "mm-monkey: " << capture << ": " << count_of(reader.frames(), "frame") << ", "
-            << count_of(segments, "TCP segment") << " (" << count_of(other + reader.skipped(), "other frame") << "), "
-            << count_of(see.reported(), "connection") << ", " << count_of(exchanges, "exchange") << "\n";
-  if (!reader.ended_early().empty())
-    std::cerr << "mm-monkey: warning: the capture ends inside a packet (" << reader.ended_early()
-              << "): read up to there\n";
-  std::cerr << "mm-monkey: medians: RTT " << median_text(rtts, 1e-6, "ms") << ", bandwidth "
-            << median_text(bandwidths, 1e-6, "Mbit/s") << ", loss " << median_text(losses, 100, "%") << "\n";
-  if (!flagged.empty()) {
-    std::string list;
-    for (const auto& [f, n] : flagged) list += (list.empty() ? "" : ", ") + f + " " + std::to_string(n);
-    std::cerr << "mm-monkey: flagged connections: " << list << "\n";
-  }
-  if (output != "-") std::cerr << "mm-monkey: wrote " << output << "\n";
-  return 0;
-}
-
-// The server emulator inside the shell: on the address of its device "ingress".
-int serve(uint16_t port, const std::string& congestion_control, const std::string& plan_file) {
-  ifaddrs* list = nullptr;
-  std::optional<Ipv4> address;
-  if (::getifaddrs(&list) == 0) {
-    for (ifaddrs* a = list; a; a = a->ifa_next)
-      if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET && std::string_view(a->ifa_name) == "ingress")
-        address = Ipv4::from_in_addr(reinterpret_cast<const sockaddr_in*>(a->ifa_addr)->sin_addr);
-    ::freeifaddrs(list);
-  }
-  if (!address)
-    throw UserError(
-        "serve runs inside a shell (it listens on the address of the device ingress); "
-        "mm-monkey do starts it so");
-  MonkeyServerOptions options{*address, port, 100'000, congestion_control, {}};
-  if (!plan_file.empty())
-    options.plan =
-        parse_server_plan(read_user_file(plan_file, "server plan", uint64_t{1} << 30, "give mm-monkey do's plan"),
-                          user_file_name(plan_file));
-  return run_monkey_server(options, [] {});
-}
-
 int run(int argc, char** argv) {
   std::vector<std::string> words;
   std::string output, congestion_control, plan;
@@ -194,11 +104,11 @@ int run(int argc, char** argv) {
   if (command == "see") {
     if (words.size() != 1) throw UsageError("see takes one CAPTURE file");
     if (output.empty()) throw UsageError("see needs -o WORKLOAD (- for standard output)");
-    return see(words[0], output, force);
+    return monkey_see_command(words[0], output, force);
   }
   if (command == "serve") {
     if (!words.empty()) throw UsageError("serve takes no file");
-    return serve(port, congestion_control, plan);
+    return monkey_serve_command(port, congestion_control, plan);
   }
   throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, serve)");
 }

@@ -136,13 +136,7 @@ int to_har_file(const std::string& dir, const std::string& output, bool force) {
     write_all(1, text);
     return 0;
   }
-  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL);
-  FileDescriptor fd(::open(output.c_str(), flags, 0644));
-  if (!fd.valid()) {
-    if (errno == EEXIST)
-      throw UserError(output + " already exists: choose another name, or add --force to overwrite it");
-    throw UserError("cannot write " + output + ": " + std::strerror(errno));
-  }
+  FileDescriptor fd = create_output_file(output, force);
   try {
     write_all(fd.get(), text);
   } catch (const SystemError& e) {

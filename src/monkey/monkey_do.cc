@@ -248,14 +248,6 @@ std::vector<ServedExchange> stop_server(Ipv4 address, uint16_t port, int status)
   return served;
 }
 
-FileDescriptor create_results(const MonkeyDoSettings& s) {
-  FileDescriptor out(::open(s.results.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (s.force ? O_TRUNC : O_EXCL), 0644));
-  if (!out.valid() && errno == EEXIST)
-    throw UserError(s.results + " exists: give another RESULTS file, or --force to overwrite it");
-  if (!out.valid()) throw SystemError("creating " + s.results);
-  return out;
-}
-
 // The ferry's work, with the user's rights, in the isolated namespace.
 int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, const std::function<void()>& ready) {
   SignalSet handled{SIGTERM, SIGINT, SIGHUP, SIGQUIT};
@@ -265,7 +257,7 @@ int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, co
       parse_workload(read_user_file(s.workload, "workload", kMaxWorkloadFileBytes, "give a workload of mm-monkey see"),
                      user_file_name(s.workload));
   const MonkeyPlan plan = plan_replay(workload, kMaxIsolatedAddresses);
-  FileDescriptor results = create_results(s);  // before the replay: a bad path fails at once
+  FileDescriptor results = create_output_file(s.results, s.force);  // before the replay: a bad path fails at once
   WorkDirectory work(s.directory);
   write_all(FileDescriptor(check_syscall("open", ::open((s.directory / "paths").c_str(),
                                                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))

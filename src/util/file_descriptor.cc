@@ -202,3 +202,13 @@ std::optional<std::string> read_setting(const std::string& path) {
     return std::nullopt;
   }
 }
+
+FileDescriptor create_output_file(const std::string& path, bool force) {
+  if (path == "-") return FileDescriptor(check_syscall("dup", ::dup(1)));
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | (force ? O_TRUNC : O_EXCL), 0644));
+  if (!fd.valid()) {
+    if (errno == EEXIST) throw UserError(path + " already exists: choose another name, or add --force to overwrite it");
+    throw UserError("cannot write " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}

@@ -46,6 +46,10 @@ std::optional<std::string> read_setting(const std::string& path);
 std::string read_user_file(const std::string& path, const std::string& what, uint64_t max_bytes, std::string_view fix);
 // How messages name a file operand: "standard input" for "-", the path otherwise.
 std::string user_file_name(const std::string& path);
+// A file the user asked a program to write: "-" is standard output (a duplicate of it); else
+// created with mode 0644, and an existing one refused unless `force` (then truncated). Throws
+// UserError naming the path and the fix (another name, or --force).
+FileDescriptor create_output_file(const std::string& path, bool force);
 // The largest message protobuf parses (INT_MAX bytes): the bound of a recording file.
 inline constexpr uint64_t kMaxProtobufBytes = 2147483647;
 // "128 MiB", "2 GiB", "1.5 KiB", "100 bytes": a size for messages.

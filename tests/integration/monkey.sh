@@ -151,7 +151,7 @@ test_monkey_do_bad_input() {
     rc_msg 2 'missing WORKLOAD' in_world "$BIN/mm-monkey" do -o "$dir/r.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'is not a workload of mm-monkey see' in_world "$BIN/mm-monkey" do "$dir/not-a-workload" -o "$dir/r.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'more than 1024 clients' in_world "$BIN/mm-monkey" do "$dir/many-clients" -o "$dir/r.csv" &&
-    AS_USER=$TEST_USER rc_msg 1 'exists: give another RESULTS file, or --force' in_world "$BIN/mm-monkey" do "$dir/one-client" -o "$dir/taken.csv" &&
+    AS_USER=$TEST_USER rc_msg 1 'already exists: choose another name, or add --force' in_world "$BIN/mm-monkey" do "$dir/one-client" -o "$dir/taken.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'serve runs inside a shell' in_world "$BIN/mm-monkey" serve || return 1
   [ ! -e "$dir/r.csv" ] || { fail "a results file was made for a workload that failed"; return 1; }
 }
@@ -167,10 +167,11 @@ test_monkey_do_bad_input() {
 # the clients start at random over CLIENTS / 10 seconds (2 at least), about a dozen at once,
 # which the 2 cores of a test machine carry with their timing intact (the server, the clients,
 # tcpdump and the paths' ferry all run on them).
+# SERVER-INITIAL-WINDOW: the server's (mm-paths --tcp-initial-window; the kernel's 10 if not given).
 # Writes DIR/truth ("ADDRESS DELAY-MS RATE-MBIT LOSS MET-LOSS" per client: the loss drawn, and
 # the share of its packets the path lost) and DIR/server.pcap.
-monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
-  local dir=$1 clients=$2 exchanges=$3 seed=$4 i shell status=0
+monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED [SERVER-INITIAL-WINDOW]
+  local dir=$1 clients=$2 exchanges=$3 seed=$4 window=${5:-} i shell status=0
   for size in 4000 30000 150000 600000; do head -c $size /dev/zero > "$dir/o$size"; done
   awk -v n="$clients" -v seed="$seed" 'BEGIN {
       srand(seed); split("2 5 10 20 50", rates, " ")
@@ -183,7 +184,7 @@ monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED
   awk '{ printf "%s delay=%s rate=%sMbit/s loss=%s,0\n", $1, $2, $3, $4 }' "$dir/truth" > "$dir/paths"
   while read -r address _; do in_world ip addr add "$address/32" dev lo || return 1; done < "$dir/truth"
   # The server's shell (offloads off: the capture holds wire packets, as a tap's would).
-  in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" --verbose "$dir/paths" -- sh -c '
+  in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" --verbose ${window:+--tcp-initial-window=$window} "$dir/paths" -- sh -c '
     dir=$0; inner=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
     tcpdump -i ingress --immediate-mode -s 200 -U -w "$dir/server.pcap" 2>"$dir/tcpdump.err" & t=$!
     python3 -c "import functools, http.server as h, sys
