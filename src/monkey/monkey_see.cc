@@ -43,6 +43,7 @@ struct MonkeySee::Tracked {
   uint32_t client_isn = 0, server_isn = 0;
   bool client_offers_ecn = false;
   Nanos synack_time = 0;
+  bool saw_syn = false;  // the connection's start is its SYN's time
   int synacks = 0;
   bool handshake_done = false;
   // The server's data: the highest offset sent and acknowledged, what awaits an ACK, the bursts.
@@ -153,6 +154,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
     if (opening) {
       c.client = s.source;
       c.server = s.destination;
+      tracked->saw_syn = true;
     } else {
       flag(c, "no-handshake");
       // The SYN-ACK's receiver is the client; with neither SYN, the side with the higher port.
@@ -201,6 +203,10 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
           c.handshake_rtt = time - t.synack_time;
           c.rtt = c.handshake_rtt;
           c.rtt_samples++;
+          // The SYN-ACK came long after the SYN but the ACK at once: the capture was made next
+          // to the client, where the round trip lies before the SYN-ACK, not after it.
+          const Nanos before = t.synack_time - c.start;
+          if (t.saw_syn && before > kNanosPerMs && before > 10 * *c.handshake_rtt) flag(c, "captured-at-client");
         }
       }
       if (s.first_sack) {

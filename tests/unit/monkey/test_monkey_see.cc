@@ -6,6 +6,7 @@
 #include <pcap/pcap.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -319,4 +320,18 @@ TEST(MonkeySee, small_segments_back_to_back_say_nagle_was_off) {
   ASSERT_EQ(found.size(), 1u);
   EXPECT_TRUE(found[0].nodelay);
   EXPECT_EQ(found[0].exchanges[0].parts, (std::vector<ResponsePart>{{200, 0}, {300, 1 * kMs}}));
+}
+
+// A capture made next to the client: the SYN-ACK 50 ms after the SYN, the ACK 30 us after it.
+TEST(MonkeySee, a_capture_next_to_the_client_is_flagged) {
+  const Nanos t0 = 1'000 * kNanosPerSec;
+  std::vector<Frame> f;
+  f.push_back(tcp_frame(t0, true, kClientIsn, 0, kSyn, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 50 * kMs, false, kServerIsn, kClientIsn + 1, kSyn | kAck, 0, kSynOptions));
+  f.push_back(tcp_frame(t0 + 50 * kMs + 30'000, true, kClientIsn + 1, kServerIsn + 1, kAck, 0));
+  const std::string path = write_capture(f);
+  const std::vector<MonkeyConnection> found = see(path);
+  ::unlink(path.c_str());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_NE(std::find(found[0].flags.begin(), found[0].flags.end(), "captured-at-client"), found[0].flags.end());
 }
