@@ -5,6 +5,7 @@
 #include <charconv>
 
 #include "util/exception.hh"
+#include "util/text.hh"
 
 namespace {
 // The space-separated words of `line`, at most `max` (more: nullopt).
@@ -88,9 +89,7 @@ ServerPlan parse_server_plan(std::string_view text, const std::string& source) {
   ServerPlan plan;
   size_t line_number = 0;
   while (!text.empty()) {
-    const size_t newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    const std::string_view line = next_line(text);
     line_number++;
     if (line.empty()) continue;
     const auto words = words_of(line, 4);

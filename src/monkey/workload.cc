@@ -237,9 +237,7 @@ std::vector<WorkloadConnection> parse_workload(std::string_view text, const std:
   std::vector<WorkloadConnection> connections;
   size_t line_number = 0, exchanges = 0;
   while (!text.empty()) {
-    const size_t newline = text.find('\n');
-    const std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    const std::string_view line = next_line(text);
     line_number++;
     if (line.empty() || line[0] == '#') continue;
     const std::string where = source + " line " + std::to_string(line_number);

@@ -49,9 +49,7 @@ std::vector<DestinationRule> parse_destination_file(std::string_view text, const
   std::vector<DestinationRule> rules;
   size_t line_number = 0;
   while (!text.empty()) {
-    const size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    std::string_view line = next_line(text);
     line_number++;
     if (const size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
     const std::vector<std::string_view> words = blank_separated_words(line);

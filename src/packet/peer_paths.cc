@@ -115,9 +115,7 @@ std::vector<PeerPath> parse_peer_paths(std::string_view text, const std::string&
   std::map<PeerAddress, size_t> line_of;
   size_t line_number = 0;
   while (!text.empty()) {
-    const size_t newline = text.find('\n');
-    std::string_view line = text.substr(0, newline);
-    text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+    const std::string_view line = next_line(text);
     line_number++;
     const std::string where = source + " line " + std::to_string(line_number);
     const std::optional<PeerPath> path = parse_peer_path(line, where);

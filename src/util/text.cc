@@ -113,3 +113,10 @@ std::vector<std::string_view> blank_separated_words(std::string_view line) {
   }
   return words;
 }
+
+std::string_view next_line(std::string_view& text) {
+  const size_t newline = text.find('\n');
+  const std::string_view line = text.substr(0, newline);
+  text = newline == std::string_view::npos ? std::string_view{} : text.substr(newline + 1);
+  return line;
+}

@@ -19,6 +19,8 @@ bool starts_with_ignoring_case(std::string_view text, std::string_view prefix);
 
 // `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
 std::string_view trim_blanks(std::string_view text);
+// Takes the next line off `text` (without its '\n'; the last may lack one). Loop while !text.empty().
+std::string_view next_line(std::string_view& text);
 // The words of `line` between blanks (spaces, tabs, carriage returns): a table's line.
 std::vector<std::string_view> blank_separated_words(std::string_view line);
 
