@@ -20,7 +20,8 @@
 namespace {
 const char* kUsage =
     "Usage: mm-monkey see [--force] CAPTURE -o WORKLOAD\n"
-    "       mm-monkey do [--force] [--port PORT] [--seed N] WORKLOAD -o RESULTS\n";
+    "       mm-monkey do [--force] [--port PORT] [--seed N] WORKLOAD -o RESULTS\n"
+    "       mm-monkey plot WORKLOAD [RESULTS] -o DIR [--svg]\n";
 const char* kHelp =
     "Monkey (\"Monkey See, Monkey Do\", USENIX 2004) on mahimahi's parts.\n"
     "\n"
@@ -55,6 +56,13 @@ const char* kHelp =
     "     --server-slow-start-after-idle=on|off\n"
     "                    the server emulator's TCP (the kernel's by default): a change to predict\n"
     "\n"
+    "  plot WORKLOAD [RESULTS] -o DIR\n"
+    "                    draws into DIR (made if missing) workload.png: the CDFs of the connections'\n"
+    "                    RTT, bandwidth and loss and of the server delay (Monkey's Figs. 3-5); with\n"
+    "                    RESULTS, replay.png: the CDF of the replayed response time's relative error,\n"
+    "                    overall and by response size, and the traced and replayed times (Figs. 6-8)\n"
+    "     --svg          SVG rather than PNG\n"
+    "\n"
     "  serve [--port PORT] [--congestion-control NAME] [--plan FILE]\n"
     "                    the server emulator, as mm-monkey do runs it inside mm-paths: listens on the\n"
     "                    shell's address (device ingress) until a replay stops it; --plan: how\n"
@@ -66,7 +74,7 @@ int run(int argc, char** argv) {
   std::vector<std::string> words;
   std::string output, congestion_control, plan;
   uint16_t port = 8000;
-  bool force = false, options_done = false;
+  bool force = false, options_done = false, svg = false;
   for (int i = 1; i < argc; i++) {
     const std::string_view w = argv[i];
     if (options_done || w == "-" || w.empty() || w[0] != '-') {
@@ -82,6 +90,8 @@ int run(int argc, char** argv) {
       output = std::string(w.substr(9));
     } else if (w == "--force" || w == "-f") {
       force = true;
+    } else if (w == "--svg") {
+      svg = true;
     } else if (w == "--port" || w.starts_with("--port=")) {
       const std::string_view v = w == "--port" ? (i + 1 < argc ? std::string_view(argv[++i]) : "") : w.substr(7);
       const uint64_t p = parse_unsigned(v, "--port");
@@ -98,7 +108,7 @@ int run(int argc, char** argv) {
       throw UsageError("unknown option \"" + std::string(w) + "\"");
     }
   }
-  if (words.empty()) throw UsageError("missing command (see, do, serve)");
+  if (words.empty()) throw UsageError("missing command (see, do, plot, serve)");
   const std::string command = words[0];
   words.erase(words.begin());
   if (command == "see") {
@@ -106,11 +116,16 @@ int run(int argc, char** argv) {
     if (output.empty()) throw UsageError("see needs -o WORKLOAD (- for standard output)");
     return monkey_see_command(words[0], output, force);
   }
+  if (command == "plot") {
+    if (words.empty() || words.size() > 2) throw UsageError("plot takes a WORKLOAD and, if you have them, its RESULTS");
+    if (output.empty() || output == "-") throw UsageError("plot needs -o DIR, the directory for the images");
+    return monkey_plot_command(words[0], words.size() == 2 ? words[1] : "", output, svg);
+  }
   if (command == "serve") {
     if (!words.empty()) throw UsageError("serve takes no file");
     return monkey_serve_command(port, congestion_control, plan);
   }
-  throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, serve)");
+  throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, plot, serve)");
 }
 const ProgramInfo kDoInfo{"mm-monkey do", "WORKLOAD -o RESULTS [OPTION]...", kHelp};
 }  // namespace

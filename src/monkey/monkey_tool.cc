@@ -3,14 +3,18 @@
 #include "monkey/monkey_tool.hh"
 
 #include <ifaddrs.h>
+#include <sys/stat.h>
 #include <netinet/in.h>
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <vector>
 
 #include "monkey/capture_reader.hh"
+#include "monkey/monkey_plots.hh"
 #include "monkey/monkey_see.hh"
 #include "monkey/monkey_server.hh"
 #include "monkey/workload.hh"
@@ -94,4 +98,20 @@ int monkey_serve_command(uint16_t port, const std::string& congestion_control, c
         parse_server_plan(read_user_file(plan_file, "server plan", uint64_t{1} << 30, "give mm-monkey do's plan"),
                           user_file_name(plan_file));
   return run_monkey_server(options, [] {});
+}
+
+int monkey_plot_command(const std::string& workload, const std::string& results, const std::string& directory,
+                        bool svg) {
+  const std::vector<WorkloadConnection> connections = parse_workload(
+      read_user_file(workload, "workload", uint64_t{1} << 30, "give a workload of mm-monkey see"),
+      user_file_name(workload));
+  std::vector<ReplayedRow> rows;
+  if (!results.empty())
+    rows = parse_replay_results(read_user_file(results, "results", uint64_t{1} << 30, "give mm-monkey do's RESULTS"),
+                                user_file_name(results));
+  if (::mkdir(directory.c_str(), 0755) != 0 && errno != EEXIST)
+    throw UserError("cannot make the directory " + directory + ": " + std::strerror(errno));
+  for (const std::string& file : plot_monkey(connections, rows, directory, svg ? "svg" : "png"))
+    std::cerr << "mm-monkey: wrote " << file << "\n";
+  return 0;
 }

@@ -10,3 +10,7 @@ int monkey_see_command(const std::string& capture, const std::string& output, bo
 // The server emulator inside a shell, on the address of its device "ingress" (monkey_server.hh),
 // with `plan_file`'s plan if not empty; returns the status a stop request gives.
 int monkey_serve_command(uint16_t port, const std::string& congestion_control, const std::string& plan_file);
+// Reads WORKLOAD (and RESULTS, if not empty) and draws their charts into DIRECTORY (made if
+// missing), PNG or SVG; returns the exit status.
+int monkey_plot_command(const std::string& workload, const std::string& results, const std::string& directory,
+                        bool svg);

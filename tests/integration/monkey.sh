@@ -131,6 +131,14 @@ test_monkey_do_replays_a_capture_within_ten_percent() {
     END { if (n != 9) { print n " exchanges, not 9"; bad = 1 } exit bad }' "$dir/results.csv" ||
     { fail "the replay is off"; return 1; }
   [ -z "$(ls -d /tmp/mm-monkey.* 2>/dev/null)" ] || { fail "left behind: $(ls -d /tmp/mm-monkey.*)"; return 1; }
+  # The paper's figures from the workload and the results: two PNG images.
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" plot "$dir/workload" "$dir/results.csv" -o "$dir/plots" 2>"$dir/plot.err" ||
+    { fail "mm-monkey plot: $(cat "$dir/plot.err")"; return 1; }
+  for f in workload replay; do
+    [ "$(head -c 8 "$dir/plots/$f.png" | od -An -tx1 | tr -d ' \n')" = 89504e470d0a1a0a ] &&
+      [ "$(stat -c %s "$dir/plots/$f.png")" -gt 20000 ] || { fail "$f.png is not a drawn PNG"; return 1; }
+  done
+  echo "  plots: $(cd "$dir/plots" && ls | tr '\n' ' ')"
 }
 
 test_monkey_do_bad_input() {
@@ -152,7 +160,9 @@ test_monkey_do_bad_input() {
     AS_USER=$TEST_USER rc_msg 1 'is not a workload of mm-monkey see' in_world "$BIN/mm-monkey" do "$dir/not-a-workload" -o "$dir/r.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'more than 1024 clients' in_world "$BIN/mm-monkey" do "$dir/many-clients" -o "$dir/r.csv" &&
     AS_USER=$TEST_USER rc_msg 1 'already exists: choose another name, or add --force' in_world "$BIN/mm-monkey" do "$dir/one-client" -o "$dir/taken.csv" &&
-    AS_USER=$TEST_USER rc_msg 1 'serve runs inside a shell' in_world "$BIN/mm-monkey" serve || return 1
+    AS_USER=$TEST_USER rc_msg 1 'serve runs inside a shell' in_world "$BIN/mm-monkey" serve &&
+    AS_USER=$TEST_USER rc_msg 1 'is not the results of mm-monkey do' in_world "$BIN/mm-monkey" plot "$dir/one-client" "$dir/one-client" -o "$dir/p" &&
+    rc_msg 2 'plot needs -o DIR' in_world "$BIN/mm-monkey" plot "$dir/one-client" || return 1
   [ ! -e "$dir/r.csv" ] || { fail "a results file was made for a workload that failed"; return 1; }
 }
 

@@ -9,6 +9,7 @@
 
 #include "expect.hh"
 #include "monkey/monkey_do.hh"
+#include "monkey/monkey_plots.hh"
 #include "monkey/monkey_wire.hh"
 #include "monkey/workload.hh"
 #include "util/exception.hh"
@@ -191,4 +192,21 @@ TEST(MonkeyDo, compares_traced_and_replayed_response_times) {
   EXPECT_NE(r.csv.find("\n1,2,10.9.0.1,172.16.0.1,40.000,8.000,0.0100,300,20000,13.000,,,,failed\n"), std::string::npos)
       << r.csv;
   EXPECT_NE(r.summary.find("1 exchange not replayed"), std::string::npos) << r.summary;
+}
+
+TEST(MonkeyDo, plot_reads_the_results_it_draws) {
+  const auto w = parse_workload(workload_of({connection(1, "10.9.0.1", 40, {1000, 20000})}), "w");
+  ClientRunResult clients;
+  clients.connections = 1;
+  clients.exchanges = {{1, 1, 0, 50 * kMs, true}, {1, 2, 0, 0, false}};
+  const MonkeyResults r = compare_replay(w, plan_replay(w, 10), clients, {{1, 1, 0, 14'200'000, 1000}});
+  const std::vector<ReplayedRow> rows = parse_replay_results(r.csv, "results");
+  ASSERT_EQ(rows.size(), 1u);  // the failed exchange is not drawn
+  EXPECT_EQ(rows[0].response_bytes, 1000u);
+  EXPECT_DOUBLE_EQ(rows[0].traced_ms, 13);
+  EXPECT_DOUBLE_EQ(rows[0].replayed_ms, 14.2);
+  EXPECT_THROW_WITH(UserError, parse_replay_results("a,b\n", "x.csv"), "is not the results of mm-monkey do");
+  std::string cut = r.csv;
+  cut.replace(cut.find(",ok\n"), 4, "\n");
+  EXPECT_THROW_WITH(UserError, parse_replay_results(cut, "x.csv"), "x.csv line 2: 14 fields expected");
 }
