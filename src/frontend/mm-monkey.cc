@@ -65,8 +65,9 @@ const char* kHelp =
     "\n"
     "  serve [--port PORT] [--congestion-control NAME] [--plan FILE]\n"
     "                    the server emulator, as mm-monkey do runs it inside mm-paths: listens on the\n"
-    "                    shell's address (device ingress) until a replay stops it; --plan: how\n"
-    "                    each response is written (in parts, Nagle's algorithm on or off)\n"
+    "                    shell's address (device ingress) until a replay stops it\n"
+    "     --congestion-control NAME   its connections' congestion control\n"
+    "     --plan FILE    how each response is written (in parts, Nagle's algorithm on or off)\n"
     "\n"
     "  --help, --version\n";
 

@@ -214,8 +214,9 @@ test_delay_and_loss_logs_as_a_user() {
   grep -q '^# init timestamp: [0-9]*$' "$down" || fail "init timestamp" || return 1
   local bad; bad=$(grep -hv '^#' "$up" "$down" | grep -v -E '^[0-9]+ (\+ [0-9]+|- [0-9]+ [0-9]+)$' | head -3)
   [ -z "$bad" ] || fail "malformed lines: $bad" || return 1
-  # Whole milliseconds: a 20 ms delay reads 20 or 21 (the ferry's wake-up).
-  set -- $(awk '$2 == "-" && $3 == 84 { n++; if ($4 >= 20 && $4 <= 21) ok++ } $2 == "+" && $3 == 84 { a++ }
+  # Whole milliseconds: a 20 ms delay reads 20 or 21 (the ferry's wake-up), 22 on a loaded
+  # machine (seen once in a full suite on 2 cores).
+  set -- $(awk '$2 == "-" && $3 == 84 { n++; if ($4 >= 20 && $4 <= 22) ok++ } $2 == "+" && $3 == 84 { a++ }
     END { print a + 0, n + 0, ok + 0 }' "$up")
   echo "  mm-delay 20: uplink log $1 requests in, $2 out, $3 of them after 20 ms"
   [ "$1" = 20 ] && [ "$2" = 20 ] && [ "$3" = 20 ] || fail "the uplink log's requests" || return 1
