@@ -87,13 +87,12 @@ std::vector<std::string> plot_monkey(const std::vector<WorkloadConnection>& work
   }
   std::vector<std::string> written;
   const std::string workload_file = directory + "/workload." + extension;
-  render_charts({cdf_chart("Round-trip time (Monkey's Fig. 3)", "RTT (ms)", {cdf("connections", rtts, 0)}),
-                 cdf_chart("Bottleneck bandwidth (Fig. 4)", "Mbit/s", {cdf("connections", bandwidths, 1)}),
-                 cdf_chart("Loss toward the client (Fig. 5)", "% of the server's data segments",
-                           {cdf("connections", losses, 2)}),
-                 cdf_chart("Server delay", "last request byte to first response byte (ms)",
-                           {cdf("exchanges", delays, 3)})},
-                workload_file);
+  render_charts(
+      {cdf_chart("Round-trip time (Monkey's Fig. 3)", "RTT (ms)", {cdf("connections", rtts, 0)}),
+       cdf_chart("Bottleneck bandwidth (Fig. 4)", "Mbit/s", {cdf("connections", bandwidths, 1)}),
+       cdf_chart("Loss toward the client (Fig. 5)", "% of the server's data segments", {cdf("connections", losses, 2)}),
+       cdf_chart("Server delay", "last request byte to first response byte (ms)", {cdf("exchanges", delays, 3)})},
+      workload_file);
   written.push_back(workload_file);
   if (rows.empty()) return written;
   std::map<int, std::vector<double>> errors;  // by class: 0 all, 1 below 10 KB, 2 10-100 KB, 3 larger
@@ -108,9 +107,9 @@ std::vector<std::string> plot_monkey(const std::vector<WorkloadConnection>& work
   const char* names[] = {"all exchanges", "responses below 10 KB", "10-100 KB", "100 KB and more"};
   std::vector<Series> by_class;
   for (const auto& [k, v] : errors) by_class.push_back(cdf(names[k], v, static_cast<size_t>(k)));
-  Chart error = cdf_chart("Replayed against traced response time (Monkey's Figs. 6-8)",
-                          "relative error of the replayed response time (%; beyond 50 at the edges)",
-                          std::move(by_class));
+  Chart error =
+      cdf_chart("Replayed against traced response time (Monkey's Figs. 6-8)",
+                "relative error of the replayed response time (%; beyond 50 at the edges)", std::move(by_class));
   const std::string replay_file = directory + "/replay." + extension;
   render_charts({error, cdf_chart("Response times at the server", "response time (ms)",
                                   {cdf("traced", traced, 0), cdf("replayed", replayed, 1)})},

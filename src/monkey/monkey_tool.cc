@@ -3,8 +3,8 @@
 #include "monkey/monkey_tool.hh"
 
 #include <ifaddrs.h>
-#include <sys/stat.h>
 #include <netinet/in.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <cstring>
@@ -102,9 +102,9 @@ int monkey_serve_command(uint16_t port, const std::string& congestion_control, c
 
 int monkey_plot_command(const std::string& workload, const std::string& results, const std::string& directory,
                         bool svg) {
-  const std::vector<WorkloadConnection> connections = parse_workload(
-      read_user_file(workload, "workload", uint64_t{1} << 30, "give a workload of mm-monkey see"),
-      user_file_name(workload));
+  const std::vector<WorkloadConnection> connections =
+      parse_workload(read_user_file(workload, "workload", uint64_t{1} << 30, "give a workload of mm-monkey see"),
+                     user_file_name(workload));
   std::vector<ReplayedRow> rows;
   if (!results.empty())
     rows = parse_replay_results(read_user_file(results, "results", uint64_t{1} << 30, "give mm-monkey do's RESULTS"),
