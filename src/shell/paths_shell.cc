@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "shell/paths_shell.hh"
 
+#include <fcntl.h>
+
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "packet/packet_capture.hh"
 #include "packet/peer_paths.hh"
 #include "shell/ferry_pair.hh"
 #include "util/address.hh"
@@ -39,6 +44,28 @@ std::string paths_summary(const std::vector<PeerPath>& paths, const PeerPathQueu
   }
   return text;
 }
+
+// --capture: written by the ferry's main thread (ferry_pair.hh).
+class CaptureLogs final : public FerryLogs {
+ public:
+  explicit CaptureLogs(CaptureWriter& writer) : writer_(writer) {}
+  int wake_fd() const override { return writer_.wake_fd(); }
+  void drain() override { writer_.drain(); }
+  void finish(Nanos) override { writer_.finish(); }
+
+ private:
+  CaptureWriter& writer_;
+};
+
+// The capture file, made with the user's rights; never an existing file (a capture is data).
+FileDescriptor create_capture(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.valid()) {
+    if (errno == EEXIST) throw UserError("--capture " + path + " already exists: name a new file (or remove it)");
+    throw UserError("--capture: cannot write " + path + ": " + std::strerror(errno));
+  }
+  return fd;
+}
 }  // namespace
 
 ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
@@ -46,7 +73,13 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
   std::optional<std::string> file;
   std::vector<PeerPath> typed;
   std::optional<uint64_t> seed;
-  std::vector<ArgScanner::Option> options{{"path", true,
+  std::optional<std::string> capture;
+  std::vector<ArgScanner::Option> options{{"capture", true,
+                                           [&](std::string_view v) {
+                                             if (v.empty()) throw UsageError("--capture needs a file to write");
+                                             capture = std::string(v);
+                                           }},
+                                          {"path", true,
                                            [&](std::string_view v) {
                                              try {
                                                const std::optional<PeerPath> path = parse_peer_path(v, "--path");
@@ -76,8 +109,10 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
   uint64_t base_seed = seed ? *seed : Random::fresh_seed();
   const uint64_t up_seed = Random::splitmix(base_seed), down_seed = Random::splitmix(base_seed);
   // The file is the user's: read after the ferry dropped root's rights for good.
-  spec.ferry = [file, typed, up_seed, down_seed, verbose = spec.verbose](const FerryEndpoints& tuns,
-                                                                         const std::function<void()>& ready) {
+  spec.ferry = [file, typed, up_seed, down_seed, capture, verbose = spec.verbose](const FerryEndpoints& tuns,
+                                                                                  const std::function<void()>& ready) {
+    std::optional<CaptureWriter> writer;
+    if (capture) writer.emplace(create_capture(*capture), *capture);
     std::vector<PeerPath> paths;
     if (file) {
       paths = parse_peer_paths(read_user_file(*file, "paths file", kMaxPathsFileBytes, "list paths, one peer per line"),
@@ -97,7 +132,18 @@ ShellSpec paths_shell(const ProgramInfo& info, int ac, char** av) {
     if (paths.size() > kMaxPeerPaths) throw UserError("more than " + std::to_string(kMaxPeerPaths) + " paths");
     PeerPathQueue uplink(paths, PeerPathQueue::Direction::ToPeers, up_seed);
     PeerPathQueue downlink(paths, PeerPathQueue::Direction::FromPeers, down_seed);
-    const int status = run_ferry_pair(tuns, uplink, downlink, ready);
+    int status;
+    if (writer) {
+      // The command's side: what it sent as it came (uplink), what it receives as it goes to it.
+      using Captured = CapturedQueue<PeerPathQueue>;
+      Captured up(uplink, writer->ring(0), Captured::At::Arrival);
+      Captured down(downlink, writer->ring(1), Captured::At::Departure);
+      CaptureLogs logs(*writer);
+      status = run_ferry_pair(tuns, up, down, ready, &logs);
+      if (verbose) std::cerr << "mm-paths: captured " << writer->packets() << " packets in " << *capture << "\n";
+    } else {
+      status = run_ferry_pair(tuns, uplink, downlink, ready);
+    }
     if (verbose) std::cerr << paths_summary(paths, uplink, downlink);
     return status;
   };

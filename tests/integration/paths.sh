@@ -152,3 +152,30 @@ s.handle_request()" "$a" "$1" "$2"; i=0
     in_world "$BIN/mm-paths" --path="$WORLD_IP delay=1" --tcp-initial-window=0 true || status=1
   return $status
 }
+
+test_paths_capture_is_the_commands_view() {
+  # --capture: pings from inside to a peer 25 ms away each way. In the capture every echo request
+  # is stamped when it left the command and its reply when it came back: 50 ms apart, as the
+  # command's own ping measured; tcpdump reads the file (it is a pcap), and an existing file is
+  # refused before anything runs.
+  local dir=$WORLD_TMP/paths-capture status=0 gaps
+  mkdir -p "$dir" && chmod 777 "$dir"
+  paths_peers_add || { paths_peers_remove; fail "could not add the peers' addresses"; return 1; }
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-paths" --path="$PEER_A delay=25" --capture="$dir/ping.pcap" -- \
+    ping -n -c 20 -i 0.05 -q "$PEER_A")
+  set -- $(echo "$out" | ping_avg)
+  [ "${1:-0}" = 20 ] || { fail "${1:-0} of 20 replies"; status=1; }
+  # Request-to-reply gaps from the capture (tcpdump's own reading of its times).
+  gaps=$(tcpdump -n -tt -r "$dir/ping.pcap" icmp 2>/dev/null | awk '
+    / echo request/ { for (i = 1; i <= NF; i++) if ($i ~ /^seq/) { s = $(i + 1); sent[s] = $1 } }
+    / echo reply/ { for (i = 1; i <= NF; i++) if ($i ~ /^seq/) { s = $(i + 1); if (s in sent) { n++; sum += $1 - sent[s]; if ($1 - sent[s] < min || n == 1) min = $1 - sent[s] } } }
+    END { if (n) printf "%d %.2f %.2f\n", n, 1000 * sum / n, 1000 * min }')
+  set -- $gaps
+  [ "${1:-0}" = 20 ] || { fail "the capture holds ${1:-0} of 20 request/reply pairs"; status=1; }
+  check_range "request-to-reply in the capture, mean (ms)" "${2:-0}" 49.9 53 || status=1
+  check_range "request-to-reply in the capture, least (ms)" "${3:-0}" 49.9 52 || status=1
+  AS_USER=$TEST_USER rc_msg 1 "--capture $dir/ping.pcap already exists" in_world "$BIN/mm-paths" \
+    --path="$PEER_A delay=1" --capture="$dir/ping.pcap" -- true || status=1
+  paths_peers_remove
+  return $status
+}
