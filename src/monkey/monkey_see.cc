@@ -5,6 +5,8 @@
 #include <deque>
 #include <string_view>
 
+#include "util/text.hh"
+
 namespace {
 constexpr Nanos kTombstone = 60 * kNanosPerSec;  // a closed connection's late segments are its own
 constexpr size_t kMaxUnacked = 4096;             // server segments awaiting an ACK, per connection
@@ -27,6 +29,38 @@ bool http_request_line(std::span<const uint8_t> payload) {
   for (std::string_view m : kMethods)
     if (start.substr(0, m.size()) == m) return true;
   return false;
+}
+
+// The request line's method and target and the Host field from the first bytes of an HTTP/1.x
+// request, when the capture kept them whole: only visible ASCII, bounded (a target or host the
+// capture cut short, or stranger than that, is left empty: the exchange is then not one a real
+// server can be asked again).
+void read_request_head(std::span<const uint8_t> payload, MonkeyExchange& e) {
+  const std::string_view head(reinterpret_cast<const char*>(payload.data()), payload.size());
+  const size_t line_end = head.find("\r\n");
+  if (line_end == std::string_view::npos) return;
+  const std::string_view line = head.substr(0, line_end);
+  const size_t space = line.find(' '), last = line.rfind(' ');
+  if (space == std::string_view::npos || last <= space || !line.substr(last + 1).starts_with("HTTP/1.")) return;
+  const std::string_view target = line.substr(space + 1, last - space - 1);
+  auto visible = [](std::string_view t) {
+    return std::all_of(t.begin(), t.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+  };
+  if (target.empty() || target.size() > kMaxRequestTarget || !visible(target)) return;
+  e.method = std::string(line.substr(0, space));
+  e.target = std::string(target);
+  for (size_t at = line_end + 2; at < head.size();) {
+    const size_t end = head.find("\r\n", at);
+    if (end == std::string_view::npos || end == at) break;  // cut short, or the header section's end
+    std::string_view field = head.substr(at, end - at);
+    at = end + 2;
+    if (field.size() < 5 || !equals_ignoring_case(field.substr(0, 5), "host:")) continue;
+    field.remove_prefix(5);
+    while (!field.empty() && (field.front() == ' ' || field.front() == '\t')) field.remove_prefix(1);
+    while (!field.empty() && (field.back() == ' ' || field.back() == '\t')) field.remove_suffix(1);
+    if (!field.empty() && field.size() <= kMaxRequestHost && visible(field)) e.host = std::string(field);
+    break;
+  }
 }
 
 void flag(MonkeyConnection& c, const std::string& why) {
@@ -268,6 +302,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
             MonkeyExchange e;
             e.request_start = time;
             e.http = start <= 1 || t.answered ? http_request_line(s.captured_payload) : false;
+            if (e.http) read_request_head(s.captured_payload, e);
             c.exchanges.push_back(e);
             if (c.exchanges.size() == 1) {
               const int scale = c.client_window_scale >= 0 && c.server_window_scale >= 0 ? c.client_window_scale : 0;

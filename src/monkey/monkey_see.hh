@@ -56,7 +56,11 @@ struct MonkeyExchange {
   uint64_t response_bytes = 0;
   std::vector<ResponsePart> parts;  // the response as the server wrote it
   bool http = false;                // the request began as an HTTP/1.x request line
+  // Its method and target, and its Host field, as far as the capture kept them (empty: not HTTP,
+  // or cut off by the snap length): what a replay against a real server asks for.
+  std::string method, target, host;
 };
+constexpr size_t kMaxRequestTarget = 2048, kMaxRequestHost = 255;
 
 struct MonkeyConnection {
   uint64_t id = 0;  // in the order the connections began in the capture

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-3.0-or-later
 #include "monkey/workload.hh"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -38,7 +39,7 @@ std::string parts_text(const std::vector<ResponsePart>& parts) {
 }  // namespace
 
 std::string workload_header(const std::string& capture_description) {
-  return "# mahimahi monkey workload 2\n"
+  return "# mahimahi monkey workload 3\n"
          "# capture: " +
          capture_description +
          "\n"
@@ -47,7 +48,7 @@ std::string workload_header(const std::string& capture_description) {
          "client_wscale\tserver_wscale\tsack\ttimestamps\tecn\tce_marks\tclient_window\tacks_per_segment\t"
          "client_bytes\tserver_bytes\texchanges\tduration_ms\tflags\tnodelay\tlost_packets\n"
          "# E\tid\tindex\trequest_start_ms\trequest_end_ms\trequest_bytes\tresponse_start_ms\tresponse_end_ms\t"
-         "response_bytes\tserver_delay_ms\tresponse_time_ms\thttp\tresponse_parts\n";
+         "response_bytes\tserver_delay_ms\tresponse_time_ms\thttp\tresponse_parts\trequest\thost\n";
 }
 
 std::string workload_lines(const MonkeyConnection& c) {
@@ -77,7 +78,8 @@ std::string workload_lines(const MonkeyConnection& c) {
            (answered ? ms(*e.response_end - c.start) : "-") + "\t" + std::to_string(e.response_bytes) + "\t" +
            (answered && e.request_bytes ? ms(*e.response_start - e.request_end) : "-") + "\t" +
            (answered ? ms(*e.response_end - e.request_start) : "-") + "\t" + yes_no(e.http) + "\t" +
-           parts_text(e.parts) + "\n";
+           parts_text(e.parts) + "\t" + (e.target.empty() ? "-" : e.method + " " + e.target) + "\t" +
+           (e.host.empty() ? "-" : e.host) + "\n";
   }
   return out;
 }
@@ -133,7 +135,7 @@ class LineReader {
 };
 
 // Format 1 had no nodelay and lost_packets columns and no response parts; format 2 adds them at
-// the ends of the lines.
+// the ends of the lines, format 3 the request's line and host.
 constexpr size_t kConnectionFields1 = 32, kExchangeFields1 = 12;
 
 // "N,N,..." in increasing order (at most kMaxLostPackets), or "-".
@@ -218,6 +220,30 @@ WorkloadExchange exchange_of(const LineReader& r) {
   e.response_bytes = r.count(8, kMaxWorkloadBytes, "response_bytes");
   e.response_time_ms = r.optional_number(10, kMaxWorkloadMs, "response_time_ms");
   if (r.size() > kExchangeFields1 && r.text(12) != "-") e.parts = parts_of(r, e.response_bytes);
+  if (r.size() > kExchangeFields1 + 1) {
+    // "METHOD TARGET" and the host, or "-" each.
+    auto visible = [](std::string_view t) {
+      return std::all_of(t.begin(), t.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+    };
+    const std::string_view request = r.text(13), host = r.text(14);
+    if (request != "-") {
+      const size_t space = request.find(' ');
+      const std::string_view method = request.substr(0, space),
+                             target = space == std::string_view::npos ? "" : request.substr(space + 1);
+      if (method.empty() || method.size() > 32 || target.empty() || target.size() > kMaxRequestTarget ||
+          !visible(method) || !visible(target))
+        throw UserError(r.where() + ": request: \"" + printable(request, 60) +
+                        "\" is not \"METHOD TARGET\" (visible ASCII, a target of " + std::to_string(kMaxRequestTarget) +
+                        " bytes at most) or -");
+      e.method = std::string(method);
+      e.target = std::string(target);
+    }
+    if (host != "-") {
+      if (host.empty() || host.size() > kMaxRequestHost || !visible(host))
+        throw UserError(r.where() + ": host: \"" + printable(host, 60) + "\" is not a host (visible ASCII) or -");
+      e.host = std::string(host);
+    }
+  }
   if (e.request_end_ms < e.request_start_ms || (e.response_end_ms && e.response_end_ms < e.response_start_ms))
     throw UserError(r.where() + ": an exchange ends before it starts");
   return e;
@@ -226,14 +252,14 @@ WorkloadExchange exchange_of(const LineReader& r) {
 
 std::vector<WorkloadConnection> parse_workload(std::string_view text, const std::string& source) {
   constexpr std::string_view kFormat = "# mahimahi monkey workload ";
-  const int format = text.starts_with("# mahimahi monkey workload 1\n")   ? 1
-                     : text.starts_with("# mahimahi monkey workload 2\n") ? 2
-                                                                          : 0;
+  int format = 0;
+  for (int f = 1; f <= 3; f++)
+    if (text.starts_with(std::string(kFormat) + std::to_string(f) + "\n")) format = f;
   if (format == 0)
     throw UserError(source + " is not a workload of mm-monkey see (its first line is not \"" + std::string(kFormat) +
-                    "1\" or 2); make one with mm-monkey see CAPTURE -o WORKLOAD");
-  const size_t connection_fields = kConnectionFields1 + (format == 2 ? 2 : 0);
-  const size_t exchange_fields = kExchangeFields1 + (format == 2 ? 1 : 0);
+                    "1\", 2 or 3); make one with mm-monkey see CAPTURE -o WORKLOAD");
+  const size_t connection_fields = kConnectionFields1 + (format >= 2 ? 2 : 0);
+  const size_t exchange_fields = kExchangeFields1 + (format >= 2 ? 1 : 0) + (format >= 3 ? 2 : 0);
   std::vector<WorkloadConnection> connections;
   size_t line_number = 0, exchanges = 0;
   while (!text.empty()) {

@@ -31,6 +31,7 @@ struct WorkloadExchange {
   uint64_t response_bytes = 0;
   std::optional<double> response_time_ms;  // the traced one: first request byte to last response byte
   std::vector<WorkloadPart> parts;         // as the server wrote it (format 1: none, one part)
+  std::string method, target, host;        // HTTP/1.x (format 3): what was asked for, if known
 };
 
 struct WorkloadConnection {
@@ -53,6 +54,6 @@ constexpr size_t kMaxWorkloadExchanges = 10'000'000;       // in all
 constexpr uint64_t kMaxWorkloadBytes = uint64_t{1} << 36;  // one request or response: 64 GiB
 constexpr double kMaxWorkloadMs = 7 * 24 * 3'600'000.0;    // a week
 
-// Reads a workload file (workload_header()'s format 1). Throws UserError naming `source`, the
+// Reads a workload file (workload_header()'s format 3, or the earlier 1 and 2). Throws UserError naming `source`, the
 // line and what is wrong.
 std::vector<WorkloadConnection> parse_workload(std::string_view text, const std::string& source);

@@ -83,13 +83,16 @@ TEST(MonkeyDo, refuses_what_is_not_a_workload_naming_the_line) {
   EXPECT_THROW_WITH(UserError, parse_workload("hello\n", "w"), "is not a workload of mm-monkey see");
   const std::string good = workload_of({connection(1, "10.9.0.1", 40, {1000})});
   EXPECT_THROW_WITH(UserError, parse_workload(good + "X\t1\n", "w"), "starts with C");
-  EXPECT_THROW_WITH(UserError, parse_workload(good + "E\t1\t2\n", "w"), "has 13 fields, not 3");
+  EXPECT_THROW_WITH(UserError, parse_workload(good + "E\t1\t2\n", "w"), "has 15 fields, not 3");
   std::string wrong_id = good;
-  wrong_id += "E\t7\t2\t1\t1\t1\t-\t-\t0\t-\t-\t0\t-\n";
+  wrong_id += "E\t7\t2\t1\t1\t1\t-\t-\t0\t-\t-\t0\t-\t-\t-\n";
   EXPECT_THROW_WITH(UserError, parse_workload(wrong_id, "w"), "not right after its connection");
   std::string negative = good;
   negative.replace(negative.rfind("\t41.000\t"), 8, "\t-4.000\t");
   EXPECT_THROW_WITH(UserError, parse_workload(negative, "w"), "request_start_ms \"-4.000\" is not a number");
+  std::string spaced = good;
+  spaced.replace(spaced.rfind("\t-\t-\n"), 5, "\tGET /a b\t-\n");
+  EXPECT_THROW_WITH(UserError, parse_workload(spaced, "w"), "request: \"GET /a b\" is not \"METHOD TARGET\"");
 }
 
 TEST(MonkeyDo, reads_the_responses_parts_and_format_1) {

@@ -165,6 +165,9 @@ TEST(MonkeySee, a_known_connection_gives_back_its_path_client_and_server) {
   ASSERT_EQ(c.exchanges.size(), 1u);
   const MonkeyExchange& e = c.exchanges[0];
   EXPECT_TRUE(e.http);
+  EXPECT_EQ(e.method, "GET");
+  EXPECT_EQ(e.target, "/");
+  EXPECT_EQ(e.host, "x");
   EXPECT_EQ(e.request_bytes, 300u);
   EXPECT_EQ(e.response_bytes, 14600u);
   ASSERT_TRUE(e.response_start);
@@ -173,6 +176,7 @@ TEST(MonkeySee, a_known_connection_gives_back_its_path_client_and_server) {
   const std::string lines = workload_lines(c);
   EXPECT_NE(lines.find("\t40.000\t40.000\t"), std::string::npos) << lines;
   EXPECT_NE(lines.find("\nE\t1\t1\t"), std::string::npos) << lines;
+  EXPECT_NE(lines.find("\tGET /\tx\n"), std::string::npos) << lines;
 }
 
 TEST(MonkeySee, a_connection_joined_late_is_kept_and_flagged) {
