@@ -12,6 +12,7 @@
 
 #include "monkey/monkey_do.hh"
 #include "monkey/monkey_tool.hh"
+#include "monkey/server_under_test.hh"
 #include "shell/packet_shell.hh"
 #include "util/args.hh"
 #include "util/exception.hh"
@@ -21,6 +22,7 @@ namespace {
 const char* kUsage =
     "Usage: mm-monkey see [--force] CAPTURE -o WORKLOAD\n"
     "       mm-monkey do [--force] [--port PORT] [--seed N] WORKLOAD -o RESULTS\n"
+    "       mm-monkey do [OPTION]... WORKLOAD -o RESULTS --server PORT -- SERVER-COMMAND...\n"
     "       mm-monkey plot WORKLOAD [RESULTS] -o DIR [--svg]\n";
 const char* kHelp =
     "Monkey (\"Monkey See, Monkey Do\", USENIX 2004) on mahimahi's parts.\n"
@@ -50,6 +52,13 @@ const char* kHelp =
     "     --output, -o RESULTS   where to write (required)\n"
     "     --force, -f    overwrite RESULTS if it exists\n"
     "     --port PORT    the server emulator's port (default 8000)\n"
+    "     --server PORT -- SERVER-COMMAND...\n"
+    "                    replay against a real server instead: SERVER-COMMAND (e.g. nginx -c\n"
+    "                    $PWD/nginx.conf, in the foreground) runs in the paths' namespace as you and\n"
+    "                    listens on PORT; each exchange sends its recorded HTTP/1.x request (method,\n"
+    "                    target, Host; padded to its recorded size), the server's own response is\n"
+    "                    read, and the replay, captured at the server, is read as the trace was.\n"
+    "                    Connections without a recorded request line (TLS) are left out.\n"
     "     --seed N       seed the paths' losses, so that a replay repeats them\n"
     "     --verbose      say what the replay is made of\n"
     "     --server-initial-window=SEGMENTS, --server-congestion-control=NAME,\n"
@@ -68,12 +77,16 @@ const char* kHelp =
     "                    shell's address (device ingress) until a replay stops it\n"
     "     --congestion-control NAME   its connections' congestion control\n"
     "     --plan FILE    how each response is written (in parts, Nagle's algorithm on or off)\n"
+    "  serve --stop-fifo FIFO -- SERVER-COMMAND...\n"
+    "                    runs the server under test until the replay writes its status to FIFO\n"
+    "                    (then SIGTERM, SIGKILL 5 s later) and exits with that status\n"
     "\n"
     "  --help, --version\n";
 
 int run(int argc, char** argv) {
   std::vector<std::string> words;
-  std::string output, congestion_control, plan;
+  std::string output, congestion_control, plan, stop_fifo;
+  size_t before_dashes = SIZE_MAX;  // words before "--" (after it: a command's)
   uint16_t port = 8000;
   bool force = false, options_done = false, svg = false;
   for (int i = 1; i < argc; i++) {
@@ -82,6 +95,7 @@ int run(int argc, char** argv) {
       words.emplace_back(w);
     } else if (w == "--") {
       options_done = true;
+      before_dashes = words.size();
     } else if (answer_help_or_version(w, "mm-monkey", kUsage, kHelp)) {
       return 0;
     } else if (w == "-o" || w == "--output") {
@@ -101,6 +115,9 @@ int run(int argc, char** argv) {
     } else if (w == "--plan" || w.starts_with("--plan=")) {
       plan = w == "--plan" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(7));
       if (plan.empty()) throw UsageError("--plan needs a file (mm-monkey do writes it)");
+    } else if (w == "--stop-fifo" || w.starts_with("--stop-fifo=")) {
+      stop_fifo = w == "--stop-fifo" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(12));
+      if (stop_fifo.empty()) throw UsageError("--stop-fifo needs a FIFO (mm-monkey do makes it)");
     } else if (w == "--congestion-control" || w.starts_with("--congestion-control=")) {
       congestion_control = w == "--congestion-control" ? (i + 1 < argc ? argv[++i] : "") : std::string(w.substr(21));
       if (congestion_control.empty() || congestion_control.size() > 15)
@@ -123,7 +140,12 @@ int run(int argc, char** argv) {
     return monkey_plot_command(words[0], words.size() == 2 ? words[1] : "", output, svg);
   }
   if (command == "serve") {
-    if (!words.empty()) throw UsageError("serve takes no file");
+    if (!stop_fifo.empty()) {
+      if (before_dashes != 1 || words.empty())
+        throw UsageError("serve --stop-fifo FIFO takes the server's command after --, and nothing before");
+      return run_server_under_test(stop_fifo, words);
+    }
+    if (!words.empty()) throw UsageError("serve takes no file (a server under test comes with --stop-fifo)");
     return monkey_serve_command(port, congestion_control, plan);
   }
   throw UsageError("unknown command \"" + printable(command, 100) + "\" (see, do, plot, serve)");

@@ -11,7 +11,10 @@
 #include <cerrno>
 #include <cstring>
 #include <deque>
+#include <memory>
 
+#include "http/http_parser.hh"
+#include "http/start_line.hh"
 #include "util/epoll.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
@@ -31,6 +34,7 @@ struct Connection {
   size_t exchange = 0;
   std::string head;
   uint64_t head_sent = 0, padding_left = 0, to_receive = 0;
+  std::unique_ptr<HttpParser> response;  // against a real server: its responses' framing
 };
 
 class Clients {
@@ -45,6 +49,7 @@ class Clients {
         result_.exchanges.push_back({plan[i].id, e.request.index, 0, 0, false});
     }
     result_.connections = plan.size();
+    result_.local_ports.assign(plan.size(), 0);
   }
 
   ClientRunResult run() {
@@ -132,6 +137,10 @@ class Clients {
     const sockaddr_in local = socket_address(c.plan->client, 0);
     if (::bind(fd, reinterpret_cast<const sockaddr*>(&local), sizeof local) != 0)
       return fail(c, std::string("binding to its address: ") + std::strerror(errno));
+    sockaddr_in bound{};
+    socklen_t bound_length = sizeof bound;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&bound), &bound_length) == 0)
+      result_.local_ports[index_of(c)] = ntohs(bound.sin_port);
     const int one = 1;
     (void)::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (::connect(fd, reinterpret_cast<const sockaddr*>(&server_), sizeof server_) != 0 && errno != EINPROGRESS)
@@ -151,11 +160,23 @@ class Clients {
   }
 
   void start_request(Connection& c) {
-    const MonkeyRequest& r = c.plan->exchanges[c.exchange].request;
-    c.head = encode_request_head(r);
+    const ClientExchangePlan& plan = c.plan->exchanges[c.exchange];
+    const MonkeyRequest& r = plan.request;
+    if (plan.http) {
+      c.head = plan.http->head;
+      c.padding_left = plan.http->body;
+      if (!c.response) {
+        c.response = std::make_unique<HttpParser>(HttpParser::Direction::Response);
+        c.response->set_body_limit(1);  // counted, not kept
+      }
+      c.response->expect_response_to(plan.http->method);
+      c.to_receive = 1;  // until the parser says the response is complete
+    } else {
+      c.head = encode_request_head(r);
+      c.padding_left = r.request_bytes > c.head.size() ? r.request_bytes - c.head.size() : 0;
+      c.to_receive = r.response_bytes;
+    }
     c.head_sent = 0;
-    c.padding_left = r.request_bytes > c.head.size() ? r.request_bytes - c.head.size() : 0;
-    c.to_receive = r.response_bytes;
     c.phase = Phase::Sending;
     result_.exchanges[c.first_result + c.exchange].sent = monotonic_now();
     send_more(c);
@@ -189,6 +210,21 @@ class Clients {
     next_exchange(c, now);
   }
 
+  // Whether the real server's response to the current request is complete (then the exchange is
+  // done); interim responses (100 Continue) are passed over. Bytes after it (a response sent
+  // unasked) fail the connection when they come, as the parser then has one for no request.
+  bool http_response_done(Connection& c) {
+    while (c.response->has_completed()) {
+      HttpParser::Completed m = c.response->pop_completed();
+      if (m.interim) continue;
+      result_.exchanges[c.first_result + c.exchange].status =
+          three_digit_status(split_status_line(m.message.first_line).code).value_or(0);
+      response_done(c);
+      return true;
+    }
+    return false;
+  }
+
   void step(Connection& c, uint32_t events) {
     if (c.phase == Phase::Connecting) {
       int error = 0;
@@ -204,9 +240,24 @@ class Clients {
         const ssize_t n = ::read(c.fd.get(), buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0 && errno == EAGAIN) return;
+        if (c.response) {
+          if (n < 0) return fail(c, std::strerror(errno));
+          if (n == 0) {
+            // A response that ends with the connection (no length given) is whole now.
+            if (c.response->finish() && http_response_done(c)) return;
+            return fail(c, "the server closed the connection during exchange " + std::to_string(c.exchange + 1));
+          }
+          result_.exchanges[c.first_result + c.exchange].response_bytes += static_cast<uint64_t>(n);
+          c.response->feed(std::string_view(buffer, static_cast<size_t>(n)));
+          if (c.response->state() == HttpParser::State::Error)
+            return fail(c, "the server's response is not HTTP/1.x: " + c.response->error());
+          if (http_response_done(c)) return;
+          continue;
+        }
         if (n <= 0) return fail(c, n == 0 ? "the server closed the connection" : std::strerror(errno));
         if (static_cast<uint64_t>(n) > c.to_receive) return fail(c, "the server sent more than the response");
         c.to_receive -= static_cast<uint64_t>(n);
+        result_.exchanges[c.first_result + c.exchange].response_bytes += static_cast<uint64_t>(n);
         if (c.to_receive == 0) return response_done(c);
       }
     }

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,9 @@
 #include <map>
 #include <optional>
 
+#include "monkey/capture_reader.hh"
+#include "monkey/monkey_see.hh"
+#include "monkey/server_under_test.hh"
 #include "packet/peer_paths.hh"
 #include "shell/root_helper.hh"
 #include "util/csv.hh"
@@ -53,7 +57,32 @@ struct ClientFigures {
 };
 }  // namespace
 
-MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t max_clients) {
+std::optional<HttpRequestPlan> http_request_plan(const WorkloadExchange& e, const std::string& server) {
+  if (e.target.empty()) return std::nullopt;
+  HttpRequestPlan r;
+  r.method = e.method;
+  r.head = e.method + " " + e.target + " HTTP/1.1\r\nHost: " + (e.host.empty() ? server : e.host) + "\r\n";
+  const uint64_t bare = r.head.size() + 2;  // and the blank line
+  if (e.method == "POST" || e.method == "PUT" || e.method == "PATCH") {
+    // Content-Length's own line counts: the body is what the recorded size leaves after it.
+    uint64_t body = 0;
+    for (int digits = 1; digits <= 20; digits++) {
+      const uint64_t line = 18 + static_cast<uint64_t>(digits);  // "Content-Length: N\r\n"
+      if (e.request_bytes < bare + line) break;
+      const uint64_t candidate = e.request_bytes - bare - line;
+      if (std::to_string(candidate).size() == static_cast<size_t>(digits)) body = candidate;
+    }
+    r.head += "Content-Length: " + std::to_string(body) + "\r\n";
+    r.body = body;
+  } else if (constexpr std::string_view kPad = "X-Monkey-Padding: "; e.request_bytes >= bare + kPad.size() + 3) {
+    const uint64_t fill = std::min<uint64_t>(e.request_bytes - bare - kPad.size() - 2, 60'000);
+    r.head += std::string(kPad) + std::string(fill, 'x') + "\r\n";
+  }
+  r.head += "\r\n";
+  return r;
+}
+
+MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t max_clients, bool real_server) {
   MonkeyPlan plan;
   std::map<std::string, size_t> client_index;
   std::vector<ClientFigures> figures;
@@ -109,6 +138,13 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
   for (const WorkloadConnection& c : workload) {
     const size_t client = client_index.at(c.client);
     const double rtt = figures[client].rtt_ms.value_or(median_rtt);
+    plan.emulated_client.push_back(plan.clients[client]);
+    plan.not_replayed.emplace_back();
+    if (real_server && std::any_of(c.exchanges.begin(), c.exchanges.end(),
+                                   [](const WorkloadExchange& e) { return e.target.empty(); })) {
+      plan.not_replayed.back() = "not-http";
+      continue;
+    }
     if (!c.rtt_ms) plan.without_rtt++;
     if (!c.bandwidth_mbps) plan.without_bandwidth++;
     ClientConnectionPlan p{c.id, plan.clients[client], ms((c.start_s - first_start) * 1000), {}};
@@ -120,7 +156,8 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
       const double delay = e.response_start_ms ? *e.response_start_ms - e.request_end_ms : 0;
       p.exchanges.push_back({think,
                              {c.id, e.index, e.request_bytes, e.response_bytes,
-                              static_cast<uint64_t>(std::min<Nanos>(ms(delay) / 1000, kMaxServerDelayUs))}});
+                              static_cast<uint64_t>(std::min<Nanos>(ms(delay) / 1000, kMaxServerDelayUs))},
+                             real_server ? http_request_plan(e, c.server) : std::nullopt});
       previous_end = e.response_end_ms.value_or(e.request_end_ms);
       if (e.parts.size() > 1 || c.nodelay) {
         std::vector<ServerPart> parts;
@@ -146,13 +183,19 @@ MonkeyResults compare_replay(const std::vector<WorkloadConnection>& workload, co
       "traced_ms,replayed_ms,relative_error,client_side_ms,status\n";
   std::vector<double> errors;
   size_t failed = 0;
+  size_t not_replayed = 0;
   for (size_t ci = 0; ci < workload.size(); ci++) {
     const WorkloadConnection& c = workload[ci];
-    const std::string client = plan.connections[ci].client.str();
+    const std::string client = plan.emulated_client[ci].str();
     for (const WorkloadExchange& e : c.exchanges) {
       const auto s = at_server.find({c.id, e.index});
       const auto k = at_client.find({c.id, e.index});
       const bool done = k != at_client.end() && k->second->done && s != at_server.end();
+      if (done && k->second->status >= 400) r.not_ok++;
+      if (done && k->second->status && e.response_bytes &&
+          std::fabs(static_cast<double>(k->second->response_bytes) - static_cast<double>(e.response_bytes)) >
+              0.1 * static_cast<double>(e.response_bytes))
+        r.other_size++;
       std::optional<double> replayed, error, client_side;
       if (done) {
         replayed = static_cast<double>(s->second->last_byte_sent - s->second->first_byte) / 1e6;
@@ -164,15 +207,21 @@ MonkeyResults compare_replay(const std::vector<WorkloadConnection>& workload, co
           if (std::fabs(*error) <= 0.1) r.within_10++;
           if (std::fabs(*error) <= 0.2) r.within_20++;
         }
-      } else {
+      } else if (plan.not_replayed[ci].empty()) {
         failed++;
+      } else {
+        not_replayed++;
       }
       auto opt = [](const std::optional<double>& v, int decimals) { return v ? fixed(*v, decimals) : std::string(); };
       r.csv += std::to_string(c.id) + "," + std::to_string(e.index) + "," + csv_field(c.client) + "," + client + "," +
                opt(c.rtt_ms, 3) + "," + opt(c.bandwidth_mbps, 3) + "," + opt(c.loss, 4) + "," +
                std::to_string(e.request_bytes) + "," + std::to_string(e.response_bytes) + "," +
                opt(e.response_time_ms, 3) + "," + opt(replayed, 3) + "," + opt(error, 4) + "," + opt(client_side, 3) +
-               "," + (done ? (error ? "ok" : "no-traced-time") : "failed") + "\n";
+               "," +
+               (done                            ? (error ? "ok" : "no-traced-time")
+                : plan.not_replayed[ci].empty() ? "failed"
+                                                : plan.not_replayed[ci]) +
+               "\n";
     }
   }
   auto percent = [&](size_t n) { return r.compared ? fixed(100.0 * static_cast<double>(n) / r.compared, 1) : "-"; };
@@ -181,7 +230,14 @@ MonkeyResults compare_replay(const std::vector<WorkloadConnection>& workload, co
               count_of(r.compared, "exchange") + " compared: within 10 % of the traced response time " +
               percent(r.within_10) + " %, within 20 % " + percent(r.within_20) + " %, median error " +
               (errors.empty() ? std::string("-") : fixed(100 * *percentile(errors, 50), 1) + " %") +
-              (failed ? "; " + count_of(failed, "exchange") + " not replayed" : "");
+              (failed ? "; " + count_of(failed, "exchange") + " not replayed" : "") +
+              (not_replayed ? "; " + count_of(not_replayed, "exchange") +
+                                  " left out (no HTTP/1.x request line to send a real server: TLS or another protocol)"
+                            : "") +
+              (r.not_ok ? "; " + count_of(r.not_ok, "response") + " with a status of 400 or more" : "") +
+              (r.other_size ? "; " + count_of(r.other_size, "response") +
+                                  " more than 10 % off its traced size (the server does not hold the traced content)"
+                            : "");
   return r;
 }
 
@@ -189,9 +245,35 @@ namespace {
 struct MonkeyDoSettings {
   std::string workload, results;
   bool force = false, verbose = false;
-  uint16_t port = 8000;
+  uint16_t port = 8000;  // the server emulator's, or the server under test's (--server)
+  bool under_test = false;
   std::filesystem::path directory;  // the paths table's, named by the supervisor
 };
+
+// What the server under test did, from the capture mm-paths made at its side: each replayed
+// exchange's request's first byte and its response's last, as Monkey See reads them, by the
+// client's address and port (the connection they were replayed on).
+std::vector<ServedExchange> served_from_capture(const std::string& capture, const MonkeyPlan& plan,
+                                                const ClientRunResult& run) {
+  std::map<std::pair<std::string, uint16_t>, uint64_t> connection_of;
+  for (size_t i = 0; i < plan.connections.size(); i++)
+    if (run.local_ports[i])
+      connection_of[{plan.connections[i].client.str(), run.local_ports[i]}] = plan.connections[i].id;
+  std::vector<ServedExchange> served;
+  CaptureReader reader(capture);
+  MonkeySee see([&](MonkeyConnection&& c) {
+    const auto it = connection_of.find({c.client.address_text(), c.client.port});
+    if (it == connection_of.end()) return;  // not a client's (the probes that waited for the server)
+    for (size_t i = 0; i < c.exchanges.size(); i++) {
+      const MonkeyExchange& e = c.exchanges[i];
+      if (e.response_end)
+        served.push_back(
+            {it->second, static_cast<uint32_t>(i + 1), e.request_start, *e.response_end, e.response_bytes});
+    }
+  });
+  see_capture(reader, see);
+  return served;
+}
 
 // The shell's address (its outer device, "paths-PID", holds .1 of its /30; the inner is .2).
 std::optional<Ipv4> server_address() {
@@ -256,17 +338,21 @@ int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, co
   const std::vector<WorkloadConnection> workload =
       parse_workload(read_user_file(s.workload, "workload", kMaxWorkloadFileBytes, "give a workload of mm-monkey see"),
                      user_file_name(s.workload));
-  const MonkeyPlan plan = plan_replay(workload, kMaxIsolatedAddresses);
+  const MonkeyPlan plan = plan_replay(workload, kMaxIsolatedAddresses, s.under_test);
   FileDescriptor results = create_output_file(s.results, s.force);  // before the replay: a bad path fails at once
   WorkDirectory work(s.directory);
   write_all(FileDescriptor(check_syscall("open", ::open((s.directory / "paths").c_str(),
                                                         O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
                 .get(),
             "# mm-monkey do: each client's path\n" + plan.paths);
-  write_all(FileDescriptor(check_syscall("open", ::open((s.directory / "server-plan").c_str(),
-                                                        O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
-                .get(),
-            plan.server);
+  if (s.under_test) {
+    check_syscall("mkfifo", ::mkfifo((s.directory / "stop").c_str(), 0600));
+  } else {
+    write_all(FileDescriptor(check_syscall("open", ::open((s.directory / "server-plan").c_str(),
+                                                          O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600)))
+                  .get(),
+              plan.server);
+  }
   if (s.verbose)
     std::cerr << "mm-monkey do: " << count_of(workload.size(), "connection") << " of "
               << count_of(plan.clients.size(), "client") << "; " << plan.without_rtt
@@ -281,18 +367,29 @@ int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, co
   ready();
   std::optional<Ipv4> server;
   const Nanos deadline = monotonic_now() + kServerStartDeadline;
+  const char* what = s.under_test ? "the server under test" : "the server emulator";
   if (!wait_for([&] { return (server = server_address()).has_value(); }, signals.fd(), deadline) ||
       !wait_for([&] { return answers(*server, s.port); }, signals.fd(), deadline)) {
-    std::cerr << "mm-monkey do: the server emulator did not answer within 30 s" << std::endl;
+    std::cerr << "mm-monkey do: " << what << " did not answer on port " << s.port << " within 30 s" << std::endl;
+    if (s.under_test) (void)stop_server_under_test(s.directory / "stop", 1);
     return kFerryFailedSaidWhy;
   }
   const ClientRunResult run = run_clients(plan.connections, *server, s.port, {.stop_fd = signals.fd()});
   for (const std::string& e : run.errors) std::cerr << "mm-monkey do: " << e << std::endl;
-  const std::vector<ServedExchange> served = stop_server(*server, s.port, run.failed ? 1 : 0);
+  std::vector<ServedExchange> served;
+  if (s.under_test) {
+    // The server goes; the shell around it ends, mm-paths finishing its capture first; then the
+    // supervisor's signal comes, and the capture is whole.
+    (void)stop_server_under_test(s.directory / "stop", run.failed ? 1 : 0);
+    (void)signals.read_signal();
+    served = served_from_capture(s.directory / "replay.pcap", plan, run);
+  } else {
+    served = stop_server(*server, s.port, run.failed ? 1 : 0);
+  }
   const MonkeyResults r = compare_replay(workload, plan, run, served);
   write_all(results.get(), r.csv);
   std::cerr << "mm-monkey do: " << r.summary << "\nmm-monkey do: wrote " << s.results << std::endl;
-  (void)signals.read_signal();  // the supervisor's, once the server (the command) has gone
+  if (!s.under_test) (void)signals.read_signal();  // the supervisor's, once the server (the command) has gone
   return 0;
 }
 }  // namespace
@@ -300,6 +397,7 @@ int run_monkey_do(const MonkeyDoSettings& s, const FerryEndpoints& endpoints, co
 ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
   MonkeyDoSettings s;
   ShellSpec spec;
+  bool port_given = false;
   std::optional<uint64_t> seed;
   ServerTcpSettings server_tcp;
   std::vector<ArgScanner::Option> options{{"output", true, [&](std::string_view v) { s.results = std::string(v); }},
@@ -311,6 +409,15 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
                                              const uint64_t port = parse_unsigned(v, "--port");
                                              if (port < 1 || port > 65535) throw UsageError("--port is 1 to 65535");
                                              s.port = static_cast<uint16_t>(port);
+                                             port_given = true;
+                                           }},
+                                          {"server", true,
+                                           [&](std::string_view v) {
+                                             const uint64_t port = parse_unsigned(v, "--server");
+                                             if (port < 1 || port > 65535)
+                                               throw UsageError("--server takes the server's PORT, 1 to 65535");
+                                             s.port = static_cast<uint16_t>(port);
+                                             s.under_test = true;
                                            }},
                                           ArgScanner::seed_option(seed),
                                           {"verbose", false, [&](std::string_view) { s.verbose = true; }}};
@@ -321,7 +428,11 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
     s.workload = std::string(word);
     return true;
   });
-  if (!rest.empty()) throw UsageError("mm-monkey do runs no command (\"" + printable(rest[0], 80) + "\")");
+  if (s.under_test && port_given) throw UsageError("--port is the server emulator's: with --server, give one only");
+  if (s.under_test && rest.empty())
+    throw UsageError("--server PORT needs the server to run after --, e.g. -- nginx -c $PWD/nginx.conf");
+  if (!s.under_test && !rest.empty())
+    throw UsageError("a command (\"" + printable(rest[0], 80) + "\") is the server under test: add --server PORT");
   if (s.workload.empty()) throw UsageError("missing WORKLOAD (made by mm-monkey see)");
   if (s.results.empty()) throw UsageError("missing -o RESULTS (a CSV file to write)");
   // The paths table goes where the supervisor says, under a name nobody can take first; the
@@ -331,6 +442,7 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
   spec.tag = "[monkey do] ";
   spec.isolated = true;
   spec.command = {"mm-paths", (s.directory / "paths").string(), "--seed", std::to_string(loss_seed)};
+  if (s.under_test) spec.command.push_back("--capture=" + (s.directory / "replay.pcap").string());
   // The server's TCP: its namespace's, inside mm-paths (its initial window on the default route
   // its answers take).
   if (!server_tcp.congestion_control.empty())
@@ -340,9 +452,16 @@ ShellSpec monkey_do_shell(const ProgramInfo& info, int ac, char** av) {
   if (server_tcp.slow_start_after_idle)
     spec.command.push_back(std::string("--tcp-slow-start-after-idle=") +
                            (*server_tcp.slow_start_after_idle ? "on" : "off"));
-  for (const char* word : {"--", "mm-monkey", "serve", "--port"}) spec.command.push_back(word);
-  spec.command.push_back(std::to_string(s.port));
-  spec.command.push_back("--plan=" + (s.directory / "server-plan").string());
+  if (s.under_test) {
+    for (const char* word : {"--", "mm-monkey", "serve", "--stop-fifo"}) spec.command.push_back(word);
+    spec.command.push_back((s.directory / "stop").string());
+    spec.command.push_back("--");
+    spec.command.insert(spec.command.end(), rest.begin(), rest.end());
+  } else {
+    for (const char* word : {"--", "mm-monkey", "serve", "--port"}) spec.command.push_back(word);
+    spec.command.push_back(std::to_string(s.port));
+    spec.command.push_back("--plan=" + (s.directory / "server-plan").string());
+  }
   spec.ferry = [s](const FerryEndpoints& endpoints, const std::function<void()>& ready) {
     try {
       return run_monkey_do(s, endpoints, ready);

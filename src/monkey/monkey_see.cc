@@ -443,3 +443,18 @@ void MonkeySee::finish() {
     if (!t->closed) report(*t, "capture-end");
   open_.clear();
 }
+
+SeenCapture see_capture(CaptureReader& reader, MonkeySee& see) {
+  SeenCapture seen;
+  while (const std::optional<CapturedPacket> packet = reader.next()) {
+    const std::optional<TcpSegment> segment = decode_tcp(packet->ip, packet->wire_length);
+    if (!segment) {
+      seen.other++;
+      continue;
+    }
+    seen.segments++;
+    see.segment(packet->time, *segment);
+  }
+  see.finish();
+  return seen;
+}

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "monkey/capture_reader.hh"
 #include "monkey/tcp_segment.hh"
 #include "util/clock.hh"
 
@@ -123,3 +124,10 @@ class MonkeySee {
 // The inferred figures of a finished connection (RTT, bandwidth, loss, flags) from what was
 // followed: exposed for the unit tests.
 void conclude(MonkeyConnection& c);
+
+// Feeds every TCP segment of `reader`'s capture to `see`, then finishes it. Returns the segments
+// read and the other frames (not TCP, or cut before their TCP header).
+struct SeenCapture {
+  uint64_t segments = 0, other = 0;
+};
+SeenCapture see_capture(CaptureReader& reader, MonkeySee& see);

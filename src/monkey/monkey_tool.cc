@@ -51,20 +51,10 @@ int monkey_see_command(const std::string& capture, const std::string& output, bo
     exchanges += c.exchanges.size();
     write_all(out.get(), workload_lines(c));
   });
-  uint64_t segments = 0, other = 0;
-  while (const std::optional<CapturedPacket> packet = reader.next()) {
-    const std::optional<TcpSegment> segment = decode_tcp(packet->ip, packet->wire_length);
-    if (!segment) {
-      other++;
-      continue;
-    }
-    segments++;
-    see.segment(packet->time, *segment);
-  }
-  see.finish();
+  const SeenCapture seen = see_capture(reader, see);
   std::cerr << "mm-monkey: " << capture << ": " << count_of(reader.frames(), "frame") << ", "
-            << count_of(segments, "TCP segment") << " (" << count_of(other + reader.skipped(), "other frame") << "), "
-            << count_of(see.reported(), "connection") << ", " << count_of(exchanges, "exchange") << "\n";
+            << count_of(seen.segments, "TCP segment") << " (" << count_of(seen.other + reader.skipped(), "other frame")
+            << "), " << count_of(see.reported(), "connection") << ", " << count_of(exchanges, "exchange") << "\n";
   if (!reader.ended_early().empty())
     std::cerr << "mm-monkey: warning: the capture ends inside a packet (" << reader.ended_early()
               << "): read up to there\n";

@@ -141,6 +141,46 @@ test_monkey_do_replays_a_capture_within_ten_percent() {
   echo "  plots: $(cd "$dir/plots" && ls | tr '\n' ' ')"
 }
 
+# Monkey Do against a real server under test (--server PORT -- COMMAND): the same capture
+# replayed against Python's HTTP/1.1 server serving the same files, run by the replay in the
+# paths' namespace as the user. Each exchange asks for what the trace asked (its request line,
+# Host, size), the server's own responses come back at their traced sizes, and the response
+# times, read from mm-paths's capture at the server, match the trace's; the server is gone after.
+test_monkey_do_against_a_real_server_under_test() {
+  local dir=$WORLD_TMP/monkey-real within
+  mkdir -p "$dir" && chmod 777 "$dir"
+  monkey_known_capture "$dir" || return 1
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" see "$dir/server.pcap" -o "$dir/workload" 2>/dev/null ||
+    { fail "mm-monkey see failed"; return 1; }
+  awk -F'\t' '$1 == "E" && $14 !~ /^GET \/(blob|small)$/ { print "request not recorded: " $0; bad = 1 } END { exit bad }' \
+    "$dir/workload" || { fail "the workload lacks the requests"; return 1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-monkey" do "$dir/workload" -o "$dir/results.csv" --server 8081 -- \
+    python3 -c 'import functools, http.server as h, sys
+h.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
+h.SimpleHTTPRequestHandler.log_message = lambda *a: None
+handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[1])
+h.ThreadingHTTPServer(("0.0.0.0", 8081), handler).serve_forever()' "$dir" 2>"$dir/do.err" ||
+    { fail "mm-monkey do --server exited $?: $(cat "$dir/do.err")"; return 1; }
+  sed 's/^/  /' "$dir/do.err"
+  grep -q 'more than 10 % off its traced size\|status of 400' "$dir/do.err" && { fail "the server answered otherwise"; return 1; }
+  within=$(awk -F, 'NR > 1 {
+      n++
+      if ($14 != "ok") { print "not replayed: " $0 > "/dev/stderr"; bad = 1 }
+      e = $12 < 0 ? -$12 : $12
+      if (e > 0.2) { print "off by more than 20 %: " $0 > "/dev/stderr"; bad = 1 }
+      if (e <= 0.1) k++
+      printf "    connection %s exchange %s: %s bytes, traced %s ms, replayed %s ms\n", $1, $2, $9, $10, $11 > "/dev/stderr"
+    }
+    END { if (n != 9) { print n " exchanges, not 9" > "/dev/stderr"; bad = 1 } print k + 0; exit bad }' "$dir/results.csv") ||
+    { fail "the replay against the real server is off"; return 1; }
+  # Python's server takes a millisecond or two more or less than it did in the trace now and then.
+  [ "$within" -ge 8 ] || { fail "$within of 9 exchanges within 10 %"; return 1; }
+  echo "  $within of 9 exchanges within 10 % of their traced response time, all within 20 %"
+  [ -z "$(ls -d /tmp/mm-monkey.* 2>/dev/null)" ] || { fail "left behind: $(ls -d /tmp/mm-monkey.*)"; return 1; }
+  pgrep -u "$TEST_USER" -f 'ThreadingHTTPServer' >/dev/null && { fail "the server under test is still running"; return 1; }
+  true
+}
+
 test_monkey_do_bad_input() {
   local dir=$WORLD_TMP/monkey-do-bad i
   mkdir -p "$dir" && chmod 777 "$dir"

@@ -213,3 +213,34 @@ TEST(MonkeyDo, plot_reads_the_results_it_draws) {
   cut.replace(cut.find(",ok\n"), 4, "\n");
   EXPECT_THROW_WITH(UserError, parse_replay_results(cut, "x.csv"), "x.csv line 2: 14 fields expected");
 }
+
+TEST(MonkeyDo, a_real_servers_request_is_the_traced_one_at_its_size) {
+  WorkloadExchange get;
+  get.method = "GET";
+  get.target = "/o4000?x=1";
+  get.host = "example.org";
+  get.request_bytes = 300;
+  const auto g = http_request_plan(get, "10.0.0.1");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->head.size(), 300u);
+  EXPECT_TRUE(g->head.starts_with("GET /o4000?x=1 HTTP/1.1\r\nHost: example.org\r\n")) << g->head;
+  EXPECT_TRUE(g->head.ends_with("\r\n\r\n"));
+  EXPECT_EQ(g->body, 0u);
+  // Smaller than its head: the head alone; no Host in the trace: the server's address.
+  get.request_bytes = 10;
+  get.host.clear();
+  EXPECT_EQ(http_request_plan(get, "10.0.0.1")->head, "GET /o4000?x=1 HTTP/1.1\r\nHost: 10.0.0.1\r\n\r\n");
+  // A method with a body: Content-Length gives the rest, the whole as recorded.
+  for (uint64_t size : {80u, 105u, 1000u, 123456u}) {
+    WorkloadExchange post = get;
+    post.method = "POST";
+    post.request_bytes = size;
+    const auto p = http_request_plan(post, "h");
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->head.size() + p->body, size) << p->head;
+    EXPECT_NE(p->head.find("Content-Length: " + std::to_string(p->body) + "\r\n"), std::string::npos);
+  }
+  WorkloadExchange tls;
+  tls.request_bytes = 517;
+  EXPECT_FALSE(http_request_plan(tls, "h"));
+}
