@@ -77,9 +77,9 @@ const char* kHelp =
     "                    shell's address (device ingress) until a replay stops it\n"
     "     --congestion-control NAME   its connections' congestion control\n"
     "     --plan FILE    how each response is written (in parts, Nagle's algorithm on or off)\n"
-    "  serve --stop-fifo FIFO -- SERVER-COMMAND...\n"
-    "                    runs the server under test until the replay writes its status to FIFO\n"
-    "                    (then SIGTERM, SIGKILL 5 s later) and exits with that status\n"
+    "     --stop-fifo FIFO -- SERVER-COMMAND...\n"
+    "                    runs a server under test (mm-monkey do --server) instead, until the replay\n"
+    "                    writes its status to FIFO (then SIGTERM, SIGKILL 5 s later), and exits with it\n"
     "\n"
     "  --help, --version\n";
 
