@@ -186,7 +186,11 @@ class Clients {
     while (c.head_sent < c.head.size() || c.padding_left > 0) {
       ssize_t n;
       if (c.head_sent < c.head.size()) {
-        n = ::send(c.fd.get(), c.head.data() + c.head_sent, c.head.size() - c.head_sent, MSG_NOSIGNAL);
+        // The head and its padding leave together, in the segments the traced request filled
+        // (Nagle's algorithm is off: without MSG_MORE the head would go alone, and the request's
+        // last byte reach the server a packet's serialisation later).
+        n = ::send(c.fd.get(), c.head.data() + c.head_sent, c.head.size() - c.head_sent,
+                   MSG_NOSIGNAL | (c.padding_left ? MSG_MORE : 0));
         if (n > 0) c.head_sent += static_cast<uint64_t>(n);
       } else {
         n = ::send(c.fd.get(), padding_.data(), std::min<uint64_t>(c.padding_left, padding_.size()), MSG_NOSIGNAL);

@@ -83,7 +83,8 @@ std::vector<std::string> plot_monkey(const std::vector<WorkloadConnection>& work
     if (c.bandwidth_mbps) bandwidths.push_back(*c.bandwidth_mbps);
     if (c.loss) losses.push_back(100 * *c.loss);
     for (const WorkloadExchange& e : c.exchanges)
-      if (e.response_start_ms && e.request_bytes) delays.push_back(*e.response_start_ms - e.request_end_ms);
+      if (e.response_start_ms && e.request_bytes)
+        delays.push_back(std::max(0.0, *e.response_start_ms - e.request_end_ms));
   }
   std::vector<std::string> written;
   const std::string workload_file = directory + "/workload." + extension;

@@ -297,7 +297,13 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
         const uint64_t fresh = end - std::max(start, t.client_high);
         t.client_high = end;
         c.client_bytes += fresh;
-        if (t.answered || c.exchanges.empty()) {
+        // Data the client sent before it could have seen the answer (it reaches the server less
+        // than a round trip after the answer began: TLS 1.3's Finished and then the request,
+        // while the server's session tickets were on their way; a pipelined request) goes on with
+        // the request rather than starting an exchange: it did not wait for the response.
+        const bool unseen = t.answered && !c.exchanges.empty() && c.exchanges.back().response_start && c.rtt &&
+                            time - *c.exchanges.back().response_start < *c.rtt * 3 / 4;
+        if ((t.answered && !unseen) || c.exchanges.empty()) {
           if (c.exchanges.size() < options_.max_exchanges) {
             MonkeyExchange e;
             e.request_start = time;

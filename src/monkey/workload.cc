@@ -76,7 +76,7 @@ std::string workload_lines(const MonkeyConnection& c) {
            ms(e.request_end - c.start) + "\t" + std::to_string(e.request_bytes) + "\t" +
            (answered ? ms(*e.response_start - c.start) : "-") + "\t" +
            (answered ? ms(*e.response_end - c.start) : "-") + "\t" + std::to_string(e.response_bytes) + "\t" +
-           (answered && e.request_bytes ? ms(*e.response_start - e.request_end) : "-") + "\t" +
+           (answered && e.request_bytes ? ms(std::max<Nanos>(0, *e.response_start - e.request_end)) : "-") + "\t" +
            (answered ? ms(*e.response_end - e.request_start) : "-") + "\t" + yes_no(e.http) + "\t" +
            parts_text(e.parts) + "\t" + (e.target.empty() ? "-" : e.method + " " + e.target) + "\t" +
            (e.host.empty() ? "-" : e.host) + "\n";

@@ -211,9 +211,10 @@ test_monkey_do_bad_input() {
 # A capture whose every path is known: CLIENTS clients (198.18.0.N on the world's loopback), each
 # on its own path drawn with SEED (one-way delay 5-100 ms, log-uniform; a rate of 2, 5, 10, 20 or
 # 50 Mbit/s; a third of them losing 0.5-3 % toward the client), behind one mm-paths shell whose
-# command is the server (Python's HTTP/1.1, keep-alive) and tcpdump on its device: the capture is
-# taken next to the server. Each client is a real HTTP/1.1 client (Python's http.client) that
-# fetches EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each;
+# command is the server (Python's HTTP/1.1, keep-alive, on port 8080 and over TLS on 8443) and
+# tcpdump on its device: the capture is taken next to the server. Each client is a real HTTP/1.1
+# client (Python's http.client; a third of them, drawn with SEED, over HTTPS) that fetches
+# EXCHANGES objects of 4 KB to 600 KB over one connection, thinking 0-300 ms before each;
 # the clients start at random over CLIENTS / 10 seconds (2 at least), about a dozen at once,
 # which the 2 cores of a test machine carry with their timing intact (the server, the clients,
 # tcpdump and the paths' ferry all run on them).
@@ -223,6 +224,8 @@ test_monkey_do_bad_input() {
 monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED [SERVER-INITIAL-WINDOW]
   local dir=$1 clients=$2 exchanges=$3 seed=$4 window=${5:-} i shell status=0
   for size in 4000 30000 150000 600000; do head -c $size /dev/zero > "$dir/o$size"; done
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=monkey-truth \
+    -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || { fail "openssl could not make a certificate"; return 1; }
   awk -v n="$clients" -v seed="$seed" 'BEGIN {
       srand(seed); split("2 5 10 20 50", rates, " ")
       for (i = 1; i <= n; i++) {
@@ -237,13 +240,27 @@ monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED [SERVER-INITIAL-WINDOW]
   in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" --verbose ${window:+--tcp-initial-window=$window} "$dir/paths" -- sh -c '
     dir=$0; inner=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
     tcpdump -i ingress --immediate-mode -s 200 -U -w "$dir/server.pcap" 2>"$dir/tcpdump.err" & t=$!
-    python3 -c "import functools, http.server as h, sys
+    python3 -c "import functools, http.server as h, ssl, sys, threading
 h.SimpleHTTPRequestHandler.protocol_version = \"HTTP/1.1\"
 h.SimpleHTTPRequestHandler.log_message = lambda *a: None
-s = h.ThreadingHTTPServer((sys.argv[1], 8080), functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2]))
-s.daemon_threads = True
-s.serve_forever()" "$inner" "$dir" & p=$!
-    i=0; until grep -q "listening on" "$dir/tcpdump.err" 2>/dev/null && ss -ltn | grep -q ":8080 " || [ $i -ge 200 ]; do
+handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2])
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[2] + \"/cert.pem\", sys.argv[2] + \"/key.pem\")
+class TlsServer(h.ThreadingHTTPServer):
+    # The handshake in the thread of the connection, not in the accepting one.
+    def get_request(self):
+        sock, address = self.socket.accept()
+        return tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+    def finish_request(self, request, address):
+        request.do_handshake()
+        super().finish_request(request, address)
+servers = [h.ThreadingHTTPServer((sys.argv[1], 8080), handler), TlsServer((sys.argv[1], 8443), handler)]
+for s in servers:
+    s.daemon_threads = True
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+threading.Event().wait()" "$inner" "$dir" & p=$!
+    i=0; until grep -q "listening on" "$dir/tcpdump.err" 2>/dev/null && ss -ltn | grep -q ":8080 " &&
+      ss -ltn | grep -q ":8443 " || [ $i -ge 200 ]; do
       sleep 0.05; i=$((i + 1)); done
     echo "$inner" > "$dir/inner"
     i=0; while [ ! -e "$dir/done" ] && [ $i -lt 6000 ]; do sleep 0.05; i=$((i + 1)); done
@@ -251,7 +268,7 @@ s.serve_forever()" "$inner" "$dir" & p=$!
   shell=$!
   wait_until 20 test -s "$dir/inner" ||
     { touch "$dir/done"; wait "$shell"; monkey_truth_cleanup "$dir"; fail "the server's shell did not start"; return 1; }
-  in_world python3 -c 'import http.client, random, sys, threading, time
+  in_world python3 -c 'import http.client, random, ssl, sys, threading, time
 inner, exchanges, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 clients = [line.split()[0] for line in open(sys.argv[4])]
 failed = []
@@ -259,7 +276,11 @@ def client(i, address):
     r = random.Random(seed * 1000 + i)
     try:
         time.sleep(r.uniform(0, max(2, len(clients) / 10)))
-        c = http.client.HTTPConnection(inner, 8080, timeout=60, source_address=(address, 0))
+        if r.random() < 1 / 3:
+            c = http.client.HTTPSConnection(inner, 8443, timeout=60, source_address=(address, 0),
+                                            context=ssl._create_unverified_context())
+        else:
+            c = http.client.HTTPConnection(inner, 8080, timeout=60, source_address=(address, 0))
         for _ in range(exchanges):
             time.sleep(r.uniform(0, 0.3))
             c.request("GET", "/o" + r.choice(["4000", "30000", "150000", "600000"]))
