@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.hh"
+#include "fuzz/fuzz_packets.hh"
 #include "packet/destination_delay.hh"
 #include "util/exception.hh"
 
@@ -30,20 +31,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // the order they came.
     std::vector<std::string> sent;
     std::map<Nanos, std::vector<std::string>> by_delay;
-    Nanos now = 0;
-    for (size_t at = nul == std::string_view::npos ? size : nul + 1; at < size;) {
-      const size_t length = std::min<size_t>(data[at], size - at - 1);
-      const std::string packet(input.substr(at + 1, length));
-      at += 1 + length;
-      auto space = queue.reserve();
-      FUZZ_CHECK(space.size() >= packet.size());
-      std::memcpy(space.data(), packet.data(), packet.size());
-      const Nanos delay = queue.delay_of({reinterpret_cast<const uint8_t*>(packet.data()), packet.size()});
-      queue.commit(now, static_cast<uint32_t>(packet.size()), 0);
-      by_delay[delay].push_back(packet);
+    feed_fuzz_packets(input, nul == std::string_view::npos ? size : nul + 1, queue, [&](const std::string& packet) {
+      by_delay[queue.delay_of({reinterpret_cast<const uint8_t*>(packet.data()), packet.size()})].push_back(packet);
       sent.push_back(packet);
-      now += 1000;
-    }
+    });
     std::map<Nanos, size_t> next;
     size_t released = 0;
     queue.release(kNever - 1, [&](std::span<const uint8_t> p, uint32_t) {

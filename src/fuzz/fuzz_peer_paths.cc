@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fuzz/fuzz_check.hh"
+#include "fuzz/fuzz_packets.hh"
 #include "packet/peer_paths.hh"
 #include "util/exception.hh"
 
@@ -34,22 +35,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // Every packet is released at most once, never before it arrived, and the packets of one
     // path in the order they came; what is not released was counted lost or overflowed.
     std::map<uint32_t, std::vector<std::string>> by_path;
-    Nanos now = 0;
     size_t sent = 0;
-    for (size_t at = nul == std::string_view::npos ? size : nul + 1; at < size;) {
-      const size_t length = std::min<size_t>(data[at], size - at - 1);
-      const std::string packet(input.substr(at + 1, length));
-      at += 1 + length;
-      auto space = queue.reserve();
-      FUZZ_CHECK(space.size() >= packet.size());
-      std::memcpy(space.data(), packet.data(), packet.size());
+    feed_fuzz_packets(input, nul == std::string_view::npos ? size : nul + 1, queue, [&](const std::string& packet) {
       const uint32_t path = queue.path_of({reinterpret_cast<const uint8_t*>(packet.data()), packet.size()});
       FUZZ_CHECK(path < queue.paths());
       by_path[path].push_back(packet);
-      queue.commit(now, static_cast<uint32_t>(packet.size()), 0);
       sent++;
-      now += 1000;
-    }
+    });
     std::map<uint32_t, size_t> next;
     size_t released = 0;
     queue.release(kNever - 1, [&](std::span<const uint8_t> p, uint32_t) {

@@ -61,22 +61,30 @@ std::optional<HttpRequestPlan> http_request_plan(const WorkloadExchange& e, cons
   if (e.target.empty()) return std::nullopt;
   HttpRequestPlan r;
   r.method = e.method;
-  r.head = e.method + " " + e.target + " HTTP/1.1\r\nHost: " + (e.host.empty() ? server : e.host) + "\r\n";
+  const std::string request_line = e.method + " " + e.target + " HTTP/1.1\r\n";
+  const std::string host = e.host.empty() ? server : e.host;
+  r.head = request_line + "Host: " + host + "\r\n";
   const uint64_t bare = r.head.size() + 2;  // and the blank line
   if (e.method == "POST" || e.method == "PUT" || e.method == "PATCH") {
-    // Content-Length's own line counts: the body is what the recorded size leaves after it.
-    uint64_t body = 0;
-    for (int digits = 1; digits <= 20; digits++) {
-      const uint64_t line = 18 + static_cast<uint64_t>(digits);  // "Content-Length: N\r\n"
-      if (e.request_bytes < bare + line) break;
-      const uint64_t candidate = e.request_bytes - bare - line;
-      if (std::to_string(candidate).size() == static_cast<size_t>(digits)) body = candidate;
+    // Content-Length's own line counts: the body is what the recorded size leaves after it. The
+    // line is given room for DIGITS digits; a shorter number is preceded by more spaces (optional
+    // whitespace, RFC 9110), so that the whole comes to the recorded size exactly.
+    std::string line = "Content-Length: 0\r\n";
+    for (uint64_t digits = 1; digits <= 20 && e.request_bytes >= bare + 18 + digits; digits++) {
+      const uint64_t body = e.request_bytes - bare - 18 - digits;
+      const std::string number = std::to_string(body);
+      if (number.size() > digits) continue;
+      line = "Content-Length:" + std::string(digits - number.size() + 1, ' ') + number + "\r\n";
+      r.body = body;
+      break;
     }
-    r.head += "Content-Length: " + std::to_string(body) + "\r\n";
-    r.body = body;
-  } else if (constexpr std::string_view kPad = "X-Monkey-Padding: "; e.request_bytes >= bare + kPad.size() + 3) {
+    r.head += line;
+  } else if (constexpr std::string_view kPad = "X-Monkey-Padding: "; e.request_bytes >= bare + kPad.size() + 2) {
     const uint64_t fill = std::min<uint64_t>(e.request_bytes - bare - kPad.size() - 2, 60'000);
     r.head += std::string(kPad) + std::string(fill, 'x') + "\r\n";
+  } else if (e.request_bytes > bare) {
+    // Too little for a field of its own: the Host field's optional whitespace takes it.
+    r.head = request_line + "Host:" + std::string(1 + e.request_bytes - bare, ' ') + host + "\r\n";
   }
   r.head += "\r\n";
   return r;
@@ -120,7 +128,7 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
     const double rtt = f.rtt_ms.value_or(median_rtt);
     std::string line = address.str() + " delay=" + fixed(rtt / 2, 3);
     if (const std::optional<double> bw = percentile(f.bandwidths, 50); bw && *bw > 0)
-      line += " rate=" + fixed(*bw * 1000, 0) + "kbit/s";
+      line += " rate=" + fixed(std::max(1.0, *bw * 1e6), 0) + "bit/s";  // mm-paths takes 1 bit/s on
     if (f.pattern) {
       // The trace's own losses, packet by packet, rather than a rate drawn again at random.
       if (!f.drops.empty()) {
@@ -161,7 +169,9 @@ MonkeyPlan plan_replay(const std::vector<WorkloadConnection>& workload, size_t m
       previous_end = e.response_end_ms.value_or(e.request_end_ms);
       if (e.parts.size() > 1 || c.nodelay) {
         std::vector<ServerPart> parts;
-        for (const WorkloadPart& part : e.parts) parts.push_back({part.bytes, ms(part.pause_ms)});
+        for (const WorkloadPart& part : e.parts)
+          parts.push_back(
+              {part.bytes, std::min<Nanos>(ms(part.pause_ms), kMaxServerDelayUs * 1000)});  // the emulator's bound
         if (parts.empty()) parts.push_back({e.response_bytes, 0});
         plan.server += server_plan_line(c.id, e.index, c.nodelay, parts);
       }

@@ -196,9 +196,12 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
       c.client = source_is_client ? s.source : s.destination;
       c.server = source_is_client ? s.destination : s.source;
     }
+    // Its own time first: the sweep that makes room must not take it for the longest silent.
+    tracked->last_packet = time;
+    const Tracked* added = tracked.get();
     it = open_.insert_or_assign(key, std::move(tracked)).first;
     if (open_.size() > options_.max_open) {
-      sweep(time);
+      sweep(time, added);
       it = open_.find(key);
     }
   }
@@ -410,7 +413,7 @@ void MonkeySee::segment(Nanos time, const TcpSegment& s) {
   }
 }
 
-void MonkeySee::sweep(Nanos now) {
+void MonkeySee::sweep(Nanos now, const Tracked* keep) {
   last_sweep_ = now;
   for (auto it = open_.begin(); it != open_.end();) {
     Tracked& t = *it->second;
@@ -429,8 +432,9 @@ void MonkeySee::sweep(Nanos now) {
   // are reported now, each with what it had.
   if (open_.size() > options_.max_open) {
     std::vector<std::pair<Nanos, decltype(open_)::iterator>> by_silence;
-    for (auto it = open_.begin(); it != open_.end(); ++it) by_silence.emplace_back(it->second->last_packet, it);
-    const size_t count = std::min(by_silence.size() - 1, open_.size() - options_.max_open + options_.max_open / 100);
+    for (auto it = open_.begin(); it != open_.end(); ++it)
+      if (it->second.get() != keep) by_silence.emplace_back(it->second->last_packet, it);
+    const size_t count = std::min(by_silence.size(), open_.size() - options_.max_open + options_.max_open / 100);
     std::partial_sort(by_silence.begin(), by_silence.begin() + static_cast<long>(count), by_silence.end(),
                       [](const auto& a, const auto& b) { return a.first < b.first; });
     for (size_t i = 0; i < count; i++) {

@@ -112,7 +112,7 @@ class MonkeySee {
   struct Tracked;
   void report(Tracked& t, const std::string& ended_by);
   static void add_to_parts(Tracked& t, MonkeyExchange& e, Nanos time, uint64_t fresh);
-  void sweep(Nanos now);
+  void sweep(Nanos now, const Tracked* keep = nullptr);  // never evicts `keep`
 
   Sink sink_;
   MonkeySeeOptions options_;

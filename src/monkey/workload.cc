@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "packet/peer_paths.hh"
 #include "util/exception.hh"
 #include "util/text.hh"
 
@@ -146,9 +147,10 @@ std::vector<uint64_t> numbers_of(const LineReader& r, size_t i) {
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::optional<uint64_t> n = decimal_value(text.substr(0, comma));
-    if (!n || numbers.size() == kMaxLostPackets || (!numbers.empty() && *n <= numbers.back()))
+    if (!n || *n == 0 || numbers.size() == kMaxLostPackets || (!numbers.empty() && *n <= numbers.back()))
       throw UserError(r.where() + ": lost_packets: \"" + printable(text.substr(0, comma), 40) +
-                      "\" is not the next of increasing numbers (" + std::to_string(kMaxLostPackets) + " at most)");
+                      "\" is not the next of increasing numbers from 1 (" + std::to_string(kMaxLostPackets) +
+                      " at most)");
     numbers.push_back(*n);
     text = comma == std::string_view::npos ? std::string_view{} : text.substr(comma + 1);
   }
@@ -165,7 +167,7 @@ WorkloadConnection connection_of(const LineReader& r) {
   c.server_port = static_cast<uint16_t>(r.count(6, 65535, "server_port"));
   if (c.client.empty() || c.client.size() > 64 || c.server.empty() || c.server.size() > 64)
     throw UserError(r.where() + ": the client or server address is missing or too long");
-  c.rtt_ms = r.optional_number(8, kMaxWorkloadMs, "rtt_ms");
+  c.rtt_ms = r.optional_number(8, 2 * kMaxPathDelayMs, "rtt_ms");  // a replay's path: half each way
   c.bandwidth_mbps = r.optional_number(11, 1e6, "bandwidth_mbps");
   c.loss = r.optional_number(13, 1, "loss");
   c.server_segments = r.count(14, UINT64_MAX / 4, "server_segments");
@@ -230,11 +232,14 @@ WorkloadExchange exchange_of(const LineReader& r) {
       const size_t space = request.find(' ');
       const std::string_view method = request.substr(0, space),
                              target = space == std::string_view::npos ? "" : request.substr(space + 1);
-      if (method.empty() || method.size() > 32 || target.empty() || target.size() > kMaxRequestTarget ||
-          !visible(method) || !visible(target))
+      // A method as HTTP/1.x servers take them (capitals, '-', '_'), a target of visible ASCII.
+      const bool method_ok = std::all_of(method.begin(), method.end(),
+                                         [](char ch) { return (ch >= 'A' && ch <= 'Z') || ch == '-' || ch == '_'; });
+      if (method.empty() || method.size() > 32 || !method_ok || target.empty() || target.size() > kMaxRequestTarget ||
+          !visible(target))
         throw UserError(r.where() + ": request: \"" + printable(request, 60) +
-                        "\" is not \"METHOD TARGET\" (visible ASCII, a target of " + std::to_string(kMaxRequestTarget) +
-                        " bytes at most) or -");
+                        "\" is not \"METHOD TARGET\" (a method in capitals, a target of visible ASCII, " +
+                        std::to_string(kMaxRequestTarget) + " bytes at most) or -");
       e.method = std::string(method);
       e.target = std::string(target);
     }

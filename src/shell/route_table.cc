@@ -131,17 +131,31 @@ InitialWindows covering_route_windows(Ipv4 address) {
   return windows;
 }
 
-void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, InitialWindows windows) {
-  const unsigned index = ::if_nametoindex(device.c_str());
-  if (index == 0) throw SystemError("no interface " + device);
+namespace {
+// A route of the main table, to be completed with its attributes.
+rtmsg main_table_route(unsigned char destination_length, unsigned char protocol, unsigned char scope,
+                       unsigned char type = RTN_UNICAST) {
   rtmsg route{};
   route.rtm_family = AF_INET;
-  route.rtm_dst_len = 32;
+  route.rtm_dst_len = destination_length;
   route.rtm_table = RT_TABLE_MAIN;
-  route.rtm_protocol = RTPROT_KERNEL;
-  route.rtm_scope = RT_SCOPE_LINK;
-  route.rtm_type = RTN_UNICAST;
-  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE, route);
+  route.rtm_protocol = protocol;
+  route.rtm_scope = scope;
+  route.rtm_type = type;
+  return route;
+}
+
+unsigned device_index(const std::string& device) {
+  const unsigned index = ::if_nametoindex(device.c_str());
+  if (index == 0) throw SystemError("no interface " + device);
+  return index;
+}
+}  // namespace
+
+void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, InitialWindows windows) {
+  const unsigned index = device_index(device);
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE,
+                         main_table_route(32, RTPROT_KERNEL, RT_SCOPE_LINK));
   const in_addr destination = socket_address(peer, 0).sin_addr, source = socket_address(local, 0).sin_addr;
   request.add(RTA_DST, &destination, sizeof destination);
   request.add(RTA_PREFSRC, &source, sizeof source);
@@ -151,15 +165,9 @@ void set_peer_route_windows(const std::string& device, Ipv4 local, Ipv4 peer, In
 }
 
 void set_default_route_windows(const std::string& device, Ipv4 gateway, InitialWindows windows) {
-  const unsigned index = ::if_nametoindex(device.c_str());
-  if (index == 0) throw SystemError("no interface " + device);
-  rtmsg route{};
-  route.rtm_family = AF_INET;
-  route.rtm_table = RT_TABLE_MAIN;
-  route.rtm_protocol = RTPROT_BOOT;
-  route.rtm_scope = RT_SCOPE_UNIVERSE;
-  route.rtm_type = RTN_UNICAST;
-  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE, route);
+  const unsigned index = device_index(device);
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_REPLACE,
+                         main_table_route(0, RTPROT_BOOT, RT_SCOPE_UNIVERSE));
   const in_addr via = socket_address(gateway, 0).sin_addr;
   request.add(RTA_GATEWAY, &via, sizeof via);
   request.add_u32(RTA_OIF, index);
@@ -168,13 +176,8 @@ void set_default_route_windows(const std::string& device, Ipv4 gateway, InitialW
 }
 
 void add_unreachable_default(InitialWindows windows) {
-  rtmsg route{};
-  route.rtm_family = AF_INET;
-  route.rtm_table = RT_TABLE_MAIN;
-  route.rtm_protocol = RTPROT_STATIC;
-  route.rtm_scope = RT_SCOPE_UNIVERSE;
-  route.rtm_type = RTN_UNREACHABLE;
-  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, route);
+  NetlinkRequest request(RTM_NEWROUTE, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL,
+                         main_table_route(0, RTPROT_STATIC, RT_SCOPE_UNIVERSE, RTN_UNREACHABLE));
   request.add_windows(windows);
   request.execute("adding the unreachable default route with initial windows");
 }

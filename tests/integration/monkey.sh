@@ -224,8 +224,33 @@ test_monkey_do_bad_input() {
 monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED [SERVER-INITIAL-WINDOW]
   local dir=$1 clients=$2 exchanges=$3 seed=$4 window=${5:-} i shell status=0
   for size in 4000 30000 150000 600000; do head -c $size /dev/zero > "$dir/o$size"; done
+  # The server: Python's HTTP/1.1 on 8080 and over TLS on 8443, at ADDRESS, serving DIR (also the
+  # server under test of a replay against a real server).
+  cat > "$dir/server.py" <<'PYTHON'
+import functools, http.server as h, ssl, sys, threading
+h.SimpleHTTPRequestHandler.protocol_version = "HTTP/1.1"
+h.SimpleHTTPRequestHandler.log_message = lambda *a: None
+handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2])
+tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+tls.load_cert_chain(sys.argv[2] + "/cert.pem", sys.argv[2] + "/key.pem")
+class TlsServer(h.ThreadingHTTPServer):
+    # The handshake in the thread of the connection, not in the accepting one.
+    def get_request(self):
+        sock, address = self.socket.accept()
+        return tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
+    def finish_request(self, request, address):
+        request.do_handshake()
+        super().finish_request(request, address)
+servers = [h.ThreadingHTTPServer((sys.argv[1], 8080), handler), TlsServer((sys.argv[1], 8443), handler)]
+for s in servers:
+    s.daemon_threads = True
+    threading.Thread(target=s.serve_forever, daemon=True).start()
+threading.Event().wait()
+PYTHON
+  chmod 644 "$dir/server.py"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=monkey-truth \
     -keyout "$dir/key.pem" -out "$dir/cert.pem" 2>/dev/null || { fail "openssl could not make a certificate"; return 1; }
+  chmod 644 "$dir/key.pem" "$dir/cert.pem"
   awk -v n="$clients" -v seed="$seed" 'BEGIN {
       srand(seed); split("2 5 10 20 50", rates, " ")
       for (i = 1; i <= n; i++) {
@@ -240,25 +265,7 @@ monkey_truth_capture() {  # DIR CLIENTS EXCHANGES SEED [SERVER-INITIAL-WINDOW]
   in_world env MAHIMAHI_OFFLOAD=0 "$BIN/mm-paths" --verbose ${window:+--tcp-initial-window=$window} "$dir/paths" -- sh -c '
     dir=$0; inner=$(ip -o -4 addr show dev ingress | awk "{ sub(\"/.*\", \"\", \$4); print \$4 }")
     tcpdump -i ingress --immediate-mode -s 200 -U -w "$dir/server.pcap" 2>"$dir/tcpdump.err" & t=$!
-    python3 -c "import functools, http.server as h, ssl, sys, threading
-h.SimpleHTTPRequestHandler.protocol_version = \"HTTP/1.1\"
-h.SimpleHTTPRequestHandler.log_message = lambda *a: None
-handler = functools.partial(h.SimpleHTTPRequestHandler, directory=sys.argv[2])
-tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-tls.load_cert_chain(sys.argv[2] + \"/cert.pem\", sys.argv[2] + \"/key.pem\")
-class TlsServer(h.ThreadingHTTPServer):
-    # The handshake in the thread of the connection, not in the accepting one.
-    def get_request(self):
-        sock, address = self.socket.accept()
-        return tls.wrap_socket(sock, server_side=True, do_handshake_on_connect=False), address
-    def finish_request(self, request, address):
-        request.do_handshake()
-        super().finish_request(request, address)
-servers = [h.ThreadingHTTPServer((sys.argv[1], 8080), handler), TlsServer((sys.argv[1], 8443), handler)]
-for s in servers:
-    s.daemon_threads = True
-    threading.Thread(target=s.serve_forever, daemon=True).start()
-threading.Event().wait()" "$inner" "$dir" & p=$!
+    python3 "$dir/server.py" "$inner" "$dir" & p=$!
     i=0; until grep -q "listening on" "$dir/tcpdump.err" 2>/dev/null && ss -ltn | grep -q ":8080 " &&
       ss -ltn | grep -q ":8443 " || [ $i -ge 200 ]; do
       sleep 0.05; i=$((i + 1)); done

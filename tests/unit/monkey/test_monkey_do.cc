@@ -162,8 +162,8 @@ TEST(MonkeyDo, plans_each_clients_path_and_the_think_times) {
   // packet (the second connection's after the first's 22 packets); client 2 has no RTT: the
   // median of all (of 40 and 30, the nearest rank's: 30), and lost nothing.
   EXPECT_EQ(plan.paths,
-            "172.16.0.1 delay=15.000 rate=8000kbit/s drops=3,7,27\n"
-            "172.16.0.2 delay=15.000 rate=8000kbit/s\n");
+            "172.16.0.1 delay=15.000 rate=8000000bit/s drops=3,7,27\n"
+            "172.16.0.2 delay=15.000 rate=8000000bit/s\n");
   EXPECT_EQ(plan.without_rtt, 1u);
   ASSERT_EQ(plan.connections.size(), 3u);
   EXPECT_EQ(plan.connections[1].start, 1000 * kMs);  // a second after the first
@@ -231,14 +231,23 @@ TEST(MonkeyDo, a_real_servers_request_is_the_traced_one_at_its_size) {
   get.host.clear();
   EXPECT_EQ(http_request_plan(get, "10.0.0.1")->head, "GET /o4000?x=1 HTTP/1.1\r\nHost: 10.0.0.1\r\n\r\n");
   // A method with a body: Content-Length gives the rest, the whole as recorded.
-  for (uint64_t size : {80u, 105u, 1000u, 123456u}) {
+  // Every size from the head's own on: exactly, whether by a field, or the Host field's spaces.
+  const uint64_t bare = http_request_plan(get, "10.0.0.1")->head.size();  // no padding at 10 bytes
+  for (uint64_t size = 40; size < 2000; size++) {
+    WorkloadExchange sized = get;
+    sized.request_bytes = size;
+    const auto p = http_request_plan(sized, "10.0.0.1");
+    ASSERT_EQ(p->head.size(), std::max(size, bare)) << p->head;
+  }
+  // Across the lengths of Content-Length's number.
+  for (uint64_t size = 64; size < 20000; size++) {
     WorkloadExchange post = get;
     post.method = "POST";
     post.request_bytes = size;
     const auto p = http_request_plan(post, "h");
     ASSERT_TRUE(p);
-    EXPECT_EQ(p->head.size() + p->body, size) << p->head;
-    EXPECT_NE(p->head.find("Content-Length: " + std::to_string(p->body) + "\r\n"), std::string::npos);
+    ASSERT_EQ(p->head.size() + p->body, size) << p->head;
+    ASSERT_NE(p->head.find(" " + std::to_string(p->body) + "\r\n\r\n"), std::string::npos) << p->head;
   }
   WorkloadExchange tls;
   tls.request_bytes = 517;
