@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <sstream>
 
@@ -23,6 +24,7 @@ namespace {
 
 constexpr size_t kMaxConfigBytes = 64 * 1024;
 constexpr size_t kMaxAllowedPools = 256;
+constexpr size_t kMaxAllowedInterfaces = 256;
 
 bool only_root_can_write(const struct stat& st) { return st.st_uid == 0 && (st.st_mode & (S_IWGRP | S_IWOTH)) == 0; }
 
@@ -51,11 +53,26 @@ AdministratorConfig AdministratorConfig::parse(const std::string& text, const st
       if (ec != std::errc() || end != value.data() + value.size() || nice < -20 || nice > 19)
         throw UserError(where + ": ferry-nice must be a nice value from -20 to 19");
       config.ferry_nice = nice;
+    } else if (key == "allow-interface") {
+      if (!is_interface_name(value))
+        throw UserError(where + ": \"" + value + "\" is not an interface's name (1 to 15 of a-z, A-Z, 0-9, . _ -)");
+      if (config.interfaces.size() == kMaxAllowedInterfaces)
+        throw UserError(where + ": too many allow-interface lines");
+      config.interfaces.push_back(value);
     } else {
-      throw UserError(where + ": unknown setting \"" + key + "\" (known: allow-address-pool, ferry-nice)");
+      throw UserError(where + ": unknown setting \"" + key +
+                      "\" (known: allow-address-pool, ferry-nice, allow-interface)");
     }
   }
   return config;
+}
+
+bool is_interface_name(std::string_view name) {
+  if (name.empty() || name.size() > 15 || name == "." || name == "..") return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+           c == '-';
+  });
 }
 
 AdministratorConfig AdministratorConfig::load() { return load(kAdministratorConfigPath); }

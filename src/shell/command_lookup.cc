@@ -70,14 +70,29 @@ std::string resolve_command(const std::string& name, const char* path_variable) 
 namespace {
 // mahimahi's programs and aliases, as src/Makefile.am installs them (the integration test of
 // --version runs each one, nested, with a PATH that holds none of them).
-constexpr std::string_view kOwnPrograms[] = {"mm-delay",         "mm-loss",           "mm-onoff",
-                                             "mm-intermittent",  "mm-link",           "mm-meter",
-                                             "mm-record",        "mm-replay",         "mm-ca",
-                                             "mm-pageload",      "mm-sweep",          "mm-recording",
-                                             "mm-trace",         "mm-delay-graph",    "mm-throughput-graph",
-                                             "mm-preset",        "mm-webrecord",      "mm-webreplay",
-                                             "mm-cumulus-local", "mm-cumulus-remote", "mm-monkey",
-                                             "mm-paths"};
+constexpr std::string_view kOwnPrograms[] = {"mm-delay",
+                                             "mm-loss",
+                                             "mm-onoff",
+                                             "mm-intermittent",
+                                             "mm-link",
+                                             "mm-meter",
+                                             "mm-record",
+                                             "mm-replay",
+                                             "mm-ca",
+                                             "mm-pageload",
+                                             "mm-sweep",
+                                             "mm-recording",
+                                             "mm-trace",
+                                             "mm-delay-graph",
+                                             "mm-throughput-graph",
+                                             "mm-preset",
+                                             "mm-webrecord",
+                                             "mm-webreplay",
+                                             "mm-cumulus-local",
+                                             "mm-cumulus-remote",
+                                             "mm-monkey",
+                                             "mm-paths",
+                                             "mm-eth"};
 
 bool own_program(std::string_view name) {
   for (std::string_view own : kOwnPrograms)

@@ -28,8 +28,8 @@ struct Intercept {
 // The kinds of shell with an outer device. Each names its device <kind>-<supervisor's pid>
 // (shell_device_name), and the shared table tells shells' devices from the host's by that name
 // (is_shell_device_name): this list is the only one.
-enum class ShellKind { Delay, Loss, OnOff, Intermittent, Link, Meter, Record, Cumulus, Paths };
-inline constexpr std::array<std::pair<ShellKind, std::string_view>, 9> kShellKinds = {{
+enum class ShellKind { Delay, Loss, OnOff, Intermittent, Link, Meter, Record, Cumulus, Paths, Eth };
+inline constexpr std::array<std::pair<ShellKind, std::string_view>, 10> kShellKinds = {{
     {ShellKind::Delay, "delay"},
     {ShellKind::Loss, "loss"},
     {ShellKind::OnOff, "onoff"},
@@ -39,6 +39,7 @@ inline constexpr std::array<std::pair<ShellKind, std::string_view>, 9> kShellKin
     {ShellKind::Record, "record"},
     {ShellKind::Cumulus, "cumulus"},
     {ShellKind::Paths, "paths"},
+    {ShellKind::Eth, "eth"},
 }};
 std::string shell_device_name(ShellKind kind, pid_t pid);
 // Whether `name` is spelt as a shell's device (a kind of kShellKinds, a dash, a number).

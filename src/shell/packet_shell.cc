@@ -104,6 +104,7 @@ struct ShellPlan {
   std::string state_directory;  // rootless: the user's (rootless_state_directory)
   bool own_outside;             // rootless, where the caller's network is not the user's: make one
   std::string pasta;            // with own_outside, unless MAHIMAHI_WAY_OUT=none: pasta's file; else empty
+  AdministratorConfig config;   // the administrator's settings (mm-eth's interfaces)
 };
 
 ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::function<ShellSpec(int, char**)>& parse,
@@ -176,7 +177,8 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
                    offload_value == "1",
                    state_directory,
                    own_outside,
-                   pasta};
+                   pasta,
+                   config};
 }
 
 // The guard's process, forked by the supervisor: into the shell's namespace (as root), then the
@@ -185,7 +187,8 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
 // `signals` is the supervisor's signalfd, inherited: read in the guard, it gives the guard's own.
 int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& net, UserEnvironment& env,
                   const sigset_t& original_mask, const SignalFd& signals, pid_t supervisor,
-                  FileDescriptor supervisor_alive, Nanos grace) {
+                  FileDescriptor supervisor_alive, Nanos grace, AttachedDevice* attached) {
+  if (attached) attached->close_in_child();
   enter_shell_namespace(net);
   net.inner_namespace.close();
   net.command_userns.close();
@@ -202,7 +205,7 @@ int guard_process(const ProgramInfo& info, const ShellPlan& plan, ShellNetwork& 
     env.install();
     exec_command(info.name, plan.program_path, plan.spec.command);
   });
-  return run_reaper(info.name, printable(plan.spec.command[0], 200), command, {}, supervisor_alive.get(), grace, -1,
+  return run_reaper(info.name, printable(plan.spec.command[0], 200), command, {}, supervisor_alive.get(), grace, {},
                     signals);
 }
 
@@ -333,6 +336,11 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   if (const auto status = run_startup(info.name, ferry, channel.get(), signals, isolated ? &net : nullptr))
     return *status;
 
+  // mm-eth: the devices join the namespace before the command starts (the ferry already carries).
+  std::optional<AttachedDevice> attached;
+  if (spec.attachment)
+    attached.emplace(
+        AttachedDevice::attach(*spec.attachment, net, user, plan.config, c_library_resolvers(read_resolv_conf())));
   prepare_environment(env, spec, net);
   if (sets_clock) env.set("MAHIMAHI_CLOCK_BASE", clock_base);
   // Only the supervisor holds the pipe's write end, and never writes: the guard sees end-of-file
@@ -344,7 +352,8 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
   const pid_t guard = fork_child(info.name, [&]() -> int {
     alive_write.close();
     channel.close();
-    return guard_process(info, plan, net, env, original_mask, signals, supervisor, std::move(alive_read), grace);
+    return guard_process(info, plan, net, env, original_mask, signals, supervisor, std::move(alive_read), grace,
+                         attached ? &*attached : nullptr);
   });
   alive_read.close();
   net.inner_namespace.close();
@@ -352,8 +361,14 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   // A little more time than the guard's, so that it ends the command's processes itself (and
   // names those it had to end) before the supervisor would.
-  return run_reaper(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
-                    grace + 200 * kNanosPerMs, way_out.monitor(), signals);
+  std::vector<pid_t> spared;  // children that end after the reaper: a rootless way out, mm-eth's dnsmasq
+  if (way_out.monitor() > 0) spared.push_back(way_out.monitor());
+  if (attached && attached->dnsmasq() > 0) spared.push_back(attached->dnsmasq());
+  const int status = run_reaper(info.name, printable(spec.command[0], 200), guard, {ferry, channel.get()}, -1,
+                                grace + 200 * kNanosPerMs, spared, signals);
+  if (attached && spec.verbose)
+    for (const std::string& lease : attached->leases()) std::cerr << info.name << ": leased " << lease << "\n";
+  return status;
   // net's destructor removes the NAT table; the TUN devices went with the ferry.
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "shell/attached_device.hh"
 #include "shell/privileged.hh"
 #include "shell/startup_channel.hh"  // the ferry's exit statuses
 #include "util/args.hh"
@@ -67,6 +68,9 @@ struct ShellSpec {
   // The TCP of the command's namespace (mm-paths --tcp-...): its congestion control, slow start
   // after idle, and the initial window of its default route (the one its connections out take).
   ServerTcpSettings command_tcp;
+  // mm-eth: the interface (or TAP) whose devices join the command's namespace (attached_device.hh),
+  // attached by the supervisor before the command starts and put back after it ends.
+  std::optional<DeviceAttachment> attachment;
   // Runs in the ferry process after privileges are dropped; calls ready() once it can carry
   // packets (the command starts then) and returns the ferry's exit status.
   std::function<int(const FerryEndpoints&, const std::function<void()>& ready)> ferry;

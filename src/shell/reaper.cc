@@ -25,7 +25,7 @@ class Reaper {
   // `spared`: a child that is not the command's and ends on its own after the reaper (a rootless
   // shell's way out), or -1.
   Reaper(const std::string& program, const std::string& command_name, pid_t command, Ferry ferry, int supervisor_fd,
-         Nanos grace, pid_t spared = -1)
+         Nanos grace, std::vector<pid_t> spared = {})
       : program_(program),
         command_name_(command_name),
         command_(command),
@@ -33,7 +33,7 @@ class Reaper {
         ferry_status_fd_(ferry.status_fd),
         supervisor_fd_(supervisor_fd),
         grace_(grace),
-        spared_(spared) {}
+        spared_(std::move(spared)) {}
 
   // Runs until the main child and everything it started have ended; returns the exit status.
   int run(const SignalFd& signals) {
@@ -120,7 +120,7 @@ class Reaper {
     const bool for_good = monotonic_now() >= deadline_;
     size_t count = 0;
     for (const pid_t pid : list_children()) {
-      if (pid <= 0 || pid == ferry_ || pid == spared_) continue;
+      if (pid <= 0 || pid == ferry_ || std::find(spared_.begin(), spared_.end(), pid) != spared_.end()) continue;
       count++;
       if (for_good) {
         ::kill(pid, SIGKILL);
@@ -214,7 +214,7 @@ class Reaper {
   int ferry_status_fd_;  // the ferry writes a byte (or dies) when it has stopped
   int supervisor_fd_;    // the guard's: readable (end-of-file) once the supervisor is gone
   Nanos grace_;
-  pid_t spared_;
+  std::vector<pid_t> spared_;
   std::optional<int> command_status_;
   std::optional<Nanos> ending_since_;        // set when the command or the ferry ended
   Nanos deadline_ = kNever;                  // from then on, SIGKILL
@@ -233,6 +233,6 @@ Nanos ending_grace(const std::string& outer_prefix) {
 }
 
 int run_reaper(const std::string& program, const std::string& command_name, pid_t main_child, ReapedFerry ferry,
-               int supervisor_fd, Nanos grace, pid_t spared, const SignalFd& signals) {
+               int supervisor_fd, Nanos grace, const std::vector<pid_t>& spared, const SignalFd& signals) {
   return Reaper(program, command_name, main_child, ferry, supervisor_fd, grace, spared).run(signals);
 }

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 #include "util/clock.hh"
 #include "util/signals.hh"
@@ -30,7 +31,7 @@ Nanos ending_grace(const std::string& outer_prefix);
 
 // Runs a reaper until its main child and everything it started have ended; returns the shell's
 // exit status. `supervisor_fd`: the guard's end of a pipe the supervisor holds open (-1 for the
-// supervisor). `spared`: a child that is not the command's and ends on its own after the reaper
-// (a rootless shell's way out), or -1.
+// supervisor). `spared`: children that are not the command's and end after the reaper
+// (a rootless shell's way out, mm-eth's dnsmasq).
 int run_reaper(const std::string& program, const std::string& command_name, pid_t main_child, ReapedFerry ferry,
-               int supervisor_fd, Nanos grace, pid_t spared, const SignalFd& signals);
+               int supervisor_fd, Nanos grace, const std::vector<pid_t>& spared, const SignalFd& signals);

@@ -77,25 +77,24 @@ Ipv4 ipv4_attribute(const rtattr* attribute) {
   return Ipv4::from_in_addr(a);
 }
 
-void for_each_ipv4_route(const std::function<void(const rtmsg&, const rtattr*, int)>& fn) {
+void rtnetlink_dump(uint16_t type, uint8_t family, const std::function<void(const nlmsghdr& message)>& fn) {
   FileDescriptor sock = rtnetlink_socket();
   struct {
     nlmsghdr header;
-    rtmsg route;
+    rtmsg message;  // its first byte is the family, as in every rtnetlink message a dump takes
   } request{};
   request.header.nlmsg_len = NLMSG_LENGTH(sizeof(rtmsg));
-  request.header.nlmsg_type = RTM_GETROUTE;
+  request.header.nlmsg_type = type;
   request.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
   request.header.nlmsg_seq = 1;
-  request.route.rtm_family = AF_INET;
-  request.route.rtm_table = RT_TABLE_UNSPEC;
-  check_syscall("asking for the routes", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
+  request.message.rtm_family = family;
+  check_syscall("asking rtnetlink for a list", ::send(sock.get(), &request, request.header.nlmsg_len, 0));
   std::vector<nlmsghdr> storage(32768 / sizeof(nlmsghdr));  // aligned for the headers
   char* buffer = reinterpret_cast<char*>(storage.data());
   for (;;) {
     const ssize_t n = ::recv(sock.get(), buffer, storage.size() * sizeof(nlmsghdr), 0);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw SystemError("reading the routes");
+    if (n < 0) throw SystemError("reading an rtnetlink list");
     int length = static_cast<int>(n);
     // NLMSG_OK compares the header's unsigned length with the int one (clang warns).
 #pragma GCC diagnostic push
@@ -104,13 +103,19 @@ void for_each_ipv4_route(const std::function<void(const rtmsg&, const rtattr*, i
          message = NLMSG_NEXT(message, length)) {
 #pragma GCC diagnostic pop
       if (message->nlmsg_type == NLMSG_DONE) return;
-      if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused to list the routes");
-      if (message->nlmsg_type != RTM_NEWROUTE) continue;
-      const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(message));
-      if (route->rtm_family != AF_INET) continue;
-      fn(*route, RTM_RTA(route), static_cast<int>(RTM_PAYLOAD(message)));
+      if (message->nlmsg_type == NLMSG_ERROR) throw std::runtime_error("the kernel refused an rtnetlink list");
+      fn(*message);
     }
   }
+}
+
+void for_each_ipv4_route(const std::function<void(const rtmsg&, const rtattr*, int)>& fn) {
+  rtnetlink_dump(RTM_GETROUTE, AF_INET, [&](const nlmsghdr& message) {
+    if (message.nlmsg_type != RTM_NEWROUTE) return;
+    const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(&message));
+    if (route->rtm_family != AF_INET) return;
+    fn(*route, RTM_RTA(route), static_cast<int>(RTM_PAYLOAD(&message)));
+  });
 }
 
 InitialWindows covering_route_windows(Ipv4 address) {

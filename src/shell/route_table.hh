@@ -21,6 +21,10 @@ FileDescriptor rtnetlink_socket();
 // SystemError naming `what` if it refused.
 void rtnetlink_request(const FileDescriptor& sock, const nlmsghdr& request, const std::string& what);
 
+// Dumps a list (RTM_GETROUTE, RTM_GETADDR, RTM_GETLINK) of `family` (AF_UNSPEC: all), calling fn
+// for every message of the answer (its type says what it is).
+void rtnetlink_dump(uint16_t type, uint8_t family, const std::function<void(const nlmsghdr& message)>& fn);
+
 // Calls fn for every IPv4 route of every table (policy routing included): the route's header and
 // its attributes (RTA_OK/RTA_NEXT over `length` bytes from `first`).
 void for_each_ipv4_route(const std::function<void(const rtmsg& route, const rtattr* first, int length)>& fn);

@@ -12,7 +12,7 @@
 SERVER_IP=10.77.0.2
 WORLD_IP=10.77.0.1
 # A shell's outer device: <kind>-<pid>, the kinds of src/shell/nat.hh's kShellKinds.
-SHELL_DEVICE_RE='(delay|loss|onoff|inter|link|meter|record|cumulus|paths)-[0-9]+'
+SHELL_DEVICE_RE='(delay|loss|onoff|inter|link|meter|record|cumulus|paths|eth)-[0-9]+'
 world_top=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 
 world_create() {

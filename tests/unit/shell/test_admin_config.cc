@@ -51,3 +51,16 @@ TEST(AdminConfig, admin_config_file_must_be_root_only) {
   ::unlink(path.c_str());
   ::rmdir(dir);
 }
+
+TEST(AdminConfig, admin_config_lists_the_interfaces_mm_eth_may_take) {
+  auto c = AdministratorConfig::parse("allow-interface usb0\nallow-interface enx00e04c680001  # the adapter\n", "f");
+  ASSERT_EQ(c.interfaces.size(), 2u);
+  EXPECT_EQ(c.interfaces[1], "enx00e04c680001");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("allow-interface a/b\n", "f"),
+                    "f:1: \"a/b\" is not an interface");
+  EXPECT_THROW_WITH(UserError, AdministratorConfig::parse("allow-interface sixteen-letters-\n", "f"),
+                    "not an interface");
+  EXPECT_TRUE(is_interface_name("eth0") && is_interface_name("usb0") && is_interface_name("br-lan.10"));
+  EXPECT_FALSE(is_interface_name("") || is_interface_name("..") || is_interface_name("a b") ||
+               is_interface_name("x\n") || is_interface_name("0123456789abcdef"));
+}

@@ -1,0 +1,744 @@
+// SPDX-License-Identifier: GPL-3.0-or-later
+// mm-eth's root acts: an interface taken into the shell's namespace, or a TAP made there, its
+// devices served by dnsmasq, and all of it put back (attached_device.hh).
+#include "shell/attached_device.hh"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/capability.h>
+#include <linux/if_tun.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <net/if.h>
+#include <poll.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <set>
+
+#include "shell/forwarding.hh"
+#include "shell/nat.hh"
+#include "shell/netdevice.hh"
+#include "shell/nftables.hh"
+#include "shell/rootless.hh"
+#include "shell/route_table.hh"
+#include "util/clock.hh"
+#include "util/exception.hh"
+#include "util/file_descriptor.hh"
+#include "util/text.hh"
+
+namespace {
+constexpr const char* kEthTable = "mahimahi_eth";
+constexpr Nanos kDnsmasqStartDeadline = 10 * kNanosPerSec;
+constexpr Nanos kDnsmasqStopGrace = 2 * kNanosPerSec;
+constexpr size_t kMaxSavedMessages = 256;  // addresses and routes of one interface
+
+std::string state_path(const std::string& interface) {
+  return std::string(kStateDirectory) + "/eth-" + interface + ".state";
+}
+
+// ---- namespaces
+
+ino_t inode_of(const FileDescriptor& fd) {
+  struct stat st {};
+  check_syscall("fstat", ::fstat(fd.get(), &st));
+  return st.st_ino;
+}
+
+// The parent of `pid`, from /proc/PID/stat (after the command's name, which may hold anything).
+std::optional<pid_t> parent_of(pid_t pid) {
+  FileDescriptor fd(::open(("/proc/" + std::to_string(pid) + "/stat").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return std::nullopt;
+  char buffer[1024];
+  const ssize_t n = ::read(fd.get(), buffer, sizeof buffer - 1);
+  if (n <= 0) return std::nullopt;
+  const std::string_view text(buffer, static_cast<size_t>(n));
+  const size_t close = text.rfind(')');
+  if (close == std::string_view::npos || close + 4 >= text.size()) return std::nullopt;
+  const std::vector<std::string_view> fields = blank_separated_words(text.substr(close + 1));
+  if (fields.size() < 2) return std::nullopt;
+  const std::optional<uint64_t> parent = decimal_value(fields[1]);
+  if (!parent) return std::nullopt;
+  return static_cast<pid_t>(*parent);
+}
+
+// The network namespaces of this process and of its ancestors, nearest first, each once.
+std::vector<FileDescriptor> ancestor_namespaces() {
+  std::vector<FileDescriptor> found;
+  std::set<ino_t> seen;
+  pid_t pid = ::getpid();
+  for (int depth = 0; depth < 256 && pid > 0; depth++) {
+    FileDescriptor ns(::open(("/proc/" + std::to_string(pid) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (ns.valid() && seen.insert(inode_of(ns)).second) found.push_back(std::move(ns));
+    if (pid == 1) break;
+    const std::optional<pid_t> parent = parent_of(pid);
+    if (!parent) break;
+    pid = *parent;
+  }
+  return found;
+}
+
+// This thread in `ns` for the object's life.
+class InNamespace {
+ public:
+  explicit InNamespace(const FileDescriptor& ns) : back_(open_own_namespace("net")) { enter_namespace(ns); }
+  ~InNamespace() {
+    try {
+      enter_namespace(back_);
+    } catch (...) {
+      std::terminate();  // root's thread left in another namespace: nothing after it is safe
+    }
+  }
+  InNamespace(const InNamespace&) = delete;
+  InNamespace& operator=(const InNamespace&) = delete;
+
+ private:
+  FileDescriptor back_;
+};
+
+// ---- the interface's state, as rtnetlink messages (the payload after the header)
+
+struct InterfaceState {
+  unsigned mtu = 0;
+  bool up = false;
+  std::vector<std::string> addresses, routes;  // RTM_NEWADDR, RTM_NEWROUTE payloads
+};
+
+std::string hex(std::string_view bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 15];
+  }
+  return out;
+}
+
+std::optional<std::string> unhex(std::string_view text) {
+  if (text.size() % 2) return std::nullopt;
+  std::string out;
+  for (size_t i = 0; i < text.size(); i += 2) {
+    auto digit = [](char c) -> int {
+      if (c >= '0' && c <= '9') return c - '0';
+      if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+      return -1;
+    };
+    const int high = digit(text[i]), low = digit(text[i + 1]);
+    if (high < 0 || low < 0) return std::nullopt;
+    out += static_cast<char>(high << 4 | low);
+  }
+  return out;
+}
+
+std::string payload_of(const nlmsghdr& message) {
+  return std::string(static_cast<const char*>(NLMSG_DATA(&message)), message.nlmsg_len - NLMSG_HDRLEN);
+}
+
+// What the interface of index `index` has in the current namespace and would lose in another.
+InterfaceState capture_state(unsigned index) {
+  InterfaceState state;
+  rtnetlink_dump(RTM_GETLINK, AF_UNSPEC, [&](const nlmsghdr& message) {
+    if (message.nlmsg_type != RTM_NEWLINK) return;
+    const auto* link = static_cast<const ifinfomsg*>(NLMSG_DATA(&message));
+    if (link->ifi_index != static_cast<int>(index)) return;
+    state.up = link->ifi_flags & IFF_UP;
+    int length = static_cast<int>(IFLA_PAYLOAD(&message));
+    for (const rtattr* a = IFLA_RTA(link); RTA_OK(a, length); a = RTA_NEXT(a, length))
+      if (a->rta_type == IFLA_MTU && RTA_PAYLOAD(a) >= 4) std::memcpy(&state.mtu, RTA_DATA(a), 4);
+  });
+  rtnetlink_dump(RTM_GETADDR, AF_UNSPEC, [&](const nlmsghdr& message) {
+    if (message.nlmsg_type != RTM_NEWADDR) return;
+    const auto* address = static_cast<const ifaddrmsg*>(NLMSG_DATA(&message));
+    // IPv6's link-local and temporary addresses come back by themselves.
+    if (address->ifa_index != index || address->ifa_scope == RT_SCOPE_LINK || (address->ifa_flags & IFA_F_TEMPORARY))
+      return;
+    if (state.addresses.size() < kMaxSavedMessages) state.addresses.push_back(payload_of(message));
+  });
+  rtnetlink_dump(RTM_GETROUTE, AF_UNSPEC, [&](const nlmsghdr& message) {
+    if (message.nlmsg_type != RTM_NEWROUTE) return;
+    const auto* route = static_cast<const rtmsg*>(NLMSG_DATA(&message));
+    // The kernel's own routes (of the addresses, of router advertisements) come back with them.
+    if (route->rtm_protocol == RTPROT_KERNEL || route->rtm_protocol == RTPROT_RA || route->rtm_table == RT_TABLE_LOCAL)
+      return;
+    bool via_interface = false;
+    int length = static_cast<int>(RTM_PAYLOAD(&message));
+    for (const rtattr* a = RTM_RTA(route); RTA_OK(a, length); a = RTA_NEXT(a, length)) {
+      uint32_t oif = 0;
+      if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(&oif, RTA_DATA(a), 4);
+      if (oif == index) via_interface = true;
+    }
+    if (via_interface && state.routes.size() < kMaxSavedMessages) state.routes.push_back(payload_of(message));
+  });
+  return state;
+}
+
+std::string state_text(const std::string& interface, const InterfaceState& state, ino_t source, ino_t shell) {
+  std::string text = "interface " + interface + "\nsource " + std::to_string(source) + "\nshell " +
+                     std::to_string(shell) + "\nmtu " + std::to_string(state.mtu) + "\nup " + (state.up ? "1" : "0") +
+                     "\n";
+  for (const std::string& a : state.addresses) text += "address " + hex(a) + "\n";
+  for (const std::string& r : state.routes) text += "route " + hex(r) + "\n";
+  return text;
+}
+
+struct SavedNote {
+  std::string interface;
+  ino_t source = 0, shell = 0;
+  pid_t dnsmasq = -1;
+  InterfaceState state;
+};
+
+// The note's text (root's file; still read as untrusted: bounded, checked).
+std::optional<SavedNote> parse_note(std::string_view text) {
+  SavedNote note;
+  while (!text.empty()) {
+    const std::string_view line = next_line(text);
+    const size_t space = line.find(' ');
+    if (space == std::string_view::npos) continue;
+    const std::string_view key = line.substr(0, space), value = line.substr(space + 1);
+    const std::optional<uint64_t> number = decimal_value(value);
+    if (key == "interface" && is_interface_name(value)) {
+      note.interface = std::string(value);
+    } else if (key == "source" && number) {
+      note.source = static_cast<ino_t>(*number);
+    } else if (key == "shell" && number) {
+      note.shell = static_cast<ino_t>(*number);
+    } else if (key == "dnsmasq" && number && *number < 1u << 22) {
+      note.dnsmasq = static_cast<pid_t>(*number);
+    } else if (key == "mtu" && number && *number < 1u << 20) {
+      note.state.mtu = static_cast<unsigned>(*number);
+    } else if (key == "up" && number) {
+      note.state.up = *number == 1;
+    } else if ((key == "address" || key == "route") && value.size() < 8192) {
+      std::optional<std::string> bytes = unhex(value);
+      auto& list = key == "address" ? note.state.addresses : note.state.routes;
+      if (bytes && list.size() < kMaxSavedMessages) list.push_back(std::move(*bytes));
+    }
+  }
+  if (note.interface.empty()) return std::nullopt;
+  return note;
+}
+
+// Sends one rtnetlink message: a saved payload, its index fields set to `index`.
+void send_saved(const FileDescriptor& sock, uint16_t type, const std::string& payload, unsigned index) {
+  std::vector<nlmsghdr> storage((NLMSG_HDRLEN + payload.size()) / sizeof(nlmsghdr) + 2);
+  auto* header = storage.data();
+  header->nlmsg_len = static_cast<uint32_t>(NLMSG_LENGTH(payload.size()));
+  header->nlmsg_type = type;
+  header->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+  header->nlmsg_seq = 1;
+  char* data = static_cast<char*>(NLMSG_DATA(header));
+  std::memcpy(data, payload.data(), payload.size());
+  if (type == RTM_NEWADDR) {
+    if (payload.size() < sizeof(ifaddrmsg)) return;
+    reinterpret_cast<ifaddrmsg*>(data)->ifa_index = index;
+    int length = static_cast<int>(payload.size() - NLMSG_ALIGN(sizeof(ifaddrmsg)));
+    for (rtattr* a = IFA_RTA(reinterpret_cast<ifaddrmsg*>(data)); RTA_OK(a, length); a = RTA_NEXT(a, length))
+      if (a->rta_type == IFA_CACHEINFO) a->rta_type = IFA_UNSPEC;  // lifetimes: permanent again
+  } else {
+    if (payload.size() < sizeof(rtmsg)) return;
+    int length = static_cast<int>(payload.size() - NLMSG_ALIGN(sizeof(rtmsg)));
+    for (rtattr* a = RTM_RTA(reinterpret_cast<rtmsg*>(data)); RTA_OK(a, length); a = RTA_NEXT(a, length)) {
+      if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(RTA_DATA(a), &index, 4);
+      if (a->rta_type == RTA_CACHEINFO || a->rta_type == RTA_EXPIRES) a->rta_type = RTA_UNSPEC;
+    }
+  }
+  rtnetlink_request(sock, *header, type == RTM_NEWADDR ? "restoring an address" : "restoring a route");
+}
+
+void set_link(unsigned index, std::optional<unsigned> mtu, std::optional<bool> up, const std::string& what) {
+  ifinfomsg link{};
+  link.ifi_family = AF_UNSPEC;
+  link.ifi_index = static_cast<int>(index);
+  if (up) {
+    link.ifi_flags = *up ? IFF_UP : 0;
+    link.ifi_change = IFF_UP;
+  }
+  NetlinkRequest request(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, link);
+  if (mtu && *mtu) request.add_u32(IFLA_MTU, *mtu);
+  request.execute(what);
+}
+
+// Puts the interface's state back (the current namespace: where it came from). What cannot be
+// put back is said, and the rest still done.
+void restore_state(const std::string& interface, const InterfaceState& state) {
+  const unsigned index = ::if_nametoindex(interface.c_str());
+  if (index == 0) {
+    std::cerr << "mm-eth: " << interface << " is not back (it is gone: a virtual interface goes with the namespace)"
+              << std::endl;
+    return;
+  }
+  auto attempt = [&](const std::string& what, const auto& step) {
+    try {
+      step();
+    } catch (const std::exception& e) {
+      std::cerr << "mm-eth: " << interface << ": could not put back " << what << ": " << e.what() << std::endl;
+    }
+  };
+  attempt("its MTU and link state", [&] { set_link(index, state.mtu, state.up, "restoring " + interface); });
+  FileDescriptor sock = rtnetlink_socket();
+  for (const std::string& a : state.addresses) attempt("an address", [&] { send_saved(sock, RTM_NEWADDR, a, index); });
+  for (const std::string& r : state.routes) attempt("a route", [&] { send_saved(sock, RTM_NEWROUTE, r, index); });
+}
+
+void move_interface(unsigned index, const FileDescriptor& to, const std::string& what) {
+  ifinfomsg link{};
+  link.ifi_family = AF_UNSPEC;
+  link.ifi_index = static_cast<int>(index);
+  NetlinkRequest request(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, link);
+  request.add_u32(IFLA_NET_NS_FD, static_cast<uint32_t>(to.get()));
+  request.execute(what);
+}
+
+// ---- inside the shell's namespace (the calling thread is there)
+
+void add_interface_address(unsigned index, Ipv4 address, unsigned prefix) {
+  ifaddrmsg message{};
+  message.ifa_family = AF_INET;
+  message.ifa_prefixlen = static_cast<unsigned char>(prefix);
+  message.ifa_scope = RT_SCOPE_UNIVERSE;
+  message.ifa_index = index;
+  NetlinkRequest request(RTM_NEWADDR, NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_EXCL, message);
+  const in_addr a = socket_address(address, 0).sin_addr;
+  const in_addr broadcast =
+      socket_address(Ipv4{address.value | Ipv4Net::of(address, static_cast<int>(prefix)).host_mask()}, 0).sin_addr;
+  request.add(IFA_LOCAL, &a, sizeof a);
+  request.add(IFA_ADDRESS, &a, sizeof a);
+  request.add(IFA_BROADCAST, &broadcast, sizeof broadcast);
+  request.execute("giving the interface its address");
+}
+
+// The devices' packets leave with the shell's address: a table of the namespace's own.
+void add_device_masquerade(const Ipv4Net& subnet) {
+  nft::Transaction t(kEthTable);
+  t.create_table();
+  t.add_base_chain("postrouting", "nat", NF_INET_POST_ROUTING, 100);
+  nft::Rule rule;
+  const uint32_t mask = htonl(~subnet.host_mask());
+  const in_addr network = socket_address(subnet.base, 0).sin_addr;
+  nft::Bytes device;
+  device.ifname(kInnerDevice);
+  rule.payload(NFT_PAYLOAD_NETWORK_HEADER, 12, 4, nft::kReg1)
+      .bitwise_and(nft::kReg1, mask)
+      .equals(nft::kReg1, &network, 4)
+      .meta(NFT_META_OIFNAME, nft::kReg2)
+      .equals(nft::kReg2, device.data, device.size)
+      .masquerade();
+  t.add_rule("postrouting", rule);
+  if (const int error = t.commit(); error != 0) throw SystemError("adding the devices' masquerade", error);
+}
+
+// A persistent TAP owned by the user (the command attaches to it by name).
+void create_user_tap(const std::string& name, uid_t uid, gid_t gid) {
+  FileDescriptor fd(check_syscall("open /dev/net/tun", ::open("/dev/net/tun", O_RDWR | O_CLOEXEC)));
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR;
+  if (::ioctl(fd.get(), TUNSETIFF, &ifr) < 0) throw SystemError("creating the TAP " + name);
+  if (::ioctl(fd.get(), TUNSETOWNER, static_cast<unsigned long>(uid)) < 0 ||
+      ::ioctl(fd.get(), TUNSETGROUP, static_cast<unsigned long>(gid)) < 0 || ::ioctl(fd.get(), TUNSETPERSIST, 1) < 0)
+    throw SystemError("giving the TAP " + name + " to its user");
+}
+
+std::string dnsmasq_path() {
+  for (const char* path : {"/usr/sbin/dnsmasq", "/sbin/dnsmasq"})
+    if (::access(path, X_OK) == 0) return path;
+  throw UserError("mm-eth serves the devices' DHCP with dnsmasq, which is not installed (apt install dnsmasq-base)");
+}
+
+std::vector<std::string> dnsmasq_arguments(const std::string& interface, const Ipv4Net& subnet,
+                                           const std::string& directory, const std::vector<Ipv4>& resolvers,
+                                           bool drop_to_nobody) {
+  const Ipv4 gateway{subnet.base.value + 1};
+  const uint32_t size = subnet.host_mask() + 1;
+  const Ipv4 first{subnet.base.value + std::min<uint32_t>(10, size / 4)}, last{subnet.base.value + size - 2};
+  const Ipv4 mask{~subnet.host_mask()};
+  std::vector<std::string> args = {"dnsmasq",
+                                   "--keep-in-foreground",
+                                   "--conf-file=/dev/null",
+                                   "--no-hosts",
+                                   "--no-resolv",
+                                   "--bind-interfaces",
+                                   "--interface=" + interface,
+                                   "--listen-address=" + gateway.str(),
+                                   "--dhcp-authoritative",
+                                   "--dhcp-range=" + first.str() + "," + last.str() + "," + mask.str() + ",1h",
+                                   "--dhcp-option=option:router," + gateway.str(),
+                                   "--dhcp-option=option:dns-server," + gateway.str(),
+                                   "--dhcp-leasefile=" + directory + "/leases",
+                                   "--pid-file=" + directory + "/pid",
+                                   "--log-facility=" + directory + "/log",
+                                   "--log-dhcp"};
+  for (Ipv4 r : resolvers) args.push_back("--server=" + r.str());
+  if (resolvers.empty()) args.push_back("--local=/#/");  // no resolver: unknown names, not REFUSED
+  if (drop_to_nobody) {
+    args.push_back("--user=nobody");
+    args.push_back("--group=nogroup");
+  }
+  return args;
+}
+
+// Whether `pid`'s network namespace has a UDP socket bound to port 67 (dnsmasq is serving).
+bool serving_dhcp(pid_t pid) {
+  FileDescriptor fd(::open(("/proc/" + std::to_string(pid) + "/net/udp").c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return false;
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0 && text.size() < (1 << 20);)
+    text.append(buffer, static_cast<size_t>(n));
+  return text.find(":0043 ") != std::string::npos;
+}
+
+void stop_dnsmasq(pid_t pid) {
+  if (pid <= 0) return;
+  ::kill(pid, SIGTERM);
+  const Nanos deadline = monotonic_now() + kDnsmasqStopGrace;
+  for (;;) {
+    int status = 0;
+    const pid_t r = ::waitpid(pid, &status, WNOHANG);
+    if (r == pid || (r < 0 && errno == ECHILD)) return;
+    if (monotonic_now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return;
+    }
+    const timespec pause{0, 10'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+}
+
+}  // namespace
+
+bool usable_device_subnet(const Ipv4Net& subnet) {
+  if (subnet.prefix < 16 || subnet.prefix > 29) return false;
+  for (const char* range : {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10"}) {
+    const Ipv4Net r = *Ipv4Net::parse(range);
+    if (r.contains(subnet.base) && subnet.prefix >= r.prefix) return true;
+  }
+  return false;
+}
+
+AttachedDevice::AttachedDevice(AttachedDevice&& other) noexcept
+    : what_(std::move(other.what_)),
+      source_namespace_(std::move(other.source_namespace_)),
+      shell_namespace_(std::move(other.shell_namespace_)),
+      saved_(std::move(other.saved_)),
+      directory_(std::move(other.directory_)),
+      dnsmasq_(other.dnsmasq_),
+      attached_(other.attached_),
+      note_(std::move(other.note_)) {
+  other.attached_ = false;
+  other.dnsmasq_ = -1;
+}
+
+AttachedDevice::~AttachedDevice() { detach(); }
+
+void AttachedDevice::close_in_child() {
+  source_namespace_.close();
+  shell_namespace_.close();
+  note_.close();
+}
+
+std::vector<std::string> AttachedDevice::leases() const {
+  std::vector<std::string> out;
+  FileDescriptor fd(::open((directory_ + "/leases").c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return out;
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buffer, sizeof buffer)) > 0 && text.size() < (1 << 20);)
+    text.append(buffer, static_cast<size_t>(n));
+  std::string_view rest(text);
+  while (!rest.empty()) {
+    // "EXPIRY MAC ADDRESS NAME CLIENT-ID"
+    const std::vector<std::string_view> w = blank_separated_words(next_line(rest));
+    if (w.size() >= 4) out.push_back(printable(w[2], 40) + " " + printable(w[1], 40) + " " + printable(w[3], 64));
+  }
+  return out;
+}
+
+namespace {
+// Keeps CAP_NET_ADMIN, CAP_NET_RAW and CAP_NET_BIND_SERVICE (of the user namespace this process is
+// in: a rootless shell's own) across the exec of a program run as an ordinary uid: dnsmasq
+// serves DHCP with them.
+void keep_network_capabilities() {
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  check_syscall("capget", static_cast<int>(::syscall(SYS_capget, &header, data)));
+  for (int cap : {CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE}) data[cap / 32].inheritable |= 1u << (cap % 32);
+  check_syscall("capset", static_cast<int>(::syscall(SYS_capset, &header, data)));
+  for (int cap : {CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE})
+    check_syscall("prctl(PR_CAP_AMBIENT_RAISE)", ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0));
+}
+
+std::string read_small_file(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0 && text.size() < (1 << 20);)
+    text.append(buffer, static_cast<size_t>(n));
+  return text;
+}
+
+void remove_directory(const std::string& directory) {
+  if (directory.empty()) return;
+  for (const char* file : {"leases", "pid", "log"}) ::unlink((directory + "/" + file).c_str());
+  ::rmdir(directory.c_str());
+}
+
+FileDescriptor duplicate(const FileDescriptor& fd) {
+  return FileDescriptor(check_syscall("dup", ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 0)));
+}
+
+// The interface carries a default route of the current namespace.
+bool carries_default_route(unsigned index) {
+  bool carries = false;
+  for_each_ipv4_route([&](const rtmsg& route, const rtattr* first, int length) {
+    if (route.rtm_dst_len != 0 || route.rtm_type != RTN_UNICAST) return;
+    for (const rtattr* a = first; RTA_OK(a, length); a = RTA_NEXT(a, length)) {
+      uint32_t oif = 0;
+      if (a->rta_type == RTA_OIF && RTA_PAYLOAD(a) >= 4) std::memcpy(&oif, RTA_DATA(a), 4);
+      if (oif == index) carries = true;
+    }
+  });
+  return carries;
+}
+}  // namespace
+
+AttachedDevice AttachedDevice::attach(const DeviceAttachment& a, const ShellNetwork& net, const UserIdentity& user,
+                                      const AdministratorConfig& config, const std::vector<Ipv4>& resolvers) {
+  AttachedDevice d;
+  d.what_ = a;
+  const bool rootless = user.mode == PrivilegeMode::Rootless;
+  const std::string device = a.interface.empty() ? a.tap : a.interface;
+  if (!a.interface.empty()) {
+    if (rootless)
+      throw UserError("taking the interface " + a.interface +
+                      " is root's act, and this mm-eth runs rootless: install it setuid root (or run it as root), or "
+                      "give the devices a TAP of your own instead (--tap NAME)");
+    if (user.uid != 0 &&
+        std::find(config.interfaces.begin(), config.interfaces.end(), a.interface) == config.interfaces.end())
+      throw UserError(a.interface +
+                      " is not among the interfaces the administrator lets users' shells take: it "
+                      "needs a line \"allow-interface " +
+                      a.interface + "\" in " + kAdministratorConfigPath);
+    if (a.interface == "lo" || a.interface == kInnerDevice || is_shell_device_name(a.interface))
+      throw UserError(a.interface +
+                      " is not a device's interface (it is the loopback or a shell's own); give the "
+                      "interface the device is plugged into (ip link lists them)");
+    ::mkdir(kStateDirectory, 0755);
+    recover_abandoned_interface(a.interface);
+    d.note_ = FileDescriptor(::open(state_path(a.interface).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));
+    if (!d.note_.valid()) throw SystemError("creating " + state_path(a.interface));
+    if (::flock(d.note_.get(), LOCK_EX | LOCK_NB) != 0)
+      throw UserError(a.interface + " is already in another mm-eth shell; end that one first");
+    unsigned index = 0;
+    for (FileDescriptor& ns : ancestor_namespaces()) {
+      {
+        InNamespace in(ns);
+        index = ::if_nametoindex(a.interface.c_str());
+      }
+      if (index) {
+        d.source_namespace_ = std::move(ns);
+        break;
+      }
+    }
+    if (!index) {
+      ::unlink(state_path(a.interface).c_str());
+      throw UserError("there is no interface " + a.interface +
+                      " (ip link lists them; a phone's USB tethering interface appears once the phone shares its "
+                      "connection, a USB Ethernet adapter once it is plugged in)");
+    }
+    d.shell_namespace_ = duplicate(net.inner_namespace);
+    {
+      InNamespace in(d.source_namespace_);
+      if (carries_default_route(index)) {
+        ::unlink(state_path(a.interface).c_str());
+        throw UserError(a.interface +
+                        " carries this machine's default route: mm-eth never takes it (the machine "
+                        "would lose its way out); plug the device into another interface");
+      }
+      const InterfaceState state = capture_state(index);
+      d.saved_ = state_text(a.interface, state, inode_of(d.source_namespace_), inode_of(d.shell_namespace_));
+      check_syscall("ftruncate", ::ftruncate(d.note_.get(), 0));
+      write_all(d.note_.get(), d.saved_);
+      move_interface(index, d.shell_namespace_, "moving " + a.interface + " into the shell's namespace");
+      d.attached_ = true;
+    }
+  } else {
+    d.shell_namespace_ = duplicate(net.inner_namespace);
+  }
+
+  // dnsmasq's files: root's (it opens them before it becomes nobody), or, rootless, the user's.
+  if (rootless) {
+    char path[] = "/tmp/mm-eth.XXXXXX";
+    if (!::mkdtemp(path)) throw SystemError("making a directory for dnsmasq");
+    d.directory_ = path;
+  } else {
+    d.directory_ = std::string(kStateDirectory) + "/eth-" + std::to_string(::getpid());
+    remove_directory(d.directory_);
+    check_syscall("mkdir " + d.directory_, ::mkdir(d.directory_.c_str(), 0700));
+  }
+  if (d.note_.valid()) write_all(d.note_.get(), "directory " + d.directory_ + "\n");
+  const std::vector<std::string> args = dnsmasq_arguments(device, a.subnet, d.directory_, resolvers, !rootless);
+  const std::string program = dnsmasq_path();
+
+  // A child goes into the shell's namespace, sets the device up there and becomes dnsmasq; it
+  // says what went wrong on the pipe, which closes at its exec.
+  int report[2];
+  check_syscall("pipe2", ::pipe2(report, O_CLOEXEC));
+  FileDescriptor report_read(report[0]), report_write(report[1]);
+  const pid_t pid = ::fork();
+  if (pid < 0) throw SystemError("fork");
+  if (pid == 0) {
+    report_read.close();
+    try {
+      if (rootless) {
+        enter_rootless_namespaces(net.command_userns.get(), net.inner_namespace.get());
+      } else {
+        enter_namespace(net.inner_namespace);
+      }
+      if (!a.tap.empty()) create_user_tap(a.tap, user.uid, user.gid);
+      const unsigned index = ::if_nametoindex(device.c_str());
+      if (index == 0) throw SystemError("no " + device + " in the shell's namespace");
+      bring_up(device);
+      add_interface_address(index, Ipv4{a.subnet.base.value + 1}, a.subnet.prefix);
+      write_existing_file("/proc/sys/net/ipv4/conf/" + device + "/forwarding", "1");
+      write_existing_file(std::string("/proc/sys/net/ipv4/conf/") + kInnerDevice + "/forwarding", "1");
+      add_device_masquerade(a.subnet);
+      if (rootless) {
+        keep_network_capabilities();
+      } else {
+        // Wholly root (the supervisor keeps the caller's real uid), with no group of the caller's:
+        // dnsmasq then gives root up for nobody once its sockets and files are open (it keeps
+        // root, and the caller could signal it, if it finds itself started by another uid).
+        check_syscall("setgroups", ::setgroups(0, nullptr));
+        check_syscall("setresgid", ::setresgid(0, 0, 0));
+        check_syscall("setresuid", ::setresuid(0, 0, 0));
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(s, SIG_DFL);
+      std::vector<char*> argv;
+      for (const std::string& w : args) argv.push_back(const_cast<char*>(w.c_str()));
+      argv.push_back(nullptr);
+      ::execv(program.c_str(), argv.data());
+      throw SystemError("running " + program);
+    } catch (const std::exception& e) {
+      (void)!::write(report_write.get(), e.what(), std::strlen(e.what()));
+    }
+    ::_exit(1);
+  }
+  report_write.close();
+  const std::string failure = read_small_file(report_read.get());
+  d.dnsmasq_ = pid;
+  if (!failure.empty()) throw UserError("setting up " + device + " in the shell's namespace: " + failure);
+  if (d.note_.valid()) write_all(d.note_.get(), "dnsmasq " + std::to_string(pid) + "\n");
+  // Until it serves, or says why not (on standard error) and ends.
+  const Nanos deadline = monotonic_now() + kDnsmasqStartDeadline;
+  while (!serving_dhcp(pid)) {
+    int status = 0;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      d.dnsmasq_ = -1;
+      throw UserError("dnsmasq, which gives the devices their addresses, ended as it started (its words above)");
+    }
+    if (monotonic_now() > deadline) throw UserError("dnsmasq did not start serving DHCP on " + device + " within 10 s");
+    const timespec pause{0, 5'000'000};
+    ::nanosleep(&pause, nullptr);
+  }
+  return d;
+}
+
+void AttachedDevice::detach() noexcept {
+  stop_dnsmasq(dnsmasq_);
+  dnsmasq_ = -1;
+  bool put_back = true;
+  if (attached_) {
+    try {
+      {
+        InNamespace in(shell_namespace_);
+        const unsigned index = ::if_nametoindex(what_.interface.c_str());
+        if (index != 0) {
+          set_link(index, std::nullopt, false, "bringing " + what_.interface + " down");
+          move_interface(index, source_namespace_, "moving " + what_.interface + " back");
+        }
+      }
+      InNamespace in(source_namespace_);
+      if (const std::optional<SavedNote> note = parse_note(saved_)) restore_state(what_.interface, note->state);
+    } catch (const std::exception& e) {
+      std::cerr << "mm-eth: putting " << what_.interface << " back: " << e.what() << std::endl;
+      put_back = false;
+    }
+    attached_ = false;
+  }
+  remove_directory(directory_);
+  directory_.clear();
+  if (note_.valid() && put_back) ::unlink(state_path(what_.interface).c_str());
+  note_.close();
+  shell_namespace_.close();
+  source_namespace_.close();
+}
+
+void recover_abandoned_interface(const std::string& interface) {
+  const std::string path = state_path(interface);
+  FileDescriptor fd(::open(path.c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd.valid()) return;
+  struct stat st {};
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) return;
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return;  // a live shell's: attach says so
+  const std::string text = read_small_file(fd.get());
+  const std::optional<SavedNote> note = parse_note(text);
+  if (!note || note->interface != interface || note->source == 0) {
+    ::unlink(path.c_str());
+    return;
+  }
+  // The dead shell's namespace, if dnsmasq still holds it (its address the note's).
+  FileDescriptor shell_ns;
+  if (note->dnsmasq > 0) {
+    FileDescriptor ns(::open(("/proc/" + std::to_string(note->dnsmasq) + "/ns/net").c_str(), O_RDONLY | O_CLOEXEC));
+    if (ns.valid() && inode_of(ns) == note->shell) {
+      shell_ns = std::move(ns);
+      ::kill(note->dnsmasq, SIGKILL);
+    }
+  }
+  FileDescriptor source;
+  for (FileDescriptor& ns : ancestor_namespaces())
+    if (inode_of(ns) == note->source) source = std::move(ns);
+  if (!source.valid()) {
+    std::cerr << "mm-eth: " << interface << " was left by a shell that was killed, in a namespace that is not this "
+              << "one's; start mm-eth from where it was started to put " << interface << " back" << std::endl;
+    return;
+  }
+  try {
+    if (shell_ns.valid()) {
+      InNamespace in(shell_ns);
+      if (const unsigned index = ::if_nametoindex(interface.c_str()))
+        move_interface(index, source, "moving " + interface + " back");
+    }
+    InNamespace in(source);
+    restore_state(interface, note->state);
+  } catch (const std::exception& e) {
+    std::cerr << "mm-eth: putting back " << interface << ", left by a shell that was killed: " << e.what() << std::endl;
+    return;
+  }
+  for (std::string_view rest(text); !rest.empty();) {
+    const std::string_view line = next_line(rest);
+    const std::string prefix = std::string(kStateDirectory) + "/eth-";
+    if (line.starts_with("directory " + prefix)) {
+      const std::string directory(line.substr(10));
+      if (directory.find("/..") == std::string::npos) remove_directory(directory);
+    }
+  }
+  std::cerr << "mm-eth: put " << interface << " back as it was, left by a shell that was killed" << std::endl;
+  ::unlink(path.c_str());
+}

@@ -1,0 +1,204 @@
+# SPDX-License-Identifier: GPL-3.0-or-later
+# Integration tests of mm-eth (the paper's EthShell and UsbShell) in the test world (world.sh):
+# a device namespace on the far end of a veth pair whose near end, in the world, stands for an
+# interface of the machine (an Ethernet port, a phone's usb0). The device runs a real DHCP client
+# (busybox's udhcpc), ping, getent and curl, while an ordinary user's shell has taken the
+# interface (the administrator allows it in mahimahi.conf, as the tests write it).
+
+eth_admin_config() { echo "$(dirname "$BIN")/etc/mahimahi.conf"; }
+
+# The device: namespace ETH_NS, its eth0 the peer of ETH_IFACE in the world; the interface has
+# an address and a route of its own in the world (what must come back as it was).
+eth_device_create() {
+  ETH_NS=mmt-d$$
+  ETH_IFACE=ethd$$
+  ip netns add "$ETH_NS" || return 1
+  ip -n "$ETH_NS" link set lo up
+  ip link add "$ETH_IFACE" netns "$WORLD" type veth peer name eth0 netns "$ETH_NS" || return 1
+  ip -n "$ETH_NS" link set eth0 up
+  ip -n "$WORLD" addr add 198.51.100.77/30 dev "$ETH_IFACE"
+  ip -n "$WORLD" link set "$ETH_IFACE" up
+  ip -n "$WORLD" route add 198.51.100.128/25 via 198.51.100.78 dev "$ETH_IFACE" proto static
+  mkdir -p "/etc/netns/$ETH_NS"
+  : > "/etc/netns/$ETH_NS/resolv.conf"
+  # udhcpc's events: the lease's address, default route and DNS into the device's namespace.
+  cat > "$WORLD_TMP/udhcpc.script" <<'SCRIPT'
+#!/bin/sh
+case "$1" in
+  deconfig) ip addr flush dev "$interface"; ip link set "$interface" up ;;
+  bound | renew)
+    ip addr flush dev "$interface"
+    ip addr add "$ip/${mask:-$subnet}" dev "$interface"
+    [ -z "$router" ] || ip route replace default via "${router%% *}" dev "$interface"
+    : > "$RESOLV"
+    for d in $dns; do echo "nameserver $d" >> "$RESOLV"; done
+    echo "$ip" > "$LEASE" ;;
+esac
+SCRIPT
+  chmod 755 "$WORLD_TMP/udhcpc.script"
+  mkdir -p "$(dirname "$(eth_admin_config)")"
+  printf 'allow-interface %s\n' "$ETH_IFACE" > "$(eth_admin_config)"
+  chmod 644 "$(eth_admin_config)"
+}
+
+eth_device_destroy() {
+  rm -f "$(eth_admin_config)"
+  ip netns del "$ETH_NS" 2>/dev/null
+  ip -n "$WORLD" link del "$ETH_IFACE" 2>/dev/null
+  rm -rf "/etc/netns/$ETH_NS"
+  true
+}
+
+in_device() { ip netns exec "$ETH_NS" "$@"; }
+
+# A DHCP lease for the device (5 tries, a second apart); its address in $WORLD_TMP/lease.
+eth_lease() {
+  rm -f "$WORLD_TMP/lease"
+  RESOLV=/etc/netns/$ETH_NS/resolv.conf LEASE=$WORLD_TMP/lease \
+    in_device busybox udhcpc -i eth0 -s "$WORLD_TMP/udhcpc.script" -n -q -f -t 5 -T 1 >"$WORLD_TMP/udhcpc.log" 2>&1
+}
+
+# Starts SHELL... (a shell ending in mm-eth) as the test user, its command waiting for DIR/done
+# (60 s at most) after writing DIR/ready; waits for ready. Sets ETH_SHELL.
+eth_shell_start() {  # DIR SHELL...
+  local dir=$1
+  shift
+  rm -f "$dir/ready" "$dir/done"
+  AS_USER=$TEST_USER in_world "$@" -- sh -c \
+    'touch "$0/ready"; i=0; while [ ! -e "$0/done" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i + 1)); done' \
+    "$dir" 2>"$dir/shell.err" &
+  ETH_SHELL=$!
+  wait_until 30 test -e "$dir/ready" || { fail "the shell did not start: $(cat "$dir/shell.err")"; return 1; }
+}
+
+eth_shell_end() {  # DIR: ends the shell, returns its status
+  touch "$1/done"
+  wait "$ETH_SHELL"
+}
+
+# The interface is back in the world as it was: up, its address and its route.
+eth_interface_back() {
+  ip -n "$WORLD" -o link show "$ETH_IFACE" 2>/dev/null | grep -q 'state UP\|,UP' &&
+    ip -n "$WORLD" -o addr show dev "$ETH_IFACE" | grep -q '198.51.100.77/30' &&
+    ip -n "$WORLD" route show 198.51.100.128/25 | grep -q "dev $ETH_IFACE"
+}
+
+test_eth_device_gets_a_lease_dns_and_the_shells_delay() {
+  # mm-delay 20 around mm-eth: the device's ping to the world's server host takes 40 ms more
+  # than the wire, its names resolve through the shell, and the interface comes back as it was.
+  local dir=$WORLD_TMP/eth status=0 avg
+  mkdir -p "$dir" && chmod 777 "$dir"
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  eth_shell_start "$dir" "$BIN/mm-delay" 20 "$BIN/mm-eth" "$ETH_IFACE" --verbose ||
+    { eth_device_destroy; return 1; }
+  ip -n "$WORLD" link show "$ETH_IFACE" >/dev/null 2>&1 && { fail "$ETH_IFACE is still in the world"; status=1; }
+  eth_lease || { fail "no lease: $(cat "$WORLD_TMP/udhcpc.log")"; status=1; }
+  eth_dnsmasq_is_nobody "$ETH_IFACE" || status=1
+  echo "  lease: $(cat "$WORLD_TMP/lease" 2>/dev/null), DNS $(cat "/etc/netns/$ETH_NS/resolv.conf" | tr '\n' ' ')"
+  case "$(cat "$WORLD_TMP/lease" 2>/dev/null)" in 192.168.77.*) ;; *) fail "the lease is not in 192.168.77.0/24"; status=1 ;; esac
+  avg=$(in_device ping -n -c 10 -i 0.05 -q "$SERVER_IP" | ping_stats | awk '{ print $3 }')
+  check_range "the device's ping to the world's server (ms)" "${avg:-0}" 39.9 46 || status=1
+  [ "$(in_device getent hosts server.test | awk '{ print $1 }')" = "$SERVER_IP" ] ||
+    { fail "server.test does not resolve for the device"; status=1; }
+  eth_shell_end "$dir" || { fail "the shell exited $?: $(cat "$dir/shell.err")"; status=1; }
+  grep -q "mm-eth: leased 192.168.77." "$dir/shell.err" || { fail "--verbose names no lease: $(cat "$dir/shell.err")"; status=1; }
+  eth_interface_back || { fail "$ETH_IFACE is not back as it was: $(ip -n "$WORLD" addr show "$ETH_IFACE" 2>&1)"; status=1; }
+  [ -z "$(ls /run/mahimahi/eth-* 2>/dev/null)" ] || { fail "left in /run/mahimahi: $(ls /run/mahimahi/eth-*)"; status=1; }
+  pgrep -f "dnsmasq.*--interface=$ETH_IFACE" >/dev/null && { fail "dnsmasq is still running"; status=1; }
+  eth_device_destroy
+  return $status
+}
+
+# The DHCP server the device talks to has given root up: nobody's, without capabilities beyond
+# those it keeps to serve (dnsmasq keeps CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE).
+eth_dnsmasq_is_nobody() {  # IFACE
+  local pid uid
+  pid=$(pgrep -f "dnsmasq.*--interface=$1" | head -1)
+  [ -n "$pid" ] || { fail "no dnsmasq for $1"; return 1; }
+  uid=$(awk '/^Uid:/ { print $2, $3, $4 }' "/proc/$pid/status")
+  [ "$uid" = "65534 65534 65534" ] || { fail "dnsmasq's uids (real, effective, saved): $uid"; return 1; }
+  echo "  dnsmasq runs as nobody (uids $uid)"
+}
+
+test_eth_device_loads_a_replayed_page_through_the_shells() {
+  # mm-replay around mm-link and mm-delay around mm-eth: the device resolves the recording's
+  # names and fetches its pages from the replay servers, over HTTP and HTTPS.
+  local dir=$WORLD_TMP/eth-replay status=0 home=$WORLD_TMP/eth-home body
+  mkdir -p "$dir" && chmod 777 "$dir"
+  rm -rf "$home" && mkdir -p "$home" && chown "$TEST_USER" "$home"
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  eth_shell_start "$dir" env HOME="$home" "$BIN/mm-replay" --ignore-user-agent "$top/recordings/demo-site" "$BIN/mm-link" \
+    rate:12Mbit/s rate:12Mbit/s -- "$BIN/mm-delay" 10 "$BIN/mm-eth" "$ETH_IFACE" || { eth_device_destroy; return 1; }
+  eth_lease || { fail "no lease: $(cat "$WORLD_TMP/udhcpc.log")"; status=1; }
+  body=$(in_device curl -sf --max-time 20 http://a.test/index.html)
+  echo "$body" | grep -qi '<html' || { fail "http://a.test/index.html: $(echo "$body" | head -c 200)"; status=1; }
+  # HTTPS: the replay's own CA signed the certificate (the device would carry it in its trust store).
+  in_device curl -sf --max-time 20 -k -o /dev/null https://b.test/style.css || { fail "https://b.test/style.css"; status=1; }
+  echo "  the device fetched http://a.test/index.html ($(echo "$body" | wc -c) bytes) and https://b.test/style.css"
+  eth_shell_end "$dir" || { fail "the shell exited $?: $(cat "$dir/shell.err")"; status=1; }
+  eth_interface_back || { fail "$ETH_IFACE is not back as it was"; status=1; }
+  eth_device_destroy
+  return $status
+}
+
+test_eth_unplugged_and_back_then_refusals() {
+  # The device's link down and up: it asks again and goes on. Then what is refused, each in one
+  # line naming the fix: an interface not allowed, one that does not exist, the default route's.
+  local dir=$WORLD_TMP/eth-faults status=0
+  mkdir -p "$dir" && chmod 777 "$dir"
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  eth_shell_start "$dir" "$BIN/mm-eth" "$ETH_IFACE" || { eth_device_destroy; return 1; }
+  eth_lease || { fail "no first lease"; status=1; }
+  in_device ip link set eth0 down
+  in_device ip link set eth0 up
+  eth_lease || { fail "no lease after the link came back: $(cat "$WORLD_TMP/udhcpc.log")"; status=1; }
+  in_device ping -n -c 3 -i 0.1 -W 2 -q "$SERVER_IP" >/dev/null || { fail "no ping after the link came back"; status=1; }
+  eth_shell_end "$dir" || { fail "the shell exited $?"; status=1; }
+  eth_interface_back || { fail "$ETH_IFACE is not back as it was"; status=1; }
+  AS_USER=$TEST_USER rc_msg 1 "it needs a line \"allow-interface mmt-a$$\"" in_world "$BIN/mm-eth" "mmt-a$$" true ||
+    status=1
+  printf 'allow-interface %s\nallow-interface mmt-a%s\nallow-interface nosuch0\n' "$ETH_IFACE" "$$" > "$(eth_admin_config)"
+  AS_USER=$TEST_USER rc_msg 1 "carries this machine's default route" in_world "$BIN/mm-eth" "mmt-a$$" true || status=1
+  AS_USER=$TEST_USER rc_msg 1 "there is no interface nosuch0" in_world "$BIN/mm-eth" nosuch0 true || status=1
+  rc_msg 2 "missing IFACE" in_world "$BIN/mm-eth" || status=1
+  rc_msg 2 "--subnet needs a private or shared range" in_world "$BIN/mm-eth" --subnet=8.8.8.0/24 "$ETH_IFACE" true ||
+    status=1
+  ip -n "$WORLD" -o link show "mmt-a$$" | grep -q UP || { fail "the world's own interface changed"; status=1; }
+  eth_device_destroy
+  return $status
+}
+
+test_eth_killed_shell_gives_the_interface_back_at_the_next_start() {
+  # SIGKILL to the shell's supervisor: dnsmasq keeps its namespace (and the interface) alive;
+  # the next mm-eth for the interface kills it, puts the interface back as it was, and runs.
+  local dir=$WORLD_TMP/eth-kill status=0 supervisor out
+  mkdir -p "$dir" && chmod 777 "$dir"
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  eth_shell_start "$dir" "$BIN/mm-eth" "$ETH_IFACE" || { eth_device_destroy; return 1; }
+  supervisor=$(pgrep -x -f "$BIN/mm-eth $ETH_IFACE -- sh -c .*" | head -1)
+  [ -n "$supervisor" ] || supervisor=$(pgrep -n -x mm-eth)
+  kill -9 "$supervisor"
+  touch "$dir/done"
+  wait "$ETH_SHELL" 2>/dev/null
+  ip -n "$WORLD" link show "$ETH_IFACE" >/dev/null 2>&1 && echo "  (the interface came back by itself)"
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-eth" "$ETH_IFACE" true 2>&1) || { fail "the next mm-eth: $out"; status=1; }
+  echo "  the next start: $(echo "$out" | head -1)"
+  eth_interface_back || { fail "$ETH_IFACE is not back as it was: $(ip -n "$WORLD" addr show "$ETH_IFACE" 2>&1)"; status=1; }
+  pgrep -f "dnsmasq.*--interface=$ETH_IFACE" >/dev/null && { fail "the killed shell's dnsmasq is still running"; status=1; }
+  [ -z "$(ls /run/mahimahi/eth-* 2>/dev/null)" ] || { fail "left in /run/mahimahi: $(ls /run/mahimahi/eth-*)"; status=1; }
+  eth_device_destroy
+  return $status
+}
+
+test_eth_tap_is_the_users_own() {
+  # --tap: a TAP in the shell's namespace, owned by the user, up, with the gateway's address;
+  # dnsmasq serves it; nothing of it outlives the shell.
+  local out
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-eth" --tap=vm0 --subnet=10.9.8.0/24 -- sh -c \
+    'ip -d link show vm0 | grep -o "tap .* user [a-z0-9]*" | sed "s/.* user //"; ip -o -4 addr show dev vm0 | awk "{ print \$4 }"' 2>&1) ||
+    { fail "mm-eth --tap: $out"; return 1; }
+  [ "$(echo "$out" | sed -n 1p)" = "$TEST_USER" ] || { fail "the TAP's owner: $out"; return 1; }
+  [ "$(echo "$out" | sed -n 2p)" = 10.9.8.1/24 ] || { fail "the TAP's address: $out"; return 1; }
+  in_world ip link show vm0 >/dev/null 2>&1 && { fail "vm0 is in the world"; return 1; }
+  echo "  vm0: owned by $(echo "$out" | sed -n 1p), address $(echo "$out" | sed -n 2p)"
+}
