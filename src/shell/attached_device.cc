@@ -514,27 +514,32 @@ bool carries_default_route(unsigned index) {
 }
 }  // namespace
 
+void check_attachment(const DeviceAttachment& a, const UserIdentity& user, const AdministratorConfig& config) {
+  if (a.interface.empty()) return;
+  if (user.mode == PrivilegeMode::Rootless)
+    throw UserError("taking the interface " + a.interface +
+                    " is root's act, and this mm-eth runs rootless: install it setuid root (or run it as root), or "
+                    "give the devices a TAP of your own instead (--tap NAME)");
+  if (user.uid != 0 &&
+      std::find(config.interfaces.begin(), config.interfaces.end(), a.interface) == config.interfaces.end())
+    throw UserError(a.interface +
+                    " is not among the interfaces the administrator lets users' shells take: it "
+                    "needs a line \"allow-interface " +
+                    a.interface + "\" in " + kAdministratorConfigPath);
+  if (a.interface == "lo" || a.interface == kInnerDevice || is_shell_device_name(a.interface))
+    throw UserError(a.interface +
+                    " is not a device's interface (it is the loopback or a shell's own); give the "
+                    "interface the device is plugged into (ip link lists them)");
+}
+
 AttachedDevice AttachedDevice::attach(const DeviceAttachment& a, const ShellNetwork& net, const UserIdentity& user,
                                       const AdministratorConfig& config, const std::vector<Ipv4>& resolvers) {
   AttachedDevice d;
   d.what_ = a;
   const bool rootless = user.mode == PrivilegeMode::Rootless;
   const std::string device = a.interface.empty() ? a.tap : a.interface;
+  check_attachment(a, user, config);
   if (!a.interface.empty()) {
-    if (rootless)
-      throw UserError("taking the interface " + a.interface +
-                      " is root's act, and this mm-eth runs rootless: install it setuid root (or run it as root), or "
-                      "give the devices a TAP of your own instead (--tap NAME)");
-    if (user.uid != 0 &&
-        std::find(config.interfaces.begin(), config.interfaces.end(), a.interface) == config.interfaces.end())
-      throw UserError(a.interface +
-                      " is not among the interfaces the administrator lets users' shells take: it "
-                      "needs a line \"allow-interface " +
-                      a.interface + "\" in " + kAdministratorConfigPath);
-    if (a.interface == "lo" || a.interface == kInnerDevice || is_shell_device_name(a.interface))
-      throw UserError(a.interface +
-                      " is not a device's interface (it is the loopback or a shell's own); give the "
-                      "interface the device is plugged into (ip link lists them)");
     ::mkdir(kStateDirectory, 0755);
     recover_abandoned_interface(a.interface);
     d.note_ = FileDescriptor(::open(state_path(a.interface).c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600));

@@ -47,6 +47,11 @@ struct DeviceAttachment {
 // The devices' subnets mm-eth takes: a private or shared range, from /16 to /29.
 bool usable_device_subnet(const Ipv4Net& subnet);
 
+// The checks made before anything is set up: a user without root's rights takes no interface,
+// an ordinary user only those the administrator lists; never lo or a shell's device. Throws
+// UserError naming the setting to change.
+void check_attachment(const DeviceAttachment& attachment, const UserIdentity& user, const AdministratorConfig& config);
+
 class AttachedDevice {
  public:
   AttachedDevice() = default;

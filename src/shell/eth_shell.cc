@@ -24,6 +24,8 @@ ShellSpec eth_shell(const ProgramInfo& info, int ac, char** av) {
          if (!is_interface_name(v))
            throw UsageError("--tap needs a name for the TAP (1 to 15 of a-z, A-Z, 0-9, . _ -), not \"" +
                             printable(v, 40) + "\"");
+         if (v == "lo" || v == kInnerDevice)
+           throw UsageError("--tap=" + std::string(v) + " is a name the shell's namespace has already: choose another");
          attachment.tap = std::string(v);
        }},
       {"subnet", true,

@@ -148,6 +148,7 @@ ShellPlan plan_shell(int argc, char** argv, const ProgramInfo& info, const std::
     }
   }
   const AdministratorConfig config = AdministratorConfig::load();
+  if (spec.attachment) check_attachment(*spec.attachment, user, config);  // a refusal builds nothing
   const Ipv4Net pool = address_pool_from(env.get(kAddressPoolVariable));
   // Rootless, the addresses go only into namespaces of the user's own: any pool a root may use.
   if (!spec.isolated)
@@ -338,9 +339,17 @@ int run_shell(int argc, char** argv, const ProgramInfo& info, const std::functio
 
   // mm-eth: the devices join the namespace before the command starts (the ferry already carries).
   std::optional<AttachedDevice> attached;
-  if (spec.attachment)
-    attached.emplace(
-        AttachedDevice::attach(*spec.attachment, net, user, plan.config, c_library_resolvers(read_resolv_conf())));
+  if (spec.attachment) {
+    try {
+      attached.emplace(
+          AttachedDevice::attach(*spec.attachment, net, user, plan.config, c_library_resolvers(read_resolv_conf())));
+    } catch (...) {
+      // The ferry runs already: it goes first, so that the rest of the set-up comes down after it.
+      ::kill(ferry, SIGKILL);
+      ::waitpid(ferry, nullptr, 0);
+      throw;
+    }
+  }
   prepare_environment(env, spec, net);
   if (sets_clock) env.set("MAHIMAHI_CLOCK_BASE", clock_base);
   // Only the supervisor holds the pipe's write end, and never writes: the guard sees end-of-file

@@ -202,3 +202,17 @@ test_eth_tap_is_the_users_own() {
   in_world ip link show vm0 >/dev/null 2>&1 && { fail "vm0 is in the world"; return 1; }
   echo "  vm0: owned by $(echo "$out" | sed -n 1p), address $(echo "$out" | sed -n 2p)"
 }
+
+rootless_test_eth_tap_without_root_and_no_interface() {
+  # Rootless: a TAP of the user's with its DHCP server (dnsmasq as the user, with the network
+  # capabilities of the user's own namespace only); taking an interface is refused, naming --tap.
+  local out
+  out=$(as_rootless_user "$BIN/mm-eth" --tap=vm0 -- sh -c \
+    'ip -d link show vm0 | grep -o "tap .* user [a-z0-9]*" | sed "s/.* user //"; ip -o -4 addr show dev vm0 | awk "{ print \$4 }"
+     for p in $(pgrep -x dnsmasq); do grep -q "interface=vm0" /proc/$p/cmdline && awk "/^Uid:/ { print \$2 }" /proc/$p/status; done' 2>&1) ||
+    { fail "rootless mm-eth --tap: $out"; return 1; }
+  [ "$(echo "$out" | sed -n 1p)" = "$TEST_USER" ] && [ "$(echo "$out" | sed -n 2p)" = 192.168.77.1/24 ] &&
+    [ "$(echo "$out" | sed -n 3p)" = "$(id -u "$TEST_USER")" ] || { fail "the TAP, its address, its dnsmasq: $out"; return 1; }
+  echo "  vm0 owned by $(echo "$out" | sed -n 1p), 192.168.77.1/24, its dnsmasq the user's"
+  rc_msg 1 "give the devices a TAP of your own instead (--tap NAME)" as_rootless_user "$BIN/mm-eth" "mmt-a$$" true
+}

@@ -39,6 +39,7 @@ TEST(EthShell, refuses_what_is_not_an_interface_or_a_devices_subnet) {
   EXPECT_THROW_WITH(UsageError, parse({"usb0", "--tap=vm0"}), "not both");
   EXPECT_THROW_WITH(UsageError, parse({"a/b"}), "\"a/b\" is not an interface's name");
   EXPECT_THROW_WITH(UsageError, parse({"--tap=a b"}), "--tap needs a name");
+  EXPECT_THROW_WITH(UsageError, parse({"--tap=ingress"}), "has already");
   EXPECT_THROW_WITH(UsageError, parse({"--subnet=8.8.8.0/24", "usb0"}), "--subnet needs a private or shared range");
   EXPECT_THROW_WITH(UsageError, parse({"--subnet=192.168.77.1/24", "usb0"}), "--subnet needs");
 }
