@@ -112,6 +112,7 @@ class InNamespace {
 struct InterfaceState {
   unsigned mtu = 0;
   bool up = false;
+  unsigned master = 0;                         // the bridge or bond it was a port of (its index, in the same namespace)
   std::vector<std::string> addresses, routes;  // RTM_NEWADDR, RTM_NEWROUTE payloads
 };
 
@@ -154,8 +155,10 @@ InterfaceState capture_state(unsigned index) {
     if (link->ifi_index != static_cast<int>(index)) return;
     state.up = link->ifi_flags & IFF_UP;
     int length = static_cast<int>(IFLA_PAYLOAD(&message));
-    for (const rtattr* a = IFLA_RTA(link); RTA_OK(a, length); a = RTA_NEXT(a, length))
+    for (const rtattr* a = IFLA_RTA(link); RTA_OK(a, length); a = RTA_NEXT(a, length)) {
       if (a->rta_type == IFLA_MTU && RTA_PAYLOAD(a) >= 4) std::memcpy(&state.mtu, RTA_DATA(a), 4);
+      if (a->rta_type == IFLA_MASTER && RTA_PAYLOAD(a) >= 4) std::memcpy(&state.master, RTA_DATA(a), 4);
+    }
   });
   rtnetlink_dump(RTM_GETADDR, AF_UNSPEC, [&](const nlmsghdr& message) {
     if (message.nlmsg_type != RTM_NEWADDR) return;
@@ -186,7 +189,7 @@ InterfaceState capture_state(unsigned index) {
 std::string state_text(const std::string& interface, const InterfaceState& state, ino_t source, ino_t shell) {
   std::string text = "interface " + interface + "\nsource " + std::to_string(source) + "\nshell " +
                      std::to_string(shell) + "\nmtu " + std::to_string(state.mtu) + "\nup " + (state.up ? "1" : "0") +
-                     "\n";
+                     "\nmaster " + std::to_string(state.master) + "\n";
   for (const std::string& a : state.addresses) text += "address " + hex(a) + "\n";
   for (const std::string& r : state.routes) text += "route " + hex(r) + "\n";
   return text;
@@ -220,6 +223,8 @@ std::optional<SavedNote> parse_note(std::string_view text) {
       note.state.mtu = static_cast<unsigned>(*number);
     } else if (key == "up" && number) {
       note.state.up = *number == 1;
+    } else if (key == "master" && number && *number < 1u << 31) {
+      note.state.master = static_cast<unsigned>(*number);
     } else if ((key == "address" || key == "route") && value.size() < 8192) {
       std::optional<std::string> bytes = unhex(value);
       auto& list = key == "address" ? note.state.addresses : note.state.routes;
@@ -286,6 +291,16 @@ void restore_state(const std::string& interface, const InterfaceState& state) {
       std::cerr << "mm-eth: " << interface << ": could not put back " << what << ": " << e.what() << std::endl;
     }
   };
+  if (state.master) {
+    attempt("its place in its bridge or bond", [&] {
+      ifinfomsg link{};
+      link.ifi_family = AF_UNSPEC;
+      link.ifi_index = static_cast<int>(index);
+      NetlinkRequest request(RTM_NEWLINK, NLM_F_REQUEST | NLM_F_ACK, link);
+      request.add_u32(IFLA_MASTER, state.master);
+      request.execute("putting " + interface + " back into its bridge or bond");
+    });
+  }
   attempt("its MTU and link state", [&] { set_link(index, state.mtu, state.up, "restoring " + interface); });
   FileDescriptor sock = rtnetlink_socket();
   for (const std::string& a : state.addresses) attempt("an address", [&] { send_saved(sock, RTM_NEWADDR, a, index); });

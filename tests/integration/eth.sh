@@ -122,8 +122,9 @@ eth_dnsmasq_is_nobody() {  # IFACE
 
 test_eth_device_loads_a_replayed_page_through_the_shells() {
   # mm-replay around mm-link and mm-delay around mm-eth: the device resolves the recording's
-  # names and fetches its pages from the replay servers, over HTTP and HTTPS.
-  local dir=$WORLD_TMP/eth-replay status=0 home=$WORLD_TMP/eth-home body
+  # names and fetches its pages from the replay servers, over HTTP and HTTPS, with curl and with
+  # Chromium.
+  local dir=$WORLD_TMP/eth-replay status=0 home=$WORLD_TMP/eth-home body ca
   mkdir -p "$dir" && chmod 777 "$dir"
   rm -rf "$home" && mkdir -p "$home" && chown "$TEST_USER" "$home"
   eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
@@ -132,9 +133,18 @@ test_eth_device_loads_a_replayed_page_through_the_shells() {
   eth_lease || { fail "no lease: $(cat "$WORLD_TMP/udhcpc.log")"; status=1; }
   body=$(in_device curl -sf --max-time 20 http://a.test/index.html)
   echo "$body" | grep -qi '<html' || { fail "http://a.test/index.html: $(echo "$body" | head -c 200)"; status=1; }
-  # HTTPS: the replay's own CA signed the certificate (the device would carry it in its trust store).
-  in_device curl -sf --max-time 20 -k -o /dev/null https://b.test/style.css || { fail "https://b.test/style.css"; status=1; }
+  # HTTPS: the replay's own CA signed the certificates; the device trusts it, as a phone would
+  # with the CA installed.
+  ca=$(AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-ca" path)
+  in_device curl -sf --max-time 20 --cacert "$ca" -o /dev/null https://b.test/style.css ||
+    { fail "https://b.test/style.css with the replay's CA"; status=1; }
   echo "  the device fetched http://a.test/index.html ($(echo "$body" | wc -c) bytes) and https://b.test/style.css"
+  # A browser on the device: Chromium loads the whole page (its HTTPS resources too) from the replay.
+  in_device env HOME="$dir" "$BIN/mm-pageload" --ca "$ca" --timeout 60 --csv "$dir/loads.csv" \
+    http://a.test/index.html >/dev/null 2>"$dir/pageload.err" ||
+    { fail "mm-pageload on the device: $(tail -3 "$dir/pageload.err")"; status=1; }
+  awk -F, 'NR == 2 { print "  Chromium on the device: " $3 ", " $0 }' "$dir/loads.csv" | cut -c1-160
+  [ "$(awk -F, 'NR == 2 { print $3 }' "$dir/loads.csv")" = ok ] || { fail "the page load: $(cat "$dir/loads.csv")"; status=1; }
   eth_shell_end "$dir" || { fail "the shell exited $?: $(cat "$dir/shell.err")"; status=1; }
   eth_interface_back || { fail "$ETH_IFACE is not back as it was"; status=1; }
   eth_device_destroy
@@ -186,6 +196,21 @@ test_eth_killed_shell_gives_the_interface_back_at_the_next_start() {
   eth_interface_back || { fail "$ETH_IFACE is not back as it was: $(ip -n "$WORLD" addr show "$ETH_IFACE" 2>&1)"; status=1; }
   pgrep -f "dnsmasq.*--interface=$ETH_IFACE" >/dev/null && { fail "the killed shell's dnsmasq is still running"; status=1; }
   [ -z "$(ls /run/mahimahi/eth-* 2>/dev/null)" ] || { fail "left in /run/mahimahi: $(ls /run/mahimahi/eth-*)"; status=1; }
+  eth_device_destroy
+  return $status
+}
+
+test_eth_bridge_port_comes_back_into_its_bridge() {
+  # An interface that was a port of a bridge (as a host's LAN port often is) goes back into it.
+  local bridge=mmtbr$$ status=0 out
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  ip -n "$WORLD" link add "$bridge" type bridge && ip -n "$WORLD" link set "$bridge" up &&
+    ip -n "$WORLD" link set "$ETH_IFACE" master "$bridge" || { eth_device_destroy; fail "no bridge"; return 1; }
+  out=$(AS_USER=$TEST_USER in_world "$BIN/mm-eth" "$ETH_IFACE" -- sh -c "ip -o link show $ETH_IFACE | grep -c master" 2>&1)
+  [ "$out" = 0 ] || { fail "inside the shell, $ETH_IFACE is still a bridge's port: $out"; status=1; }
+  ip -n "$WORLD" -o link show "$ETH_IFACE" | grep -q "master $bridge" ||
+    { fail "$ETH_IFACE is not back in $bridge: $(ip -n "$WORLD" -o link show "$ETH_IFACE")"; status=1; }
+  ip -n "$WORLD" link del "$bridge"
   eth_device_destroy
   return $status
 }
