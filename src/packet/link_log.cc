@@ -11,24 +11,6 @@
 
 #include "util/exception.hh"
 
-void LinkEventRing::push(const LinkEvent& event) {
-  const uint64_t tail = tail_.load(std::memory_order_relaxed);
-  uint64_t queued = tail - head_.load(std::memory_order_acquire);
-  if (queued >= kCapacity / 2) {
-    const uint64_t one = 1;
-    if (queued == kCapacity / 2) (void)!::write(wake_fd_, &one, sizeof one);
-    // Full: the writer is behind (a slow disk). Wait for it rather than lose a line.
-    while (queued >= kCapacity) {
-      (void)!::write(wake_fd_, &one, sizeof one);
-      const timespec pause{0, 50'000};
-      ::nanosleep(&pause, nullptr);
-      queued = tail - head_.load(std::memory_order_acquire);
-    }
-  }
-  events_[tail & (kCapacity - 1)] = event;
-  tail_.store(tail + 1, std::memory_order_release);
-}
-
 LinkLogWriter::LinkLogWriter(FileDescriptor file, const Trace* trace, Nanos origin, Nanos trace_start, bool once,
                              const std::string& header, std::string name)
     : file_(std::move(file)), origin_(origin), buffer_(header), name_(std::move(name)) {

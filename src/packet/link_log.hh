@@ -21,6 +21,7 @@
 #include <optional>
 #include <string>
 
+#include "packet/event_ring.hh"
 #include "packet/trace.hh"
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
@@ -34,26 +35,13 @@ struct LinkEvent {
 };
 
 // One producer (a ferry thread), one consumer (the log writer).
-class LinkEventRing {
+class LinkEventRing : public EventRing<LinkEvent, 1 << 15> {
  public:
-  static constexpr uint64_t kCapacity = 1 << 15;
-  explicit LinkEventRing(int wake_fd) : wake_fd_(wake_fd) {}
-
-  void push(const LinkEvent& event);
-  // Hands every queued event to `take`, oldest first.
-  template <class Take>
-  void drain(Take&& take) {
-    const uint64_t head = head_.load(std::memory_order_relaxed);
-    const uint64_t tail = tail_.load(std::memory_order_acquire);
-    for (uint64_t i = head; i != tail; i++) take(events_[i & (kCapacity - 1)]);
-    head_.store(tail, std::memory_order_release);
+  using EventRing::EventRing;
+  void push(const LinkEvent& event) {
+    claim() = event;
+    publish();
   }
-
- private:
-  std::unique_ptr<LinkEvent[]> events_{new LinkEvent[kCapacity]};
-  alignas(64) std::atomic<uint64_t> head_{0};
-  alignas(64) std::atomic<uint64_t> tail_{0};
-  int wake_fd_;  // eventfd: tells the writer to drain before the ring fills
 };
 
 class LinkLogWriter {

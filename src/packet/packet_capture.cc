@@ -24,25 +24,12 @@ void append(std::string& out, uint16_t value) { out.append(reinterpret_cast<cons
 }  // namespace
 
 void CaptureRing::push(Nanos now, std::span<const uint8_t> packet) {
-  const uint64_t tail = tail_.load(std::memory_order_relaxed);
-  uint64_t queued = tail - head_.load(std::memory_order_acquire);
-  if (queued >= kCapacity / 2) {
-    const uint64_t one = 1;
-    if (queued == kCapacity / 2) (void)!::write(wake_fd_, &one, sizeof one);
-    // Full: the writer is behind (a slow disk). Wait for it rather than lose a packet.
-    while (queued >= kCapacity) {
-      (void)!::write(wake_fd_, &one, sizeof one);
-      const timespec pause{0, 50'000};
-      ::nanosleep(&pause, nullptr);
-      queued = tail - head_.load(std::memory_order_acquire);
-    }
-  }
-  CaptureRecord& r = records_[tail & (kCapacity - 1)];
+  CaptureRecord& r = claim();
   r.time = now;
   r.wire_length = static_cast<uint32_t>(packet.size());
   r.captured = static_cast<uint32_t>(std::min<size_t>(packet.size(), kCaptureSnap));
   std::memcpy(r.bytes, packet.data(), r.captured);
-  tail_.store(tail + 1, std::memory_order_release);
+  publish();
 }
 
 CaptureWriter::CaptureWriter(FileDescriptor file, std::string name)

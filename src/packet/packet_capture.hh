@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 
+#include "packet/event_ring.hh"
 #include "util/clock.hh"
 #include "util/file_descriptor.hh"
 
@@ -35,25 +36,10 @@ struct CaptureRecord {
 };
 
 // One producer (a ferry thread), one consumer (the writer).
-class CaptureRing {
+class CaptureRing : public EventRing<CaptureRecord, 1 << 12> {
  public:
-  static constexpr uint64_t kCapacity = 1 << 12;
-  explicit CaptureRing(int wake_fd) : wake_fd_(wake_fd) {}
-
+  using EventRing::EventRing;
   void push(Nanos now, std::span<const uint8_t> packet);
-  template <class Take>
-  void drain(Take&& take) {
-    const uint64_t head = head_.load(std::memory_order_relaxed);
-    const uint64_t tail = tail_.load(std::memory_order_acquire);
-    for (uint64_t i = head; i != tail; i++) take(records_[i & (kCapacity - 1)]);
-    head_.store(tail, std::memory_order_release);
-  }
-
- private:
-  std::unique_ptr<CaptureRecord[]> records_{new CaptureRecord[kCapacity]};
-  alignas(64) std::atomic<uint64_t> head_{0};
-  alignas(64) std::atomic<uint64_t> tail_{0};
-  int wake_fd_;  // eventfd: tells the writer to drain before the ring fills
 };
 
 // A Ferry's queue (queues.hh) that also hands each packet to a capture ring: as it arrives (the
