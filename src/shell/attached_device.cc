@@ -43,7 +43,6 @@ namespace {
 constexpr const char* kEthTable = "mahimahi_eth";
 constexpr Nanos kDnsmasqStartDeadline = 10 * kNanosPerSec;
 constexpr Nanos kDnsmasqStopGrace = 2 * kNanosPerSec;
-constexpr size_t kMaxSavedMessages = 256;  // addresses and routes of one interface
 
 std::string state_path(const std::string& interface) {
   return std::string(kStateDirectory) + "/eth-" + interface + ".state";
