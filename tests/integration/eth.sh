@@ -228,6 +228,37 @@ test_eth_tap_is_the_users_own() {
   echo "  vm0: owned by $(echo "$out" | sed -n 1p), address $(echo "$out" | sed -n 2p)"
 }
 
+test_eth_qemu_machine_behind_the_replay() {
+  # The "real second machine": a QEMU virtual machine (Debian's kernel, a busybox initramfs with
+  # curl and the replay's CA, tests/tools/vm-image) whose NIC is the TAP of an ordinary user's
+  # mm-eth inside mm-delay 20 inside mm-replay. It boots (TCG), takes a lease, resolves a
+  # recorded name, pings it over the delay and fetches the recorded pages over HTTP and HTTPS.
+  local dir=$WORLD_TMP/eth-vm status=0 home=$WORLD_TMP/eth-vm-home ca console rc=0 avg
+  command -v qemu-system-x86_64 >/dev/null || { fail "no qemu-system-x86_64 (scripts/install-deps installs it)"; return 1; }
+  rm -rf "$dir" "$home" && mkdir -p "$dir" "$home" && chown "$TEST_USER" "$dir" "$home"
+  AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-ca" create >/dev/null || { fail "mm-ca create"; return 1; }
+  ca=$(AS_USER=$TEST_USER in_world env HOME="$home" "$BIN/mm-ca" path)
+  "$top/tests/tools/vm-image" "$dir/vm" "$ca" a.test http://a.test/index.html https://b.test/style.css ||
+    { fail "tests/tools/vm-image"; return 1; }
+  console=$dir/console
+  AS_USER=$TEST_USER in_world env HOME="$home" timeout 240 "$BIN/mm-replay" --ignore-user-agent "$top/recordings/demo-site" \
+    "$BIN/mm-delay" 20 "$BIN/mm-eth" --tap=vm0 -- qemu-system-x86_64 -nographic -no-reboot -m 256 \
+    -kernel "$dir/vm/vmlinuz" -initrd "$dir/vm/initrd.gz" -append "console=ttyS0 quiet panic=-1" \
+    -netdev tap,id=n0,ifname=vm0,script=no,downscript=no -device e1000,netdev=n0 </dev/null >"$console" 2>&1 || rc=$?
+  grep -a '^vm: ' "$console" | tr -d '\r' | sed 's/^/  /'
+  [ $rc = 0 ] || { fail "the shells around the machine exited $rc: $(tail -5 "$console")"; status=1; }
+  grep -aq '^vm: lease 192\.168\.77\.' "$console" || { fail "the machine took no lease in 192.168.77.0/24"; status=1; }
+  grep -aq '^vm: a\.test is [0-9]' "$console" || { fail "a.test did not resolve for the machine"; status=1; }
+  avg=$(grep -a '^vm: ping avg' "$console" | awk '{ print $4 }')
+  # 40 ms of mm-delay, and a software-emulated machine's own slowness on top (TCG, a shared CPU).
+  check_range "the machine's ping to a.test (ms)" "${avg:-0}" 39.9 80 || status=1
+  grep -aq '^vm: http://a\.test/index\.html 200 [1-9]' "$console" || { fail "the machine's HTTP fetch"; status=1; }
+  grep -aq '^vm: https://b\.test/style\.css 200 [1-9]' "$console" || { fail "the machine's HTTPS fetch (the replay's CA)"; status=1; }
+  in_world ip link show vm0 >/dev/null 2>&1 && { fail "vm0 is in the world"; status=1; }
+  pgrep -f "dnsmasq.*--interface=vm0" >/dev/null && { fail "the TAP's dnsmasq is still running"; status=1; }
+  return $status
+}
+
 rootless_test_eth_tap_without_root_and_no_interface() {
   # Rootless: a TAP of the user's with its DHCP server (dnsmasq as the user, with the network
   # capabilities of the user's own namespace only); taking an interface is refused, naming --tap.
