@@ -4,6 +4,7 @@
 #include "shell/attached_device.hh"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/capability.h>
@@ -12,6 +13,7 @@
 #include <linux/netfilter/nf_tables.h>
 #include <net/if.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -25,6 +27,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <memory>
 #include <set>
 
 #include "shell/forwarding.hh"
@@ -215,17 +218,28 @@ std::vector<std::string> AttachedDevice::leases() const {
 }
 
 namespace {
-// Keeps CAP_NET_ADMIN, CAP_NET_RAW and CAP_NET_BIND_SERVICE (of the user namespace this process is
-// in: a rootless shell's own) across the exec of a program run as an ordinary uid: dnsmasq
-// serves DHCP with them.
+// Leaves this process CAP_NET_ADMIN, CAP_NET_RAW and CAP_NET_BIND_SERVICE only (of the user
+// namespace it is in: a rootless shell's own, or the machine's) and keeps them across the exec of
+// a program run as an ordinary uid: dnsmasq serves DHCP with them.
 void keep_network_capabilities() {
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
-  check_syscall("capget", static_cast<int>(::syscall(SYS_capget, &header, data)));
-  for (int cap : {CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE}) data[cap / 32].inheritable |= 1u << (cap % 32);
+  for (int cap : {CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE}) {
+    const uint32_t bit = 1u << (cap % 32);
+    data[cap / 32].permitted |= bit;
+    data[cap / 32].effective |= bit;
+    data[cap / 32].inheritable |= bit;
+  }
   check_syscall("capset", static_cast<int>(::syscall(SYS_capset, &header, data)));
   for (int cap : {CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE})
     check_syscall("prctl(PR_CAP_AMBIENT_RAISE)", ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap, 0, 0));
+}
+
+// nobody's uid and group (the account dnsmasq serves a TAP as).
+std::pair<uid_t, gid_t> nobody_account() {
+  const passwd* pw = ::getpwnam("nobody");
+  if (!pw) throw UserError("this machine has no user \"nobody\" for dnsmasq to run as (the base system has one)");
+  return {pw->pw_uid, pw->pw_gid};
 }
 
 std::string read_small_file(int fd) {
@@ -240,6 +254,29 @@ void remove_directory(const std::string& directory) {
   if (directory.empty()) return;
   for (const char* file : {"leases", "pid", "log"}) ::unlink((directory + "/" + file).c_str());
   ::rmdir(directory.c_str());
+}
+
+// Removes the dnsmasq directories (eth-PID) of shells that were killed before their clean-up:
+// those whose PID is no mm-eth any more. One whose PID came to another mm-eth waits for that
+// one's end. Bounded, like the lock files' sweep.
+void remove_abandoned_directories(const std::string& state) {
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(::opendir(state.c_str()), ::closedir);
+  if (!dir) return;
+  std::vector<std::string> abandoned;
+  size_t seen = 0;
+  while (const dirent* entry = ::readdir(dir.get())) {
+    const std::string_view name = entry->d_name;
+    if (name.rfind("eth-", 0) != 0 || name.size() > 14 || ++seen > 10000) continue;
+    const std::string_view digits = name.substr(4);
+    if (digits.empty() || digits.find_first_not_of("0123456789") != std::string_view::npos) continue;
+    const std::string path = state + "/" + std::string(name);
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    FileDescriptor comm(::open(("/proc/" + std::string(digits) + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+    if (comm.valid() && read_small_file(comm.get()) == "mm-eth\n") continue;
+    abandoned.push_back(path);
+  }
+  for (const std::string& path : abandoned) remove_directory(path);
 }
 
 FileDescriptor duplicate(const FileDescriptor& fd) {
@@ -317,18 +354,30 @@ AttachedDevice AttachedDevice::attach(const DeviceAttachment& a, const ShellNetw
     d.shell_namespace_ = duplicate(net.inner_namespace);
   }
 
-  // dnsmasq's files: root's (it opens them before it becomes nobody), or, rootless, the user's.
-  if (rootless) {
-    char path[] = "/tmp/mm-eth.XXXXXX";
-    if (!::mkdtemp(path)) throw SystemError("making a directory for dnsmasq");
-    d.directory_ = path;
-  } else {
-    d.directory_ = std::string(kStateDirectory) + "/eth-" + std::to_string(::getpid());
-    remove_directory(d.directory_);
-    check_syscall("mkdir " + d.directory_, ::mkdir(d.directory_.c_str(), 0700));
-  }
+  // dnsmasq, and how it ends if the supervisor is killed (SIGKILL, where no clean-up runs):
+  //  - for an interface, dnsmasq starts as root and makes itself nobody: its namespace then
+  //    outlives the supervisor, holding the interface (a veth's far end, an interface of another
+  //    namespace), until the next mm-eth for it puts it back where and as it was (the note);
+  //  - for a TAP, which has nothing to give back, it starts as nobody (rootless: as the user)
+  //    with the network capabilities it serves with, and the supervisor's death ends it
+  //    (a parent-death signal survives its exec only if no credential changes after it is set).
+  // Its files, in the shell's state directory: root's (it opens them before it becomes nobody),
+  // or else its own account's.
+  const bool tied_to_supervisor = !a.tap.empty();
+  std::pair<uid_t, gid_t> nobody{0, 0};
+  if (tied_to_supervisor && !rootless) nobody = nobody_account();
+  const pid_t supervisor = ::getpid();
+  const std::string state = state_directory();
+  if (!rootless) ::mkdir(kStateDirectory, 0755);
+  remove_abandoned_directories(state);
+  d.directory_ = state + "/eth-" + std::to_string(supervisor);
+  remove_directory(d.directory_);
+  check_syscall("mkdir " + d.directory_, ::mkdir(d.directory_.c_str(), 0700));
+  if (tied_to_supervisor && !rootless)
+    check_syscall("chown " + d.directory_, ::chown(d.directory_.c_str(), nobody.first, nobody.second));
   if (d.note_.valid()) write_all(d.note_.get(), "directory " + d.directory_ + "\n");
-  const std::vector<std::string> args = dnsmasq_arguments(device, a.subnet, d.directory_, resolvers, !rootless);
+  const std::vector<std::string> args =
+      dnsmasq_arguments(device, a.subnet, d.directory_, resolvers, !rootless && !tied_to_supervisor);
   const std::string program = dnsmasq_path();
 
   // A child goes into the shell's namespace, sets the device up there and becomes dnsmasq; it
@@ -356,6 +405,12 @@ AttachedDevice AttachedDevice::attach(const DeviceAttachment& a, const ShellNetw
       add_device_masquerade(a.subnet);
       if (rootless) {
         keep_network_capabilities();
+      } else if (tied_to_supervisor) {
+        check_syscall("setgroups", ::setgroups(0, nullptr));
+        check_syscall("setresgid", ::setresgid(nobody.second, nobody.second, nobody.second));
+        check_syscall("prctl(PR_SET_KEEPCAPS)", ::prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0));
+        check_syscall("setresuid", ::setresuid(nobody.first, nobody.first, nobody.first));
+        keep_network_capabilities();
       } else {
         // Wholly root (the supervisor keeps the caller's real uid), with no group of the caller's:
         // dnsmasq then gives root up for nobody once its sockets and files are open (it keeps
@@ -368,6 +423,10 @@ AttachedDevice AttachedDevice::attach(const DeviceAttachment& a, const ShellNetw
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
       for (int s : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGPIPE}) ::signal(s, SIG_DFL);
+      if (tied_to_supervisor) {
+        check_syscall("prctl(PR_SET_PDEATHSIG)", ::prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0));
+        if (::getppid() != supervisor) ::_exit(1);  // it died before the signal was set
+      }
       std::vector<char*> argv;
       for (const std::string& w : args) argv.push_back(const_cast<char*>(w.c_str()));
       argv.push_back(nullptr);

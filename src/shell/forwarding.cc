@@ -425,11 +425,12 @@ std::string rootless_directory;  // empty: kStateDirectory, root's
 
 void use_rootless_state_directory(const std::string& directory) { rootless_directory = directory; }
 
+std::string state_directory() { return rootless_directory.empty() ? kStateDirectory : rootless_directory; }
+
 std::string namespace_lock_path() {
   struct stat ns {};
   check_syscall("stat /proc/self/ns/net", ::stat("/proc/self/ns/net", &ns));
-  const std::string directory = rootless_directory.empty() ? kStateDirectory : rootless_directory;
-  return directory + "/netns-" + std::to_string(ns.st_ino) + ".lock";
+  return state_directory() + "/netns-" + std::to_string(ns.st_ino) + ".lock";
 }
 
 FileDescriptor open_namespace_lock_file() {
@@ -450,7 +451,7 @@ FileDescriptor open_namespace_lock_file() {
 }
 
 void remove_unused_lock_files() {
-  const std::string& directory_path = rootless_directory.empty() ? std::string(kStateDirectory) : rootless_directory;
+  const std::string directory_path = state_directory();
   DIR* directory = ::opendir(directory_path.c_str());
   if (!directory) return;
   size_t seen = 0;

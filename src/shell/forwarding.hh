@@ -37,6 +37,8 @@
 // Rootless shells keep it in a directory of the user's (rootless_state_directory), set here.
 constexpr const char* kStateDirectory = "/run/mahimahi";
 void use_rootless_state_directory(const std::string& directory);
+// Where this shell keeps its state: kStateDirectory, or the rootless one.
+std::string state_directory();
 // Removes the lock files (root's directory, or the rootless one) that no shell uses, left by
 // shells killed before their clean-up (during their set-up, or with their namespace: an
 // outermost rootless shell's dies with it), as the last shell of a namespace removes its file;

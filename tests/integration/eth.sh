@@ -228,10 +228,36 @@ test_eth_tap_is_the_users_own() {
   echo "  vm0: owned by $(echo "$out" | sed -n 1p), address $(echo "$out" | sed -n 2p)"
 }
 
+test_eth_tap_killed_shell_leaves_no_dnsmasq() {
+  # SIGKILL to a --tap shell's supervisor: the TAP's dnsmasq (nobody's, with only the network
+  # capabilities it serves with) ends with it, and with it the namespace and the TAP.
+  local dir=$WORLD_TMP/eth-tap-kill status=0 supervisor dnsmasq uid caps
+  mkdir -p "$dir" && chmod 777 "$dir"
+  eth_shell_start "$dir" "$BIN/mm-eth" --tap=vm0 || return 1
+  dnsmasq=$(pgrep -f "dnsmasq.*--interface=vm0" | head -1)
+  uid=$(awk '/^Uid:/ { print $2, $3, $4 }' "/proc/$dnsmasq/status" 2>/dev/null)
+  caps=$(awk '/^CapEff:/ { print $2 }' "/proc/$dnsmasq/status" 2>/dev/null)
+  [ "$uid" = "65534 65534 65534" ] || { fail "the TAP's dnsmasq's uids (real, effective, saved): '$uid'"; status=1; }
+  # CAP_NET_BIND_SERVICE (10), CAP_NET_ADMIN (12), CAP_NET_RAW (13), and no other.
+  [ "$caps" = 0000000000003400 ] || { fail "the TAP's dnsmasq's capabilities: $caps"; status=1; }
+  supervisor=$(pgrep -x -f "$BIN/mm-eth --tap=vm0 -- sh -c .*" | head -1)
+  [ -n "$supervisor" ] || { fail "no supervisor found"; touch "$dir/done"; wait "$ETH_SHELL"; return 1; }
+  kill -9 "$supervisor"
+  wait "$ETH_SHELL" 2>/dev/null
+  wait_until 10 sh -c "! kill -0 $dnsmasq 2>/dev/null" || { fail "the killed shell's dnsmasq ($dnsmasq) still runs"; status=1; }
+  echo "  dnsmasq (uids $uid, capabilities $caps) ended with the killed supervisor"
+  touch "$dir/done"
+  # Its files, and the elements only a supervisor's clean-up removes, go at the next start.
+  [ -d "/run/mahimahi/eth-$supervisor" ] || { fail "no /run/mahimahi/eth-$supervisor after the SIGKILL"; status=1; }
+  AS_USER=$TEST_USER in_world "$BIN/mm-eth" --tap=vm0 true || { fail "the next mm-eth --tap"; status=1; }
+  [ -e "/run/mahimahi/eth-$supervisor" ] && { fail "the next start left /run/mahimahi/eth-$supervisor"; status=1; }
+  return $status
+}
+
 test_eth_qemu_machine_behind_the_replay() {
   # The "real second machine": a QEMU virtual machine (Debian's kernel, a busybox initramfs with
   # curl and the replay's CA, tests/tools/vm-image) whose NIC is the TAP of an ordinary user's
-  # mm-eth inside mm-delay 20 inside mm-replay. It boots (TCG), takes a lease, resolves a
+  # mm-eth inside mm-delay 20 inside mm-link inside mm-replay. It boots (TCG), takes a lease, resolves a
   # recorded name, pings it over the delay and fetches the recorded pages over HTTP and HTTPS.
   local dir=$WORLD_TMP/eth-vm status=0 home=$WORLD_TMP/eth-vm-home ca console rc=0 avg
   command -v qemu-system-x86_64 >/dev/null || { fail "no qemu-system-x86_64 (scripts/install-deps installs it)"; return 1; }
@@ -242,18 +268,20 @@ test_eth_qemu_machine_behind_the_replay() {
     { fail "tests/tools/vm-image"; return 1; }
   console=$dir/console
   AS_USER=$TEST_USER in_world env HOME="$home" timeout 240 "$BIN/mm-replay" --ignore-user-agent "$top/recordings/demo-site" \
+    "$BIN/mm-link" rate:24Mbit/s rate:24Mbit/s -- \
     "$BIN/mm-delay" 20 "$BIN/mm-eth" --tap=vm0 -- qemu-system-x86_64 -nographic -no-reboot -m 256 \
     -kernel "$dir/vm/vmlinuz" -initrd "$dir/vm/initrd.gz" -append "console=ttyS0 quiet panic=-1" \
     -netdev tap,id=n0,ifname=vm0,script=no,downscript=no -device e1000,netdev=n0 </dev/null >"$console" 2>&1 || rc=$?
-  grep -a '^vm: ' "$console" | tr -d '\r' | sed 's/^/  /'
+  grep -ao 'vm: .*' "$console" | tr -d '\r' > "$dir/vm.out"
+  sed 's/^/  /' "$dir/vm.out"
   [ $rc = 0 ] || { fail "the shells around the machine exited $rc: $(tail -5 "$console")"; status=1; }
-  grep -aq '^vm: lease 192\.168\.77\.' "$console" || { fail "the machine took no lease in 192.168.77.0/24"; status=1; }
-  grep -aq '^vm: a\.test is [0-9]' "$console" || { fail "a.test did not resolve for the machine"; status=1; }
-  avg=$(grep -a '^vm: ping avg' "$console" | awk '{ print $4 }')
+  grep -q '^vm: lease 192\.168\.77\.' "$dir/vm.out" || { fail "the machine took no lease in 192.168.77.0/24"; status=1; }
+  grep -q '^vm: a\.test is [0-9]' "$dir/vm.out" || { fail "a.test did not resolve for the machine"; status=1; }
+  avg=$(grep '^vm: ping avg' "$dir/vm.out" | awk '{ print $4 }')
   # 40 ms of mm-delay, and a software-emulated machine's own slowness on top (TCG, a shared CPU).
   check_range "the machine's ping to a.test (ms)" "${avg:-0}" 39.9 80 || status=1
-  grep -aq '^vm: http://a\.test/index\.html 200 [1-9]' "$console" || { fail "the machine's HTTP fetch"; status=1; }
-  grep -aq '^vm: https://b\.test/style\.css 200 [1-9]' "$console" || { fail "the machine's HTTPS fetch (the replay's CA)"; status=1; }
+  grep -q '^vm: http://a\.test/index\.html 200 [1-9]' "$dir/vm.out" || { fail "the machine's HTTP fetch"; status=1; }
+  grep -q '^vm: https://b\.test/style\.css 200 [1-9]' "$dir/vm.out" || { fail "the machine's HTTPS fetch (the replay's CA)"; status=1; }
   in_world ip link show vm0 >/dev/null 2>&1 && { fail "vm0 is in the world"; status=1; }
   pgrep -f "dnsmasq.*--interface=vm0" >/dev/null && { fail "the TAP's dnsmasq is still running"; status=1; }
   return $status
