@@ -109,6 +109,52 @@ test_eth_device_gets_a_lease_dns_and_the_shells_delay() {
   return $status
 }
 
+test_eth_devices_behind_a_switch_and_a_static_one() {
+  # A switch (a bridge in a namespace of its own) on the interface with three devices behind
+  # it: two ask for leases and get two addresses, the third has a static address of the subnet
+  # below the DHCP range and the gateway .1 (as mm-eth(1) says); all three see the shells' delay.
+  local dir=$WORLD_TMP/eth-switch status=0 sw=mmt-sw$$ n ns avg leases=""
+  mkdir -p "$dir" && chmod 777 "$dir"
+  eth_device_create || { eth_device_destroy; fail "could not make the device"; return 1; }
+  ip netns add "$sw" && ip -n "$sw" link set lo up && ip -n "$ETH_NS" link set eth0 netns "$sw" &&
+    ip -n "$sw" link add br0 type bridge && ip -n "$sw" link set eth0 master br0 &&
+    ip -n "$sw" link set eth0 up && ip -n "$sw" link set br0 up || status=1
+  for n in 1 2 3; do
+    ns=mmt-d$$-$n
+    ip netns add "$ns" && ip -n "$ns" link set lo up &&
+      ip link add "p$n" netns "$sw" type veth peer name eth0 netns "$ns" &&
+      ip -n "$sw" link set "p$n" master br0 && ip -n "$sw" link set "p$n" up && ip -n "$ns" link set eth0 up || status=1
+    mkdir -p "/etc/netns/$ns" && : > "/etc/netns/$ns/resolv.conf"
+  done
+  eth_switch_destroy() {
+    for n in 1 2 3; do ip netns del "mmt-d$$-$n" 2>/dev/null; rm -rf "/etc/netns/mmt-d$$-$n"; done
+    ip netns del "$sw" 2>/dev/null
+    eth_device_destroy
+  }
+  [ $status = 0 ] || { eth_switch_destroy; fail "could not make the switch"; return 1; }
+  eth_shell_start "$dir" "$BIN/mm-delay" 20 "$BIN/mm-eth" "$ETH_IFACE" || { eth_switch_destroy; return 1; }
+  for n in 1 2; do
+    ns=mmt-d$$-$n
+    RESOLV=/etc/netns/$ns/resolv.conf LEASE=$dir/lease$n ip netns exec "$ns" busybox udhcpc -i eth0 \
+      -s "$WORLD_TMP/udhcpc.script" -n -q -f -t 5 -T 1 >"$dir/udhcpc$n.log" 2>&1 ||
+      { fail "device $n: no lease: $(cat "$dir/udhcpc$n.log")"; status=1; }
+    leases="$leases $(cat "$dir/lease$n" 2>/dev/null)"
+  done
+  ip -n mmt-d$$-3 addr add 192.168.77.5/24 dev eth0 && ip -n mmt-d$$-3 route add default via 192.168.77.1 || status=1
+  echo "  leases:$leases; the static device: 192.168.77.5"
+  set -- $leases
+  case "$1 $2" in 192.168.77.*" "192.168.77.*) [ "$1" != "$2" ] || { fail "both devices got $1"; status=1; } ;;
+    *) fail "the leases: $leases"; status=1 ;; esac
+  for n in 1 2 3; do
+    avg=$(ip netns exec "mmt-d$$-$n" ping -n -c 10 -i 0.05 -q "$SERVER_IP" | ping_stats | awk '{ print $3 }')
+    check_range "device $n's ping to the world's server (ms)" "${avg:-0}" 39.9 46 || status=1
+  done
+  eth_shell_end "$dir" || { fail "the shell exited $?: $(cat "$dir/shell.err")"; status=1; }
+  eth_interface_back || { fail "$ETH_IFACE is not back as it was"; status=1; }
+  eth_switch_destroy
+  return $status
+}
+
 # The DHCP server the device talks to has given root up: nobody's, without capabilities beyond
 # those it keeps to serve (dnsmasq keeps CAP_NET_ADMIN, CAP_NET_RAW, CAP_NET_BIND_SERVICE).
 eth_dnsmasq_is_nobody() {  # IFACE
