@@ -76,7 +76,12 @@ const ProgramInfo kInfo{
     "        PNG per graph into DIR, when the shell ends (without a --meter-* graph: both\n"
     "        throughput graphs); works without a display (SSH, CI)\n"
     "  --meter-snapshot-interval=S  with --meter-output, also every S seconds while it runs\n"
-    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n" MM_TCP_ECN_HELP_LINE
+    "  --meter-stats  print the frames drawn per second and their CPU time when the shell ends\n"
+    "  --tcp-congestion-control=NAME, --tcp-initial-window=SEGMENTS,\n"
+    "  --tcp-slow-start-after-idle=on|off\n"
+    "              the TCP of COMMAND's namespace: its congestion control (one the kernel\n"
+    "              allows in a namespace, e.g. reno or bbr), the initial congestion window of its\n"
+    "              connections out (the kernel's: 10), slow start after an idle period\n" MM_TCP_ECN_HELP_LINE
         MM_VERBOSE_HELP_LINE "  --help, --version\n"};
 
 struct Direction {
@@ -100,6 +105,7 @@ struct LinkSettings {
   LogOptions logs;
   bool verbose = false;
   std::optional<int> tcp_ecn;
+  ServerTcpSettings command_tcp;  // --tcp-congestion-control and the like: the command's TCP
 };
 
 // Reads mm-link's own arguments into `settings` and returns the user's command. Bad queues and
@@ -122,6 +128,7 @@ std::vector<std::string> scan_link_arguments(int ac, char** av, LinkSettings& se
       ArgScanner::seed_option(seed),
       ArgScanner::verbose_option(settings.verbose),
       ArgScanner::tcp_ecn_option(settings.tcp_ecn)};
+  for (ArgScanner::Option& o : tcp_settings_options(settings.command_tcp, "tcp-")) options.push_back(std::move(o));
   settings.meters.add_options(options, true);
   settings.logs.add_options(options);
   ArgScanner scanner(kInfo, std::move(options));
@@ -188,6 +195,7 @@ int main(int argc, char** argv) {
     spec.command = scan_link_arguments(ac, av, settings);
     spec.verbose = settings.verbose;
     spec.tcp_ecn = settings.tcp_ecn;
+    spec.command_tcp = settings.command_tcp;
     spec.device_kind = ShellKind::Link;
     spec.follows_trace = true;
     spec.tag = link_tag(settings);

@@ -11,8 +11,12 @@
 #include <iostream>
 
 #include "http/start_line.hh"
+#include "packet/presets.hh"
 #include "recording/record_file.hh"
 #include "shell/command_lookup.hh"
+#include "sweep/command_report.hh"
+#include "sweep/command_results.hh"
+#include "sweep/command_sweep.hh"
 #include "sweep/sweep_grid.hh"
 #include "sweep/sweep_report.hh"
 #include "sweep/sweep_runner.hh"
@@ -27,7 +31,9 @@ namespace fs = std::filesystem;
 
 namespace {
 const ProgramInfo kInfo{
-    "mm-sweep", "--recording DIR [OPTION]... --out RESULTS\n       mm-sweep --merge OUT DIR...",
+    "mm-sweep",
+    "--recording DIR [OPTION]... --out RESULTS\n       mm-sweep --command CMD | --scheme NAME=CMD... [OPTION]... --out "
+    "RESULTS\n       mm-sweep --merge OUT DIR...",
     "Loads the page of a recording in mm-pageload (headless Chromium) once per run in every\n"
     "configuration of a grid of link rates, round-trip times and loss rates, each load in a fresh\n"
     "stack of shells:\n"
@@ -40,7 +46,19 @@ const ProgramInfo kInfo{
     "ratios to optimal) and RESULTS/plots/*.png and *.svg. Resumable: run the same command again\n"
     "after an interruption and only the missing loads run.\n"
     "\n"
-    "Options:\n"
+    "With --command or --scheme, runs a command instead (a congestion control's sender, a\n"
+    "transfer, any program) in every configuration of a grid of links, RTTs, presets, loss rates,\n"
+    "queues and congestion controls, each run in a fresh stack of shells:\n"
+    "  mm-delay RTT/2 [mm-loss uplink P downlink P] mm-link UP DOWN [queue] --uplink-log=...\n"
+    "    --downlink-log=... [--tcp-congestion-control=CC] -- sh -c CMD\n"
+    "with --server's command started first for each run outside the shells (in mm-sweep's own\n"
+    "namespace, reached from inside at $MAHIMAHI_BASE). Both get MM_SWEEP_PORT (a free port for\n"
+    "the run), MM_SWEEP_SCHEME, MM_SWEEP_CC, MM_SWEEP_RUN and MM_SWEEP_CONFIGURATION. Each run's\n"
+    "figures come from the link's logs: throughput, mean and 95th-percentile one-way delay (queue\n"
+    "plus RTT/2), loss and ECN marks, throughput over time. Writes RESULTS/runs.csv, summary.csv\n"
+    "and plots/ (throughput against p95 delay per path, Pantheon's figure; throughput over time).\n"
+    "\n"
+    "Options of page-load sweeps:\n"
     "  --recording DIR     the recording (mm-record's directory); required\n"
     "  --url URL           the page to load (default: the recording's main page, the first\n"
     "                      request, in recorded order, answered 2xx with text/html)\n"
@@ -61,6 +79,27 @@ const ProgramInfo kInfo{
     "                      load time and CPU time\n"
     "  --single-server     mm-replay --single-server\n"
     "  --match-user-agent  do not pass mm-replay --ignore-user-agent\n"
+    "\n"
+    "Options of command sweeps:\n"
+    "  --command CMD       the command run inside the shells (sh -c), as the scheme \"command\"\n"
+    "  --scheme NAME=CMD   a scheme, named (a-z, 0-9, ., _, -), its command; repeat for more\n"
+    "  --server CMD        started (sh -c) for each run before the command, in this namespace;\n"
+    "                      the run starts once something listens on $MM_SWEEP_PORT (TCP) or is\n"
+    "                      bound to it (UDP), at most 10 s; ended (SIGTERM) after the command\n"
+    "  --link [NAME=]UP[,DOWN]  a link: mm-link's UP and DOWN (trace files or rate:R; DOWN\n"
+    "                      defaults to UP), named after the up trace; repeat for more\n"
+    "  --rates LIST        links of these rates in Mbit/s, both ways\n"
+    "  --presets LIST      mm-preset's profiles (e.g. wpt:3g,lighthouse:slow4g): each a link\n"
+    "                      and an RTT of its own\n"
+    "  --rtts LIST         RTTs in ms for --link and --rates's links (default 0)\n"
+    "  --queue TYPE[:ARGS] repeat for a list of queues (default mm-link's, infinite)\n"
+    "  --cc LIST           congestion controls of the command's namespace (mm-link\n"
+    "                      --tcp-congestion-control), e.g. reno,bbr (default: the system's)\n"
+    "  --keep-link-logs    keep each run's link logs (RESULTS/runs/ID/run-N.uplink.log, ...)\n"
+    "  --runs, --timeout (default 120 s per run), --loss, --tcp-ecn, --jobs (default 1), --out,\n"
+    "  --only, --emit-jobs, --job-program: as for page loads\n"
+    "\n"
+    "Options of both:\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
     "  --baseline-runs N   loads of the unemulated baseline (default: as --runs; 0 to 10000;\n"
     "                      0 leaves out the baseline, and with it the optimal and the ratios)\n"
@@ -81,9 +120,11 @@ const ProgramInfo kInfo{
     "interrupted it.\n"};
 
 struct Options {
-  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, queue, tcp_ecn, runs,
-      baseline_runs, timeout, jobs, protocols;
-  bool http2 = false, cumulus = false, single_server = false, match_user_agent = false, merge = false;
+  std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, tcp_ecn, runs,
+      baseline_runs, timeout, jobs, protocols, server, presets, cc;
+  std::vector<std::string> queues, schemes, links;
+  bool http2 = false, cumulus = false, single_server = false, match_user_agent = false, merge = false,
+       keep_link_logs = false;
   std::vector<std::string> operands;
 };
 
@@ -168,7 +209,13 @@ void only_with_sweep(const Options& o) {
                                                  {o.rates.has_value(), "--rates"},
                                                  {o.rtts.has_value(), "--rtts"},
                                                  {o.loss.has_value(), "--loss"},
-                                                 {o.queue.has_value(), "--queue"},
+                                                 {!o.queues.empty(), "--queue"},
+                                                 {!o.schemes.empty(), "--command or --scheme"},
+                                                 {o.server.has_value(), "--server"},
+                                                 {!o.links.empty(), "--link"},
+                                                 {o.presets.has_value(), "--presets"},
+                                                 {o.cc.has_value(), "--cc"},
+                                                 {o.keep_link_logs, "--keep-link-logs"},
                                                  {o.tcp_ecn.has_value(), "--tcp-ecn"},
                                                  {o.runs.has_value(), "--runs"},
                                                  {o.baseline_runs.has_value(), "--baseline-runs"},
@@ -187,6 +234,15 @@ int merge(const Options& o) {
   only_with_sweep(o);
   if (o.operands.size() < 2) throw UsageError("--merge needs OUT and at least one results DIR to merge into it");
   std::vector<fs::path> inputs(o.operands.begin() + 1, o.operands.end());
+  if (is_command_manifest(read_results_manifest(inputs.front()))) {
+    const CommandResults results = merge_command_results(o.operands.front(), inputs);
+    const std::vector<CommandSummaryRow> rows = write_command_report(results);
+    size_t runs = 0;
+    for (const CommandSummaryRow& row : rows) runs += static_cast<size_t>(row.stored);
+    std::cerr << "mm-sweep: " << results.dir().string() << ": " << count_of(rows.size(), "configuration") << ", "
+              << count_of(runs, "run") << "; wrote runs.csv, summary.csv and plots/\n";
+    return 0;
+  }
   const ResultStore store = merge_results(o.operands.front(), inputs);
   const std::vector<SummaryRow> rows = write_sweep_report(store);
   size_t loads = 0;
@@ -196,11 +252,42 @@ int merge(const Options& o) {
   return 0;
 }
 
+int jobs_of(const Options& o, int default_value) {
+  if (!o.jobs) return default_value;
+  const uint64_t j = parse_unsigned(*o.jobs, "--jobs");
+  if (j < 1 || j > 64) throw UsageError("--jobs is from 1 to 64");
+  return static_cast<int>(j);
+}
+
+int runs_of(const Options& o) {
+  if (!o.runs) return 3;
+  const uint64_t runs = parse_unsigned(*o.runs, "--runs");
+  if (runs < 1 || runs > static_cast<uint64_t>(kMaxRuns)) throw UsageError("--runs is from 1 to 10000");
+  return static_cast<int>(runs);
+}
+
+std::string tcp_ecn_of(const Options& o) {
+  if (!o.tcp_ecn) return "";
+  if (*o.tcp_ecn != "on" && *o.tcp_ecn != "accept" && *o.tcp_ecn != "off")
+    throw UsageError("--tcp-ecn must be on, accept or off (as the shells' --tcp-ecn), not \"" +
+                     printable(*o.tcp_ecn, 40) + "\"");
+  return *o.tcp_ecn;
+}
+
 // The sweep the options ask for, checked.
 SweepSettings settings_of(const Options& o) {
   if (!o.operands.empty())
     throw UsageError("unexpected argument \"" + o.operands.front() + "\" (options only; see --help)");
-  if (!o.recording) throw UsageError("--recording DIR is required: the recording to replay (made by mm-record)");
+  for (const auto& [given, name] : std::vector<std::pair<bool, const char*>>{{o.server.has_value(), "--server"},
+                                                                             {!o.links.empty(), "--link"},
+                                                                             {o.presets.has_value(), "--presets"},
+                                                                             {o.cc.has_value(), "--cc"},
+                                                                             {o.keep_link_logs, "--keep-link-logs"}})
+    if (given) throw UsageError(std::string(name) + " is for command sweeps: give --command or --scheme too");
+  if (!o.recording)
+    throw UsageError(
+        "--recording DIR is required: the recording to replay (made by mm-record); or --command CMD to "
+        "sweep a command");
   if (o.job_program && !o.emit_jobs)
     throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
   if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
@@ -213,13 +300,9 @@ SweepSettings settings_of(const Options& o) {
   s.rates_mbps = parse_number_list(o.rates.value_or("1,14,25"), "--rates", kMinRateMbps, kMaxRateMbps);
   s.rtts_ms = parse_number_list(o.rtts.value_or("30,120,300"), "--rtts", 0, kMaxRttMs);
   s.losses = parse_number_list(o.loss.value_or("0"), "--loss", 0, kMaxLoss);
-  if (o.queue) s.queue = parse_queue_spec(*o.queue);
-  if (o.tcp_ecn) {
-    if (*o.tcp_ecn != "on" && *o.tcp_ecn != "accept" && *o.tcp_ecn != "off")
-      throw UsageError("--tcp-ecn must be on, accept or off (as the shells' --tcp-ecn), not \"" +
-                       printable(*o.tcp_ecn, 40) + "\"");
-    s.tcp_ecn = *o.tcp_ecn;
-  }
+  if (o.queues.size() > 1) throw UsageError("--queue is given once for page loads (a list is for command sweeps)");
+  if (!o.queues.empty()) s.queue = parse_queue_spec(o.queues.front());
+  s.tcp_ecn = tcp_ecn_of(o);
   if (o.http2 && o.protocols)
     throw UsageError("--http2 is --protocols h2: give one of them (--protocols h1,h2,h3 runs all three)");
   if (o.protocols) s.protocols = parse_protocol_list(*o.protocols);
@@ -231,13 +314,7 @@ SweepSettings settings_of(const Options& o) {
   }
   s.single_server = o.single_server;
   s.match_user_agent = o.match_user_agent;
-  if (o.runs) {
-    const uint64_t runs = parse_unsigned(*o.runs, "--runs");
-    if (runs < 1 || runs > static_cast<uint64_t>(kMaxRuns)) throw UsageError("--runs is from 1 to 10000");
-    s.runs = static_cast<int>(runs);
-  } else {
-    s.runs = 3;
-  }
+  s.runs = runs_of(o);
   if (o.baseline_runs) {
     const uint64_t runs = parse_unsigned(*o.baseline_runs, "--baseline-runs");
     if (runs > static_cast<uint64_t>(kMaxRuns)) throw UsageError("--baseline-runs is from 0 to 10000");
@@ -258,32 +335,117 @@ SweepSettings settings_of(const Options& o) {
   return s;
 }
 
+// A link's trace file: absolute, and readable now (rate:R is mm-link's own).
+std::string trace_argument(const std::string& given) {
+  if (given.rfind("rate:", 0) == 0) return given;
+  std::error_code error;
+  if (!fs::is_regular_file(given, error) || ::access(given.c_str(), R_OK) != 0)
+    throw UserError("--link: " + given +
+                    " is not a readable trace file (give a file of mm-link's trace format, or rate:R)");
+  return fs::absolute(given).lexically_normal().string();
+}
+
+// The command sweep the options ask for, checked.
+CommandSweepSettings command_settings_of(const Options& o) {
+  if (!o.operands.empty())
+    throw UsageError("unexpected argument \"" + o.operands.front() + "\" (options only; see --help)");
+  for (const auto& [given, name] :
+       std::vector<std::pair<bool, const char*>>{{o.recording.has_value(), "--recording"},
+                                                 {o.url.has_value(), "--url"},
+                                                 {o.http2, "--http2"},
+                                                 {o.cumulus, "--cumulus"},
+                                                 {o.protocols.has_value(), "--protocols"},
+                                                 {o.single_server, "--single-server"},
+                                                 {o.match_user_agent, "--match-user-agent"},
+                                                 {o.baseline_runs.has_value(), "--baseline-runs"}})
+    if (given) throw UsageError(std::string(name) + " is for page-load sweeps, not with --command or --scheme");
+  if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
+  if (o.job_program && !o.emit_jobs)
+    throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
+  CommandSweepSettings s;
+  for (const std::string& text : o.schemes) {
+    s.schemes.push_back(parse_scheme(text, text.rfind("command=", 0) == 0 ? "--command" : "--scheme"));
+    for (size_t i = 0; i + 1 < s.schemes.size(); i++)
+      if (s.schemes[i].name == s.schemes.back().name)
+        throw UsageError("two schemes are named " + s.schemes.back().name + " (--command is the scheme \"command\")");
+  }
+  if (s.schemes.size() > kMaxSchemes) throw UsageError("more than " + std::to_string(kMaxSchemes) + " schemes");
+  if (o.server) {
+    if (o.server->empty() || o.server->size() > kMaxCommandText)
+      throw UsageError("--server needs a command (sh -c runs it), of up to " + std::to_string(kMaxCommandText) +
+                       " bytes");
+    s.server = *o.server;
+  }
+  for (const std::string& text : o.links) {
+    CommandLink link = parse_link(text);
+    link.up = trace_argument(link.up);
+    link.down = trace_argument(link.down);
+    s.links.push_back(std::move(link));
+  }
+  if (o.rates)
+    for (double rate : parse_number_list(*o.rates, "--rates", kMinRateMbps, kMaxRateMbps))
+      s.links.push_back(rate_link(rate));
+  if (o.presets) {
+    for (std::string_view rest = *o.presets; !rest.empty();) {
+      const std::string name(rest.substr(0, rest.find(',')));
+      rest = rest.find(',') == std::string_view::npos ? std::string_view() : rest.substr(rest.find(',') + 1);
+      const std::optional<NetworkPreset> p = find_network_preset(name);
+      if (!p) throw UsageError("--presets: no profile \"" + printable(name, 60) + "\" (mm-preset --list lists them)");
+      s.preset_paths.push_back({p->name,
+                                {label_text(p->name), "rate:" + number_text(p->up_bps / 1e6) + "Mbit/s",
+                                 "rate:" + number_text(p->down_bps / 1e6) + "Mbit/s"},
+                                p->rtt_ms});
+    }
+  }
+  if (s.links.empty() && s.preset_paths.empty())
+    throw UsageError("a command sweep needs links: --link UP[,DOWN], --rates LIST or --presets LIST");
+  s.rtts_ms = parse_number_list(o.rtts.value_or("0"), "--rtts", 0, kMaxRttMs);
+  s.losses = parse_number_list(o.loss.value_or("0"), "--loss", 0, kMaxLoss);
+  for (const std::string& queue : o.queues) s.queues.push_back(queue == "infinite" ? "" : parse_queue_spec(queue));
+  if (o.cc) s.ccs = parse_cc_list(*o.cc);
+  s.tcp_ecn = tcp_ecn_of(o);
+  s.runs = runs_of(o);
+  if (o.timeout) {
+    s.timeout_s = parse_nonnegative(*o.timeout, "--timeout");
+    if (s.timeout_s < 1 || s.timeout_s > kMaxTimeoutS) throw UsageError("--timeout is from 1 to 3600 seconds");
+  }
+  command_configurations(s);  // the grid's own checks (its size, ids apart)
+  return s;
+}
+
+CommandPrograms find_command_programs() {
+  const SweepPrograms found = find_programs();
+  return CommandPrograms{found.delay, found.loss, found.link};
+}
+
+// --emit-jobs FILE ("-": standard output): the lines, and how to merge what they make.
+int emit_jobs(const Options& o, const std::vector<std::string>& lines) {
+  if (o.only) throw UsageError("--emit-jobs writes every configuration's line: leave out --only");
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  if (*o.emit_jobs == "-") {
+    std::cout << text << std::flush;
+  } else {
+    write_file_atomically(*o.emit_jobs, text);
+  }
+  std::cerr << "mm-sweep: " << count_of(lines.size(), "job") << "; merge their results with\n  mm-sweep --merge "
+            << shell_quote(*o.out) << " " << shell_quote(*o.out) << "/parts/*\n";
+  return 0;
+}
+
+int command_sweep(const Options& o) {
+  CommandSweepRequest request{command_settings_of(o), {}, *o.out, o.only, jobs_of(o, 1), o.keep_link_logs};
+  if (o.emit_jobs) return emit_jobs(o, command_job_lines(job_program(o), request.settings, *o.out));
+  request.programs = find_command_programs();
+  return run_command_sweep(request, std::cerr);
+}
+
 int sweep(const Options& o) {
   const SweepSettings s = settings_of(o);
-  int jobs = default_jobs();
-  if (o.jobs) {
-    const uint64_t j = parse_unsigned(*o.jobs, "--jobs");
-    if (j < 1 || j > 64) throw UsageError("--jobs is from 1 to 64");
-    jobs = static_cast<int>(j);
-  }
+  const int jobs = jobs_of(o, default_jobs());
   const std::vector<Configuration> all = sweep_configurations(s);
 
-  if (o.emit_jobs) {
-    if (o.only) throw UsageError("--emit-jobs writes every configuration's line: leave out --only");
-    std::string text;
-    for (const std::string& line : job_lines(job_program(o), s, *o.out)) text += line + "\n";
-    if (*o.emit_jobs == "-") {
-      std::cout << text << std::flush;
-    } else {
-      write_file_atomically(*o.emit_jobs, text);
-    }
-    const size_t baselines = s.baseline_loads() > 0 ? 1 : 0;
-    std::cerr << "mm-sweep: " << count_of(all.size(), "job") << " ("
-              << count_of(all.size() - baselines, "configuration") << (baselines ? " and the unemulated baseline" : "")
-              << "); merge their results with\n  mm-sweep --merge " << shell_quote(*o.out) << " " << shell_quote(*o.out)
-              << "/parts/*\n";
-    return 0;
-  }
+  if (o.emit_jobs) return emit_jobs(o, job_lines(job_program(o), s, *o.out));
 
   std::vector<Configuration> chosen = all;
   if (o.only) {
@@ -301,13 +463,13 @@ int sweep(const Options& o) {
   std::cerr << "mm-sweep: " << s.url << ": " << count_of(chosen.size(), "configuration") << " x "
             << count_of(static_cast<size_t>(s.runs), "run") << "; " << count_of(total - tasks.size(), "load")
             << " already done, " << count_of(tasks.size(), "load") << " to do, " << jobs << " at a time\n";
-  const SweepRun run = run_loads(store, s, programs, tasks, jobs, std::cerr);
-  if (run.outcome == SweepRun::Outcome::Interrupted) {
+  const TaskRun run = run_loads(store, s, programs, tasks, jobs, std::cerr);
+  if (run.outcome == TaskRun::Outcome::Interrupted) {
     std::cerr << "mm-sweep: stopped; " << count_of(run.stored, "load") << " stored in this run. Continue with the same "
               << "command.\n";
     return 128 + run.signal;
   }
-  if (run.outcome == SweepRun::Outcome::Failed) return 1;
+  if (run.outcome == TaskRun::Outcome::Failed) return 1;
   if (o.only) {
     std::cerr << "mm-sweep: " << *o.only << " done in " << store.dir().string()
               << "; mm-sweep --merge OUT DIR... combines the parts and writes the CSVs and plots\n";
@@ -324,33 +486,42 @@ int run(int argc, char** argv) {
     return [&field](std::string_view v) { field = std::string(v); };
   };
   auto flag = [](bool& field) { return [&field](std::string_view) { field = true; }; };
-  ArgScanner scanner(kInfo, {{"recording", true, value(o.recording)},
-                             {"url", true, value(o.url)},
-                             {"out", true, value(o.out)},
-                             {"emit-jobs", true, value(o.emit_jobs)},
-                             {"job-program", true, value(o.job_program)},
-                             {"only", true, value(o.only)},
-                             {"rates", true, value(o.rates)},
-                             {"rtts", true, value(o.rtts)},
-                             {"loss", true, value(o.loss)},
-                             {"queue", true, value(o.queue)},
-                             {"tcp-ecn", true, value(o.tcp_ecn)},
-                             {"runs", true, value(o.runs)},
-                             {"baseline-runs", true, value(o.baseline_runs)},
-                             {"timeout", true, value(o.timeout)},
-                             {"jobs", true, value(o.jobs)},
-                             {"http2", false, flag(o.http2)},
-                             {"cumulus", false, flag(o.cumulus)},
-                             {"protocols", true, value(o.protocols)},
-                             {"single-server", false, flag(o.single_server)},
-                             {"match-user-agent", false, flag(o.match_user_agent)},
-                             {"merge", false, flag(o.merge)}});
+  ArgScanner scanner(kInfo,
+                     {{"recording", true, value(o.recording)},
+                      {"url", true, value(o.url)},
+                      {"out", true, value(o.out)},
+                      {"emit-jobs", true, value(o.emit_jobs)},
+                      {"job-program", true, value(o.job_program)},
+                      {"only", true, value(o.only)},
+                      {"rates", true, value(o.rates)},
+                      {"rtts", true, value(o.rtts)},
+                      {"loss", true, value(o.loss)},
+                      {"queue", true, [&o](std::string_view v) { o.queues.emplace_back(v); }},
+                      {"command", true, [&o](std::string_view v) { o.schemes.push_back("command=" + std::string(v)); }},
+                      {"scheme", true, [&o](std::string_view v) { o.schemes.emplace_back(v); }},
+                      {"server", true, value(o.server)},
+                      {"link", true, [&o](std::string_view v) { o.links.emplace_back(v); }},
+                      {"presets", true, value(o.presets)},
+                      {"cc", true, value(o.cc)},
+                      {"keep-link-logs", false, flag(o.keep_link_logs)},
+                      {"tcp-ecn", true, value(o.tcp_ecn)},
+                      {"runs", true, value(o.runs)},
+                      {"baseline-runs", true, value(o.baseline_runs)},
+                      {"timeout", true, value(o.timeout)},
+                      {"jobs", true, value(o.jobs)},
+                      {"http2", false, flag(o.http2)},
+                      {"cumulus", false, flag(o.cumulus)},
+                      {"protocols", true, value(o.protocols)},
+                      {"single-server", false, flag(o.single_server)},
+                      {"match-user-agent", false, flag(o.match_user_agent)},
+                      {"merge", false, flag(o.merge)}});
   const std::vector<std::string> rest = scanner.scan(argc, argv, [&](std::string_view word) {
     o.operands.emplace_back(word);
     return true;
   });
   o.operands.insert(o.operands.end(), rest.begin(), rest.end());
-  return o.merge ? merge(o) : sweep(o);
+  if (o.merge) return merge(o);
+  return o.schemes.empty() ? sweep(o) : command_sweep(o);
 }
 }  // namespace
 

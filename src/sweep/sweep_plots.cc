@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "util/exception.hh"
+
 namespace {
 struct Labels {
   bool variants = false, losses = false;  // whether labels must name them (more than one swept)
@@ -140,4 +142,19 @@ std::vector<NamedChart> sweep_charts(const std::vector<SummaryRow>& rows,
     charts.push_back({"median-plt-vs-loss", versus(rows, labels, first_variant, Axis::Loss, median_plt_s,
                                                    "Median page-load time vs loss rate", "median page-load time (s)")});
   return charts;
+}
+
+void write_named_charts(const std::filesystem::path& dir, const std::vector<NamedChart>& charts) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) throw UserError("cannot create " + dir.string() + ": " + error.message());
+  for (const NamedChart& named : charts) {
+    for (const char* extension : {".png", ".svg"}) {
+      const std::filesystem::path final_path = dir / (named.name + extension);
+      const std::filesystem::path temporary = dir / (".tmp-" + named.name + extension);
+      render_chart(named.chart, temporary.string());
+      std::filesystem::rename(temporary, final_path, error);
+      if (error) throw UserError("cannot write " + final_path.string() + ": " + error.message());
+    }
+  }
 }

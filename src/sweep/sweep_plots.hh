@@ -9,6 +9,7 @@
 //                          when more than one loss rate was swept
 // Protocols (h1, h2) and server layouts (multi, single) of merged sweeps share a chart: h2 and
 // single-server lines are dashed, and each label names its protocol.
+#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,3 +25,7 @@ struct NamedChart {
 
 std::vector<NamedChart> sweep_charts(const std::vector<SummaryRow>& rows,
                                      const std::map<std::string, std::vector<LoadResult>>& loads);
+
+// Writes each chart as DIR/NAME.png and DIR/NAME.svg (DIR created), each drawn under a temporary
+// name and then renamed: a reader never sees half a plot.
+void write_named_charts(const std::filesystem::path& dir, const std::vector<NamedChart>& charts);

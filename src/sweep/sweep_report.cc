@@ -118,19 +118,6 @@ std::vector<SummaryRow> write_sweep_report(const ResultStore& store) {
       cumulus += cumulus_csv_row(c.id(), load.run, parse_cumulus_log(read_log_tail(store.log_file(c.id(), load.run))));
   }
   if (any_cumulus) write_file_atomically(store.dir() / "cumulus.csv", cumulus);
-  const std::filesystem::path plots = store.dir() / "plots";
-  std::error_code error;
-  std::filesystem::create_directories(plots, error);
-  if (error) throw UserError("cannot create " + plots.string() + ": " + error.message());
-  for (const NamedChart& named : sweep_charts(rows, loads)) {
-    for (const char* extension : {".png", ".svg"}) {
-      // Drawn under a temporary name, then renamed: a reader never sees half a plot.
-      const std::filesystem::path final_path = plots / (named.name + extension);
-      const std::filesystem::path temporary = plots / (".tmp-" + named.name + extension);
-      render_chart(named.chart, temporary.string());
-      std::filesystem::rename(temporary, final_path, error);
-      if (error) throw UserError("cannot write " + final_path.string() + ": " + error.message());
-    }
-  }
+  write_named_charts(store.dir() / "plots", sweep_charts(rows, loads));
   return rows;
 }

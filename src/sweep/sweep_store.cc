@@ -15,9 +15,10 @@
 namespace fs = std::filesystem;
 
 namespace {
-const std::string kManifestName = "sweep.json";
 // The fields two sweeps must share to be merged: the rest (grid lists, protocol) is combined.
 const char* const kMergeKeys[] = {"url", "runs", "timeout_s", "queue", "tcp_ecn", "match_user_agent"};
+
+}  // namespace
 
 nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
   const std::string text =
@@ -31,6 +32,8 @@ nlohmann::json read_json_file(const fs::path& path, const std::string& what) {
 }
 
 std::string manifest_text(const nlohmann::json& manifest) { return manifest.dump(2) + "\n"; }
+
+namespace {
 
 std::string read_bytes(const fs::path& path) {
   return read_user_file(path.string(), "result file", kMaxResultFileBytes, "it is not one of mm-sweep's files");
@@ -75,7 +78,7 @@ ResultStore::ResultStore(fs::path dir, nlohmann::json manifest) : dir_(std::move
                     " has an invalid \"baseline_runs\": give mm-sweep a results directory it made");
 }
 
-ResultStore ResultStore::open_for_sweep(const fs::path& dir, const nlohmann::json& manifest) {
+nlohmann::json open_results_manifest(const fs::path& dir, const nlohmann::json& manifest, const std::string& subdir) {
   const fs::path file = dir / kManifestName;
   std::error_code error;
   if (fs::exists(file, error)) {
@@ -87,23 +90,29 @@ ResultStore ResultStore::open_for_sweep(const fs::path& dir, const nlohmann::jso
       throw UserError(dir.string() + " holds another sweep (it differs in: " + fields + "; see " + file.string() +
                       "): give the same options as before to continue that sweep, or another --out for this one");
     }
-    return ResultStore(dir, existing);
+    return existing;
   }
-  fs::create_directories(dir / "loads", error);
-  if (error) throw UserError("cannot create " + (dir / "loads").string() + ": " + error.message() + " (check --out)");
+  fs::create_directories(dir / subdir, error);
+  if (error) throw UserError("cannot create " + (dir / subdir).string() + ": " + error.message() + " (check --out)");
   write_file_atomically(file, manifest_text(manifest));
-  return ResultStore(dir, manifest);
+  return manifest;
 }
 
-ResultStore ResultStore::open_existing(const fs::path& dir) {
+nlohmann::json read_results_manifest(const fs::path& dir) {
   const fs::path file = dir / kManifestName;
   std::error_code error;
   if (!fs::is_directory(dir, error))
     throw UserError(dir.string() + " is not a directory: give mm-sweep's results directories");
   if (!fs::exists(file, error))
     throw UserError(dir.string() + " has no " + kManifestName + ": it is not the results directory of an mm-sweep run");
-  return ResultStore(dir, read_json_file(file, "manifest"));
+  return read_json_file(file, "manifest");
 }
+
+ResultStore ResultStore::open_for_sweep(const fs::path& dir, const nlohmann::json& manifest) {
+  return ResultStore(dir, open_results_manifest(dir, manifest, "loads"));
+}
+
+ResultStore ResultStore::open_existing(const fs::path& dir) { return ResultStore(dir, read_results_manifest(dir)); }
 
 int ResultStore::runs() const { return manifest_["runs"].get<int>(); }
 int ResultStore::baseline_runs() const {

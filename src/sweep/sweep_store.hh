@@ -23,6 +23,18 @@ void write_file_atomically(const std::filesystem::path& path, const std::string&
 // Bound of a stored load's JSON and of a manifest (both are small).
 inline constexpr uint64_t kMaxResultFileBytes = 16 << 20;
 
+inline const std::string kManifestName = "sweep.json";
+// A JSON file of mm-sweep's (at most kMaxResultFileBytes); UserError naming `what` and the path.
+nlohmann::json read_json_file(const std::filesystem::path& path, const std::string& what);
+std::string manifest_text(const nlohmann::json& manifest);
+// RESULTS/sweep.json for the sweep `manifest`: written, with RESULTS/SUBDIR, when missing (or
+// when the directory exists without a manifest); the existing one when it is the same; otherwise
+// a UserError naming the fields that differ and --out.
+nlohmann::json open_results_manifest(const std::filesystem::path& dir, const nlohmann::json& manifest,
+                                     const std::string& subdir);
+// The manifest of an existing results directory. UserError if there is none.
+nlohmann::json read_results_manifest(const std::filesystem::path& dir);
+
 class ResultStore {
  public:
   // RESULTS for the sweep `manifest`: created with the manifest when missing (or when the

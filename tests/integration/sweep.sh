@@ -187,3 +187,79 @@ test_sweep_emitted_jobs_run_apart_and_merge() {
   echo "  --emit-jobs wrote 3 lines naming $BIN/mm-sweep; two run apart (--only, own --out; PATH=decoys:/usr/bin:/bin)" \
     "and merged: their loads, the optimal, the plots"
 }
+
+# A command sweep (mm-sweep --command): iperf3's sender inside the shells, its server outside,
+# over a trace link and a rate link, with reno and bbr as the namespace's congestion control,
+# two runs each, two at a time.
+test_sweep_command_reno_bbr_over_two_links() {
+  local home; home=$(sweep_home); local res=$home/res-cc
+  mkdir -p "$home" && chown "$TEST_USER" "$home"
+  sweep_run --server 'iperf3 -s -1 -p $MM_SWEEP_PORT' \
+    --command 'echo "cc $(sysctl -n net.ipv4.tcp_congestion_control) env $MM_SWEEP_CC"; iperf3 -c $MAHIMAHI_BASE -p $MM_SWEEP_PORT -t 4' \
+    --link "$top/traces/constant-24Mbps" --rates 12 --rtts 40 --cc reno,bbr --runs 2 --jobs 2 --out "$res" \
+    2>"$home/cc.err" || fail "mm-sweep --command failed: $(tail -20 "$home/cc.err")" || return 1
+  sweep_left_nothing || return 1
+  [ "$(grep -c '^mm-sweep: \[[0-9]*/8\] ' "$home/cc.err")" = 8 ] || fail "progress: $(cat "$home/cc.err")" || return 1
+  # The congestion control each run's namespace had, and the variable that names it.
+  local cc
+  for cc in reno bbr; do
+    grep -q "^cc $cc env $cc$" "$res/runs/command-$cc-12mbit-40ms-loss0-infinite/run-1.log" ||
+      fail "the $cc run's namespace: $(head -3 "$res/runs/command-$cc-12mbit-40ms-loss0-infinite/run-1.log")" || return 1
+  done
+  python3 - "$res" "$(in_world hostname)" <<'PY' || { fail "runs.csv: $(cat "$res/runs.csv")"; return 1; }
+import csv, sys
+res, host = sys.argv[1], sys.argv[2]
+rows = list(csv.DictReader(open(res + "/runs.csv")))
+assert len(rows) == 8, len(rows)
+for r in rows:
+    assert r["status"] == "ok" and r["exit_status"] == "0" and r["direction"] == "uplink", r
+    capacity, tput = float(r["capacity_mbps"]), float(r["throughput_mbps"])
+    want = 24 if r["link"] == "constant-24mbps" else 12
+    # The link's capacity is its rate (IP packets: 1500-byte opportunities); iperf3 fills most of it.
+    assert abs(capacity - want) / want < 0.05, (r["configuration"], capacity)
+    assert 0.7 * capacity <= tput <= 1.01 * capacity, (r["configuration"], tput, capacity)
+    # One way: 20 ms of propagation (RTT/2) plus the queue's.
+    assert 20 <= float(r["delay_mean_ms"]) <= float(r["delay_p95_ms"]) < 2000, r
+    assert r["host"] == host and r["cpus"] and r["kernel"] and r["mahimahi"], r
+summary = list(csv.DictReader(open(res + "/summary.csv")))
+assert len(summary) == 4, summary
+assert all(r["runs"] == "2" and r["stored"] == "2" and r["ok"] == "2" and r["not_ok"] == "" for r in summary), summary
+print("\n".join("  %s: %.2f Mbit/s, p95 one-way %.1f ms" % (r["configuration"], float(r["throughput_mbps"]), float(r["delay_p95_ms"])) for r in summary))
+PY
+  local n; n=$(plots_are_valid "$res/plots") || fail "plots: $n" || return 1
+  [ "$n" = 4 ] || fail "expected 4 plots (2 paths x throughput-delay and over time), found $n: $(ls "$res/plots")" || return 1
+}
+
+# Runs that fail are rows, not holes: a command that exits 3, a server that never listens; a run
+# whose shells cannot start (a trace mm-link refuses) stops the sweep naming its log; the same
+# command resumes.
+test_sweep_command_failures_are_rows_and_it_resumes() {
+  local home; home=$(sweep_home); local res=$home/res-fail out
+  mkdir -p "$home" && chown "$TEST_USER" "$home"
+  sweep_run --scheme 'ok=true' --scheme 'three=exit 3' --rates 24 --runs 2 --out "$res" 2>"$home/fail.err" ||
+    fail "mm-sweep: $(tail -5 "$home/fail.err")" || return 1
+  python3 - "$res" <<'PY' || { fail "summary: $(cat "$res/summary.csv")"; return 1; }
+import csv, sys
+s = {r["scheme"]: r for r in csv.DictReader(open(sys.argv[1] + "/summary.csv"))}
+assert s["ok"]["ok"] == "2" and s["ok"]["not_ok"] == "", s
+assert s["three"]["ok"] == "0" and s["three"]["stored"] == "2" and s["three"]["not_ok"] == "failed 2", s
+rows = [r for r in csv.DictReader(open(sys.argv[1] + "/runs.csv")) if r["scheme"] == "three"]
+assert [r["exit_status"] for r in rows] == ["3", "3"], rows
+PY
+  # A server that never listens on $MM_SWEEP_PORT: each run says so (10 s each).
+  sweep_run --server 'sleep 30' --command true --rates 24 --runs 1 --out "$home/res-server" 2>"$home/server.err" ||
+    fail "mm-sweep: $(tail -5 "$home/server.err")" || return 1
+  grep -q "^mm-sweep: \[1/1\] command-default-24mbit-0ms-loss0-infinite run 1: server-failed" "$home/server.err" ||
+    fail "server: $(cat "$home/server.err")" || return 1
+  # A trace mm-link refuses: the harness fails, naming the run's log; nothing is stored.
+  printf 'x\n' > "$home/bad.trace" && chmod 644 "$home/bad.trace"
+  out=$(sweep_run --command true --link "$home/bad.trace" --runs 1 --out "$home/res-bad" 2>&1)
+  [ $? = 1 ] && echo "$out" | grep -q "gave no result" && echo "$out" | grep -q "run-1.log" ||
+    fail "a refused trace: $out" || return 1
+  # Interrupted: the same command continues where it stopped.
+  rm -f "$res/runs/ok-default-24mbit-0ms-loss0-infinite/run-2.json"
+  out=$(sweep_run --scheme 'ok=true' --scheme 'three=exit 3' --rates 24 --runs 2 --out "$res" 2>&1) ||
+    fail "resume: $out" || return 1
+  echo "$out" | grep -q "3 runs already done, 1 run to do" || fail "resume: $out" || return 1
+  sweep_left_nothing
+}
