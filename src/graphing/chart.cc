@@ -22,6 +22,7 @@ namespace {
 
 // The legend's geometry (see layout_legend).
 constexpr double kEntryHeight = 18, kRowGap = 4, kSampleWidth = 18, kSampleGap = 6, kEntryGap = 24, kLegendGap = 6;
+constexpr double kMarkerRadius = 4.5;  // a Markers point
 constexpr int kLegendFontSize = 10;
 constexpr double kSampleDash[] = {4, 3};
 constexpr double kSampleDot[] = {1.5, 2.5};
@@ -191,6 +192,14 @@ void draw_grid(cairo_t* cr, Painter& painter, const Plot& plot) {
   }
 }
 
+void draw_markers(cairo_t* cr, const Plot& plot, const Series& s) {
+  for (auto [x, y] : s.points) {
+    if (std::isnan(x) || std::isnan(y)) continue;
+    cairo_arc(cr, plot.px(x), plot.py(y), kMarkerRadius, 0, 2 * M_PI);
+    cairo_fill(cr);
+  }
+}
+
 void draw_dots(cairo_t* cr, const Plot& plot, const Series& s) {
   // Each point is a 2x2 square on whole pixels (as round as a dot can be at this size), marked
   // in a bitmap of the plot area; the marked pixels are then filled as one rectangle per run
@@ -330,6 +339,8 @@ void draw_series(cairo_t* cr, const Plot& plot, const Chart& chart) {
       cairo_set_source_rgba(cr, s.color.r, s.color.g, s.color.b, 1);
       if (s.style == Series::Style::Dots) {
         draw_dots(cr, plot, s);
+      } else if (s.style == Series::Style::Markers) {
+        draw_markers(cr, plot, s);
       } else {
         draw_line_or_area(cr, plot, s);
       }
@@ -362,6 +373,11 @@ void draw_legend_sample(cairo_t* cr, const Series& s, double x, double y) {
     return;
   }
   cairo_set_source_rgb(cr, s.color.r, s.color.g, s.color.b);
+  if (s.style == Series::Style::Markers) {
+    cairo_arc(cr, x + kSampleWidth / 2, mid, kMarkerRadius, 0, 2 * M_PI);
+    cairo_fill(cr);
+    return;
+  }
   if (s.style == Series::Style::Dots) {
     for (double dx : {3.0, 9.0, 15.0}) {
       cairo_arc(cr, x + dx, mid, 1.8, 0, 2 * M_PI);

@@ -14,7 +14,9 @@ struct Color {
 };
 
 struct Series {
-  enum class Style { Line, DashedLine, DottedLine, DashDotLine, Area, Dots };
+  // Dots: small, for thousands of points (a log's packets); Markers: a circle per point, for a
+  // few (a run each), drawn over everything else.
+  enum class Style { Line, DashedLine, DottedLine, DashDotLine, Area, Dots, Markers };
   std::string label;
   Style style;
   Color color;

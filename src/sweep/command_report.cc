@@ -162,7 +162,7 @@ std::vector<NamedChart> command_charts(const std::vector<CommandSummaryRow>& row
     for (const CommandSummaryRow& row : rows) {
       if (row.config.path_id() != path) continue;
       const std::string label = series_label(row.config, schemes_vary, ccs_vary);
-      Series dots{label, Series::Style::Dots, palette_color(colour), {}};
+      Series dots{label, Series::Style::Markers, palette_color(colour), {}};
       Series line{label, Series::Style::Line, palette_color(colour), {}};
       colour++;
       const auto it = runs.find(row.config.id());
