@@ -169,15 +169,8 @@ std::vector<std::string> command_run_argv(const CommandSweepSettings& settings, 
   if (config.loss > 0)
     argv.insert(argv.end(), {programs.loss, "uplink", number_text(config.loss), "downlink", number_text(config.loss)});
   argv.insert(argv.end(), {programs.link, config.link.up, config.link.down});
-  if (!config.queue.empty()) {
-    const size_t colon = config.queue.find(':');
-    const std::string type = config.queue.substr(0, colon);
-    for (const char* direction : {"uplink", "downlink"}) {
-      argv.push_back(std::string("--") + direction + "-queue=" + type);
-      if (colon != std::string::npos)
-        argv.push_back(std::string("--") + direction + "-queue-args=" + config.queue.substr(colon + 1));
-    }
-  }
+  const std::vector<std::string> queue = queue_arguments(config.queue);
+  argv.insert(argv.end(), queue.begin(), queue.end());
   argv.push_back("--uplink-log=" + uplink_log);
   argv.push_back("--downlink-log=" + downlink_log);
   if (!config.cc.empty()) argv.push_back("--tcp-congestion-control=" + config.cc);

@@ -157,6 +157,18 @@ std::string parse_queue_spec(std::string_view text) {
   return std::string(text);
 }
 
+std::vector<std::string> queue_arguments(const std::string& queue) {
+  std::vector<std::string> argv;
+  if (queue.empty()) return argv;
+  const size_t colon = queue.find(':');
+  for (const char* direction : {"uplink", "downlink"}) {
+    argv.push_back(std::string("--") + direction + "-queue=" + queue.substr(0, colon));
+    if (colon != std::string::npos)
+      argv.push_back(std::string("--") + direction + "-queue-args=" + queue.substr(colon + 1));
+  }
+  return argv;
+}
+
 std::vector<Configuration> sweep_configurations(const SweepSettings& settings) {
   const size_t count = settings.rates_mbps.size() * settings.rtts_ms.size() * settings.losses.size() *
                        std::max<size_t>(settings.protocols.size(), 1);
@@ -194,15 +206,8 @@ std::vector<std::string> load_command(const SweepSettings& settings, const Confi
     }
     const std::string rate = "rate:" + number_text(config.rate_mbps) + "Mbit/s";
     argv.insert(argv.end(), {programs.link, rate, rate});
-    if (!settings.queue.empty()) {
-      const size_t colon = settings.queue.find(':');
-      const std::string type = settings.queue.substr(0, colon);
-      for (const char* direction : {"uplink", "downlink"}) {
-        argv.push_back(std::string("--") + direction + "-queue=" + type);
-        if (colon != std::string::npos)
-          argv.push_back(std::string("--") + direction + "-queue-args=" + settings.queue.substr(colon + 1));
-      }
-    }
+    const std::vector<std::string> queue = queue_arguments(settings.queue);
+    argv.insert(argv.end(), queue.begin(), queue.end());
   }
   if (cumulus) {
     if (config.emulated) argv.push_back("--");  // the end of mm-link's options (the remote's ended already)

@@ -81,6 +81,9 @@ std::vector<double> parse_number_list(std::string_view text, std::string_view op
 // Returns the text as given; UsageError otherwise.
 std::string parse_queue_spec(std::string_view text);
 
+// mm-link's options for the queue TYPE[:ARGS] in both directions ("" : none, mm-link's default).
+std::vector<std::string> queue_arguments(const std::string& queue);
+
 // Every configuration of the sweep: the baselines first, one per protocol (unless baseline_runs
 // is 0), then rates x rtts x losses x protocols in that nesting order. UsageError if there are more than
 // kMaxConfigurations.
