@@ -120,6 +120,7 @@ LoadResult load_from_json(const json& object, const std::string& where) {
       load.protocols[origin] = protocol.get<std::string>();
     }
   }
+  if (const json* host = member(object, "host"); host && host->is_object()) load.host = host->get<HostFacts>();
   return load;
 }
 
@@ -178,6 +179,7 @@ void write_load_json(const std::vector<LoadResult>& loads, std::ostream& out) {
     }
     object["protocols"] = json::object();
     for (const auto& [origin, protocol] : load.protocols) object["protocols"][origin] = protocol;
+    if (load.host) object["host"] = *load.host;
     out << (i ? ",\n " : "\n ") << object.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   out << (loads.empty() ? "]\n" : "\n]\n");

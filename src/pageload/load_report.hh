@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "util/host_facts.hh"
 #include "util/statistics.hh"  // percentile (nearest rank), which the summary uses
 
 struct LoadResult {
@@ -30,6 +31,8 @@ struct LoadResult {
   std::optional<double> origins;                 // distinct scheme://host:port among them
   std::optional<double> frames;                  // frames captured for the speed index
   std::map<std::string, std::string> protocols;  // origin -> "h1" | "h2" | "h3" (as the browser saw it)
+  // Where it ran, as mm-sweep records it (at the load's start): not in mm-pageload's CSV row.
+  std::optional<HostFacts> host;
 };
 
 std::string status_name(LoadResult::Status status);  // "ok", "timeout", "error"
@@ -43,7 +46,7 @@ std::string load_csv_header(const std::vector<std::string>& extra_columns = {});
 std::string load_csv_row(const LoadResult& load, const std::vector<std::string>& extra_values = {});
 
 // JSON: one object per load with the same names (metrics as numbers or null, protocols as an
-// object), written as a JSON array of objects by write_load_json.
+// object, and "host" as an object when recorded), written as a JSON array of objects by write_load_json.
 void write_load_json(const std::vector<LoadResult>& loads, std::ostream& out);
 // Reads what write_load_json wrote (mm-sweep reads mm-pageload's --json files back). Throws
 // UserError naming `name` and what is wrong when the text is not such an array, or is longer

@@ -10,6 +10,7 @@
 #include "sweep/flow_figures.hh"
 #include "sweep/sweep_store.hh"
 #include "util/csv.hh"
+#include "util/host_facts.hh"
 #include "util/statistics.hh"
 
 namespace {
@@ -98,14 +99,15 @@ std::string command_runs_csv(const CommandResults& results,
   for (const std::string& column : command_configuration_columns()) text += column + ",";
   text +=
       "run,status,exit_status,direction,throughput_mbps,capacity_mbps,delay_mean_ms,delay_p95_ms,loss_rate,"
-      "marked_packets,uplink_mbps,downlink_mbps,seconds,host,kernel,cpu,cpus,load1,mahimahi\n";
+      "marked_packets,uplink_mbps,downlink_mbps,seconds," +
+      host_csv_header() + "\n";
   for (const CommandConfiguration& c : results.configurations()) {
     const auto it = runs.find(c.id());
     if (it == runs.end()) continue;
     for (const nlohmann::json& run : it->second) {
       for (const std::string& value : command_configuration_values(c)) text += csv_field(value) + ",";
       const std::optional<FlowFigures> f = data_flow(run);
-      const nlohmann::json host = run.value("host", nlohmann::json::object());
+      const HostFacts host = run.value("host", nlohmann::json::object()).get<HostFacts>();
       text += std::to_string(run.value("run", 0)) + "," + csv_field(run.value("status", "")) + "," +
               csv_field(text_of(run, "exit_status")) + "," + csv_field(run.value("direction", "")) + "," +
               csv_number(f ? f->throughput_mbps : kNaN, 3) + "," + csv_number(f ? f->capacity_mbps : kNaN, 3) + "," +
@@ -113,10 +115,7 @@ std::string command_runs_csv(const CommandResults& results,
               csv_number(f && f->delay_p95_ms ? *f->delay_p95_ms : kNaN, 2) + "," +
               csv_number(f ? f->loss_rate() : kNaN, 5) + "," + csv_number(f ? f->marked_packets : kNaN, 0) + "," +
               csv_number(throughput_of(run, "uplink"), 3) + "," + csv_number(throughput_of(run, "downlink"), 3) + "," +
-              csv_number(run.value("seconds", kNaN), 2) + "," + csv_field(text_of(host, "host")) + "," +
-              csv_field(text_of(host, "kernel")) + "," + csv_field(text_of(host, "cpu")) + "," +
-              csv_field(text_of(host, "cpus")) + "," + csv_field(text_of(host, "load1")) + "," +
-              csv_field(text_of(host, "mahimahi")) + "\n";
+              csv_number(run.value("seconds", kNaN), 2) + "," + host_csv_fields(host) + "\n";
     }
   }
   return text;

@@ -4,10 +4,8 @@
 
 #include <fcntl.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/socket.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,18 +19,12 @@
 #include "util/clock.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/host_facts.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
 
 namespace {
-std::string first_line_of(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  return line.substr(0, 200);
-}
-
 // Whether a socket of this namespace listens on TCP `port` or is bound to UDP `port`.
 bool port_in_use(uint16_t port) {
   char wanted[8];
@@ -120,26 +112,6 @@ std::optional<FlowFigures> read_flow(const fs::path& log, double propagation_ms,
   }
 }
 }  // namespace
-
-nlohmann::json host_facts() {
-  nlohmann::json host;
-  utsname u{};
-  ::uname(&u);
-  host["host"] = printable(u.nodename, 64);
-  host["kernel"] = printable(u.release, 64);
-  std::string cpu;
-  std::ifstream info("/proc/cpuinfo");
-  for (std::string line; cpu.empty() && std::getline(info, line);)
-    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos)
-      cpu = std::string(trim_blanks(std::string_view(line).substr(line.find(':') + 1)));
-  host["cpu"] = printable(cpu.empty() ? "unknown" : cpu, 100);
-  cpu_set_t set;
-  host["cpus"] = ::sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
-  const std::string load = first_line_of("/proc/loadavg");
-  host["load1"] = std::strtod(load.c_str(), nullptr);
-  host["mahimahi"] = PACKAGE_VERSION;
-  return host;
-}
 
 uint16_t free_port() {
   for (int attempt = 0; attempt < 50; attempt++) {

@@ -19,10 +19,6 @@
 inline constexpr double kServerListenSeconds = 10;
 inline constexpr double kServerStopSeconds = 5;
 
-// Where and on what a run ran: the host's name, kernel, CPU model and the CPUs this process may
-// use, the load average at the start, mahimahi's version.
-nlohmann::json host_facts();
-
 // A free port (TCP and UDP) on every address of this namespace, for a run's server.
 uint16_t free_port();
 

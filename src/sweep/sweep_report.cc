@@ -104,7 +104,8 @@ std::string cumulus_csv_row(const std::string& id, int run, const CumulusLoadLog
 
 std::vector<SummaryRow> write_sweep_report(const ResultStore& store) {
   const auto loads = store.read_loads();
-  const std::vector<SummaryRow> rows = summarize(store.configurations(), loads);
+  std::vector<SummaryRow> rows = summarize(store.configurations(), loads);
+  for (SummaryRow& row : rows) row.loads_asked = static_cast<size_t>(store.runs_of(row.config));
   write_file_atomically(store.dir() / "loads.csv", loads_csv(store.configurations(), store.queue(), loads));
   write_file_atomically(store.dir() / "summary.csv", summary_csv(rows, store.queue()));
   std::string cumulus = cumulus_csv_header();

@@ -14,6 +14,7 @@
 #include "util/child_process.hh"
 #include "util/exception.hh"
 #include "util/file_descriptor.hh"
+#include "util/host_facts.hh"
 #include "util/text.hh"
 
 namespace fs = std::filesystem;
@@ -60,9 +61,11 @@ std::vector<LoadTask> pending_loads(const ResultStore& store, const std::vector<
 TaskRun run_loads(const ResultStore& store, const SweepSettings& settings, const SweepPrograms& programs,
                   const std::vector<LoadTask>& tasks, int jobs, std::ostream& progress) {
   const FileDescriptor null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  std::vector<HostFacts> hosts(tasks.size());  // each load's, at its start
   TaskHooks hooks;
   hooks.launch = [&](size_t i) {
     const LoadTask& task = tasks[i];
+    hosts[i] = host_facts();
     const std::string id = task.config.id();
     store.prepare(id);
     const fs::path pending = store.pending_file(id, task.run);
@@ -99,6 +102,7 @@ TaskRun run_loads(const ResultStore& store, const SweepSettings& settings, const
                       tail_lines(store.log_file(id, task.run), 15) +
                       "Fix the cause and run the same mm-sweep command again: finished loads are kept.\n");
     }
+    load.host = hosts[i];
     store.store_load(id, task.run, load);
     fs::remove(pending, ignored);
     return id + " run " + std::to_string(task.run) + ": " + load_outcome(load);

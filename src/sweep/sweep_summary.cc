@@ -3,6 +3,7 @@
 #include "sweep/sweep_summary.hh"
 
 #include <cmath>
+#include <set>
 
 #include "util/csv.hh"
 
@@ -52,13 +53,16 @@ std::vector<SummaryRow> summarize(const std::vector<Configuration>& configs,
     SummaryRow row;
     row.config = c;
     std::vector<double> plts, sis;
+    std::set<std::string> hosts;
     for (const LoadResult& load : loads_of(c)) {
       row.loads_total++;
+      if (load.host) hosts.insert(load.host->host);
       if (load.status != LoadResult::Status::Ok) continue;
       row.loads_ok++;
       if (load.plt_ms) plts.push_back(*load.plt_ms);
       if (load.speed_index_ms) sis.push_back(*load.speed_index_ms);
     }
+    row.hosts = hosts.size();
     row.plt_median_ms = median(plts);
     row.plt_p75_ms = percentile(plts, 75);
     row.plt_p95_ms = percentile(plts, 95);
@@ -81,12 +85,18 @@ std::vector<SummaryRow> summarize(const std::vector<Configuration>& configs,
 
 std::string loads_csv(const std::vector<Configuration>& configs, const std::string& queue,
                       const std::map<std::string, std::vector<LoadResult>>& loads) {
-  std::string text = load_csv_header(configuration_columns());
+  // mm-pageload's columns, then where each load ran.
+  auto with_host = [](std::string line, const std::string& host) {
+    line.pop_back();  // its newline
+    return line + "," + host + "\n";
+  };
+  std::string text = with_host(load_csv_header(configuration_columns()), host_csv_header());
   for (const Configuration& c : configs) {
     const auto found = loads.find(c.id());
     if (found == loads.end()) continue;
     const std::vector<std::string> values = configuration_values(c, queue);
-    for (const LoadResult& load : found->second) text += load_csv_row(load, values);
+    for (const LoadResult& load : found->second)
+      text += with_host(load_csv_row(load, values), load.host ? host_csv_fields(*load.host) : ",,,,,");
   }
   return text;
 }
@@ -97,13 +107,14 @@ std::string summary_csv(const std::vector<SummaryRow>& rows, const std::string& 
   for (const std::string& column : columns) text += column + ",";
   text +=
       "loads_ok,loads_total,plt_median_ms,plt_p75_ms,plt_p95_ms,si_median_ms,browser_ms,site_bytes,optimal_plt_ms,"
-      "plt_ratio_to_optimal,optimal_si_ms,si_ratio_to_optimal\n";
+      "plt_ratio_to_optimal,optimal_si_ms,si_ratio_to_optimal,loads_asked,hosts\n";
   for (const SummaryRow& row : rows) {
     for (const std::string& value : configuration_values(row.config, queue)) text += csv_field(value) + ",";
     text += std::to_string(row.loads_ok) + "," + std::to_string(row.loads_total) + "," + field(row.plt_median_ms, 1) +
             "," + field(row.plt_p75_ms, 1) + "," + field(row.plt_p95_ms, 1) + "," + field(row.si_median_ms, 1) + "," +
             field(row.browser_ms, 1) + "," + field(row.site_bytes, 0) + "," + field(row.optimal_plt_ms, 1) + "," +
-            field(row.plt_ratio, 3) + "," + field(row.optimal_si_ms, 1) + "," + field(row.si_ratio, 3) + "\n";
+            field(row.plt_ratio, 3) + "," + field(row.optimal_si_ms, 1) + "," + field(row.si_ratio, 3) + "," +
+            std::to_string(row.loads_asked) + "," + std::to_string(row.hosts) + "\n";
   }
   return text;
 }

@@ -22,6 +22,8 @@ std::optional<double> optimal_plt_ms(const Configuration& config, std::optional<
 struct SummaryRow {
   Configuration config;
   size_t loads_ok = 0, loads_total = 0;
+  size_t loads_asked = 0;  // the sweep's runs of it: more than loads_total when loads are missing
+  size_t hosts = 0;        // the machines its loads ran on
   std::optional<double> plt_median_ms, plt_p75_ms, plt_p95_ms, si_median_ms;
   std::optional<double> browser_ms, site_bytes;  // of this configuration's variant's baseline
   std::optional<double> optimal_plt_ms;
@@ -37,11 +39,13 @@ struct SummaryRow {
 std::vector<SummaryRow> summarize(const std::vector<Configuration>& configs,
                                   const std::map<std::string, std::vector<LoadResult>>& loads);
 
-// loads.csv: configuration_columns() then load_report's columns; one row per load, by
-// configuration then run.
+// loads.csv: configuration_columns(), load_report's columns, then where the load ran
+// (host_csv_header(); empty for loads of an older version); one row per load, by configuration
+// then run.
 std::string loads_csv(const std::vector<Configuration>& configs, const std::string& queue,
                       const std::map<std::string, std::vector<LoadResult>>& loads);
 // summary.csv: configuration_columns(), loads_ok, loads_total, plt_median_ms, plt_p75_ms,
 // plt_p95_ms, si_median_ms, browser_ms, site_bytes, optimal_plt_ms, plt_ratio_to_optimal,
-// optimal_si_ms, si_ratio_to_optimal; an unknown value is an empty field.
+// optimal_si_ms, si_ratio_to_optimal, loads_asked (loads_total short of it: loads missing, e.g. a
+// cluster's task that never finished), hosts; an unknown value is an empty field.
 std::string summary_csv(const std::vector<SummaryRow>& rows, const std::string& queue);

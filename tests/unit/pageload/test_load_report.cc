@@ -79,6 +79,7 @@ TEST(LoadReport, json_round_trip_keeps_every_field_and_absent_metrics) {
   failed.reason = "net::ERR_CERT_AUTHORITY_INVALID";
   failed.started = "2026-11-23T09:42:00.000Z";
   failed.fcp_ms = 12.5;  // a failed load may still have painted
+  failed.host = HostFacts{"node2", "6.1.0-28-amd64", "Intel(R) Xeon(R) \"Gold\"", 16, 3.25, "0.1.0"};
   const std::vector<LoadResult> loads = {ok_load("http://a.test/", 1, 1234.567890123), failed};
   const auto back = round_trip(loads);
   ASSERT_EQ(back.size(), 2u);
@@ -97,10 +98,32 @@ TEST(LoadReport, json_round_trip_keeps_every_field_and_absent_metrics) {
     EXPECT_EQ(back[i].origins, loads[i].origins);
     EXPECT_EQ(back[i].frames, loads[i].frames);
     EXPECT_EQ(back[i].protocols, loads[i].protocols);
+    EXPECT_EQ(back[i].host, loads[i].host);
   }
+  EXPECT_FALSE(back[0].host);
   EXPECT_FALSE(back[1].plt_ms);
   EXPECT_FALSE(back[1].speed_index_ms);
   EXPECT_TRUE(round_trip({}).empty());
+}
+
+TEST(LoadReport, host_facts_are_this_machines_and_bounded_when_read) {
+  const HostFacts here = host_facts();
+  EXPECT_FALSE(here.host.empty());
+  EXPECT_FALSE(here.kernel.empty());
+  EXPECT_FALSE(here.cpu.empty());
+  EXPECT_GE(here.cpus, 1);
+  EXPECT_GE(here.load1, 0);
+  EXPECT_EQ(here.mahimahi, PACKAGE_VERSION);
+  // Read back from a file anyone may have written: texts bounded and printable, wrong types left out.
+  std::istringstream text("[{\"url\":\"http://a.test/\",\"run\":1,\"status\":\"ok\",\"host\":{\"host\":\"" +
+                          std::string(500, 'n') + "\",\"kernel\":\"a\\nb\",\"cpus\":\"2\",\"load1\":1.5}}]");
+  const std::vector<LoadResult> loads = read_load_json(text, "x.json");
+  ASSERT_EQ(loads.size(), 1u);
+  ASSERT_TRUE(loads[0].host);
+  EXPECT_EQ(loads[0].host->host, std::string(64, 'n') + "...");
+  EXPECT_EQ(loads[0].host->kernel.find('\n'), std::string::npos);
+  EXPECT_EQ(loads[0].host->cpus, 0);
+  EXPECT_DOUBLE_EQ(loads[0].host->load1, 1.5);
 }
 
 TEST(LoadReport, json_writes_absent_metrics_as_null) {

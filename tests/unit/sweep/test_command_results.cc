@@ -70,7 +70,7 @@ TEST(CommandResults, the_summary_names_missing_and_failed_runs) {
   const auto runs = results.read_runs();
   const std::string csv = command_runs_csv(results, runs);
   EXPECT_NE(csv.find(",2,ok,0,downlink,10.000,12.000,55.00,60.00,"), std::string::npos) << csv;
-  EXPECT_NE(csv.find(",node1,6.1,x,2,0.5,0.1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",node1,6.1,x,2,0.50,0.1\n"), std::string::npos) << csv;
   const std::vector<CommandSummaryRow> again = summarize_command_runs(results, runs);
   EXPECT_EQ(again[0].ok, 1);
   EXPECT_EQ(again[0].others, "failed 1");

@@ -42,6 +42,7 @@ TEST(SweepSummary, rows_count_loads_and_take_metrics_over_ok_loads) {
   loads[slow.id()] = {load_of(kOk, 2000, 1e6, 1500), load_of(kOk, 3000, 1e6, 1700), load_of(kOk, 4000, 1e6, 1600),
                       load_of(LoadResult::Status::Timeout, std::nullopt)};
   loads[h2.id()] = {load_of(kOk, 1000)};
+  for (LoadResult& load : loads[slow.id()]) load.host = HostFacts{"node1", "6.1", "CPU, 2 GHz", 2, 0.5, "0.1"};
   const auto rows = summarize({base, slow, h2}, loads);
   ASSERT_EQ(rows.size(), 3u);
   EXPECT_EQ(rows[0].loads_ok, 3u);
@@ -49,6 +50,8 @@ TEST(SweepSummary, rows_count_loads_and_take_metrics_over_ok_loads) {
   EXPECT_DOUBLE_EQ(*rows[0].plt_ratio, 1);
   EXPECT_EQ(rows[1].loads_ok, 3u);
   EXPECT_EQ(rows[1].loads_total, 4u);
+  EXPECT_EQ(rows[1].hosts, 1u);
+  EXPECT_EQ(rows[0].hosts, 0u);
   EXPECT_DOUBLE_EQ(*rows[1].plt_median_ms, 3000);
   EXPECT_DOUBLE_EQ(*rows[1].plt_p95_ms, 4000);
   EXPECT_DOUBLE_EQ(*rows[1].si_median_ms, 1600);
@@ -64,13 +67,14 @@ TEST(SweepSummary, rows_count_loads_and_take_metrics_over_ok_loads) {
   EXPECT_EQ(summary.substr(0, summary.find('\n')),
             "configuration,protocol,servers,rate_mbps,rtt_ms,loss,queue,loads_ok,loads_total,plt_median_ms,plt_p75_ms,"
             "plt_p95_ms,si_median_ms,browser_ms,site_bytes,optimal_plt_ms,plt_ratio_to_optimal,optimal_si_ms,"
-            "si_ratio_to_optimal");
+            "si_ratio_to_optimal,loads_asked,hosts");
   EXPECT_NE(summary.find("\nh1-multi-8mbit-100ms-loss0,h1,multi,8,100,0,infinite,3,4,3000.0,4000.0,4000.0,1600.0,"
-                         "250.0,1000000,1350.0,2.222,1350.0,1.185\n"),
+                         "250.0,1000000,1350.0,2.222,1350.0,1.185,0,1\n"),
             std::string::npos)
       << summary;
-  EXPECT_NE(summary.find("\nh2-multi-8mbit-100ms-loss0,h2,multi,8,100,0,infinite,1,1,1000.0,1000.0,1000.0,,,,,,,\n"),
-            std::string::npos)
+  EXPECT_NE(
+      summary.find("\nh2-multi-8mbit-100ms-loss0,h2,multi,8,100,0,infinite,1,1,1000.0,1000.0,1000.0,,,,,,,,0,0\n"),
+      std::string::npos)
       << summary;
 
   const std::string csv = loads_csv({base, slow, h2}, "codel", loads);
@@ -78,8 +82,12 @@ TEST(SweepSummary, rows_count_loads_and_take_metrics_over_ok_loads) {
   for (char ch : csv) lines += ch == '\n';
   EXPECT_EQ(lines, 1u + 3 + 4 + 1);
   EXPECT_EQ(csv.rfind("configuration,protocol,servers,rate_mbps,rtt_ms,loss,queue,url,run,status", 0), 0u) << csv;
+  EXPECT_NE(csv.find(",protocols,host,kernel,cpu,cpus,load1,mahimahi\n"), std::string::npos) << csv;
   EXPECT_NE(csv.find("\nh1-multi-8mbit-100ms-loss0,h1,multi,8,100,0,codel,http://a.test/,1,ok,"), std::string::npos)
       << csv;
+  // Where each load ran: node1 for those of the slow configuration, nothing recorded for the others.
+  EXPECT_NE(csv.find(",node1,6.1,\"CPU, 2 GHz\",2,0.50,0.1\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",,,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(SweepPlots, charts_draw_cdfs_per_rate_and_lines_vs_rtt) {
