@@ -17,6 +17,7 @@
 #include "sweep/command_report.hh"
 #include "sweep/command_results.hh"
 #include "sweep/command_sweep.hh"
+#include "sweep/slurm_submit.hh"
 #include "sweep/sweep_grid.hh"
 #include "sweep/sweep_report.hh"
 #include "sweep/sweep_runner.hh"
@@ -97,7 +98,7 @@ const ProgramInfo kInfo{
     "                      --tcp-congestion-control), e.g. reno,bbr (default: the system's)\n"
     "  --keep-link-logs    keep each run's link logs (RESULTS/runs/ID/run-N.uplink.log, ...)\n"
     "  --runs, --timeout (default 120 s per run), --loss, --tcp-ecn, --jobs (default 1), --out,\n"
-    "  --only, --emit-jobs, --job-program: as for page loads\n"
+    "  --only, --emit-jobs, --job-program, --submit, --sbatch, --tasks: as for page loads\n"
     "\n"
     "Options of both:\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
@@ -111,6 +112,13 @@ const ProgramInfo kInfo{
     "                      the lines run this mm-sweep, by its full path\n"
     "  --job-program PATH  the mm-sweep the emitted lines run instead (where the jobs' machines\n"
     "                      install mahimahi elsewhere)\n"
+    "  --submit slurm      submit the sweep to Slurm instead of running it here: a job array\n"
+    "                      running --emit-jobs's lines (RESULTS/slurm/) and a job merging\n"
+    "                      their parts into RESULTS after it, whatever their ends\n"
+    "  --sbatch OPTION     an option of sbatch for both jobs, as one word (a partition, a\n"
+    "                      time limit, an account); repeat for more\n"
+    "  --tasks N           the array's tasks (default: one per configuration, up to 1000);\n"
+    "                      fewer packs configurations into each task\n"
     "  --only ID           run only configuration ID (as --emit-jobs writes it); no CSV or plots\n"
     "  --merge OUT DIR...  combine results directories into OUT, then write its CSVs and plots\n"
     "  --help, --version\n"
@@ -121,8 +129,8 @@ const ProgramInfo kInfo{
 
 struct Options {
   std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, tcp_ecn, runs,
-      baseline_runs, timeout, jobs, protocols, server, presets, cc;
-  std::vector<std::string> queues, schemes, links;
+      baseline_runs, timeout, jobs, protocols, server, presets, cc, submit, tasks;
+  std::vector<std::string> queues, schemes, links, sbatch;
   bool http2 = false, cumulus = false, single_server = false, match_user_agent = false, merge = false,
        keep_link_logs = false;
   std::vector<std::string> operands;
@@ -198,12 +206,62 @@ std::string job_program(const Options& o) {
   return "mm-sweep";  // no /proc: the jobs find it in their PATH
 }
 
+// --job-program, --submit and what goes with it: checked before anything is read or made.
+void check_job_options(const Options& o) {
+  if (o.job_program && !o.emit_jobs && !o.submit)
+    throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs or --submit too");
+  if (!o.submit) {
+    if (!o.sbatch.empty() || o.tasks)
+      throw UsageError(std::string(o.tasks ? "--tasks" : "--sbatch") + " is for --submit slurm: give it too");
+    return;
+  }
+  if (*o.submit != "slurm")
+    throw UsageError("--submit " + printable(*o.submit, 40) +
+                     ": the scheduler mm-sweep submits to is slurm "
+                     "(for another, write the jobs with --emit-jobs)");
+  for (const auto& [given, name] : std::vector<std::pair<bool, const char*>>{
+           {o.emit_jobs.has_value(), "--emit-jobs"}, {o.only.has_value(), "--only"}, {o.jobs.has_value(), "--jobs"}})
+    if (given)
+      throw UsageError(std::string(name) +
+                       " does not apply to --submit, which runs every configuration as its own "
+                       "line, one run at a time (--tasks packs lines into fewer tasks)");
+  if (o.sbatch.size() > kMaxSbatchOptions)
+    throw UsageError("--sbatch: at most " + std::to_string(kMaxSbatchOptions) + " options");
+  for (const std::string& option : o.sbatch) check_sbatch_option(option);
+  if (o.tasks) {
+    const uint64_t tasks = parse_unsigned(*o.tasks, "--tasks");
+    if (tasks < 1 || tasks > static_cast<uint64_t>(kMaxArrayTasks))
+      throw UsageError("--tasks is from 1 to " + std::to_string(kMaxArrayTasks));
+  }
+}
+
+// --submit slurm: the sweep's lines as a Slurm job array and a merge job after it; RESULTS holds
+// the whole sweep's manifest already (so the merge names what never finished).
+int submit(const Options& o, const std::vector<std::string>& lines, const fs::path& out) {
+  SlurmSubmission submission{out, lines, job_program(o), o.sbatch,
+                             o.tasks ? static_cast<int>(parse_unsigned(*o.tasks, "--tasks")) : 0};
+  const SubmittedSweep done = submit_to_slurm(submission);
+  std::cerr << "mm-sweep: " << count_of(lines.size(), "configuration") << " submitted to Slurm as job array "
+            << done.array_job << " (" << count_of(static_cast<size_t>(done.tasks), "task") << "), and job "
+            << done.merge_job << " to merge them after it\n  squeue -j " << done.array_job << "," << done.merge_job
+            << "  shows them; " << (out / "summary.csv").string() << " and plots/ are written when job "
+            << done.merge_job << " ends (its output: " << (out / "slurm").string() << "/merge-" << done.merge_job
+            << ".out). Submitting the same command again runs only what is missing.\n";
+  return 0;
+}
+
+// The results directory of --submit, absolute: the jobs may start elsewhere.
+fs::path absolute_out(const Options& o) { return fs::absolute(*o.out).lexically_normal(); }
+
 void only_with_sweep(const Options& o) {
   for (const auto& [given, name] :
        std::vector<std::pair<bool, const char*>>{{o.recording.has_value(), "--recording"},
                                                  {o.url.has_value(), "--url"},
                                                  {o.out.has_value(), "--out"},
                                                  {o.emit_jobs.has_value(), "--emit-jobs"},
+                                                 {o.submit.has_value(), "--submit"},
+                                                 {!o.sbatch.empty(), "--sbatch"},
+                                                 {o.tasks.has_value(), "--tasks"},
                                                  {o.job_program.has_value(), "--job-program"},
                                                  {o.only.has_value(), "--only"},
                                                  {o.rates.has_value(), "--rates"},
@@ -288,8 +346,7 @@ SweepSettings settings_of(const Options& o) {
     throw UsageError(
         "--recording DIR is required: the recording to replay (made by mm-record); or --command CMD to "
         "sweep a command");
-  if (o.job_program && !o.emit_jobs)
-    throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
+  check_job_options(o);
   if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
   SweepSettings s;
   std::error_code error;
@@ -360,8 +417,7 @@ CommandSweepSettings command_settings_of(const Options& o) {
                                                  {o.baseline_runs.has_value(), "--baseline-runs"}})
     if (given) throw UsageError(std::string(name) + " is for page-load sweeps, not with --command or --scheme");
   if (!o.out) throw UsageError("--out RESULTS is required: the directory for the results");
-  if (o.job_program && !o.emit_jobs)
-    throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs too");
+  check_job_options(o);
   CommandSweepSettings s;
   for (const std::string& text : o.schemes) {
     s.schemes.push_back(parse_scheme(text, text.rfind("command=", 0) == 0 ? "--command" : "--scheme"));
@@ -436,6 +492,10 @@ int emit_jobs(const Options& o, const std::vector<std::string>& lines) {
 int command_sweep(const Options& o) {
   CommandSweepRequest request{command_settings_of(o), {}, *o.out, o.only, jobs_of(o, 1), o.keep_link_logs};
   if (o.emit_jobs) return emit_jobs(o, command_job_lines(job_program(o), request.settings, *o.out));
+  if (o.submit) {
+    CommandResults::open_for_sweep(absolute_out(o), command_manifest(request.settings));
+    return submit(o, command_job_lines(job_program(o), request.settings, absolute_out(o)), absolute_out(o));
+  }
   request.programs = find_command_programs();
   return run_command_sweep(request, std::cerr);
 }
@@ -446,6 +506,10 @@ int sweep(const Options& o) {
   const std::vector<Configuration> all = sweep_configurations(s);
 
   if (o.emit_jobs) return emit_jobs(o, job_lines(job_program(o), s, *o.out));
+  if (o.submit) {
+    ResultStore::open_for_sweep(absolute_out(o), sweep_manifest(s));
+    return submit(o, job_lines(job_program(o), s, absolute_out(o)), absolute_out(o));
+  }
 
   std::vector<Configuration> chosen = all;
   if (o.only) {
@@ -491,6 +555,9 @@ int run(int argc, char** argv) {
                       {"url", true, value(o.url)},
                       {"out", true, value(o.out)},
                       {"emit-jobs", true, value(o.emit_jobs)},
+                      {"submit", true, value(o.submit)},
+                      {"sbatch", true, [&o](std::string_view v) { o.sbatch.emplace_back(v); }},
+                      {"tasks", true, value(o.tasks)},
                       {"job-program", true, value(o.job_program)},
                       {"only", true, value(o.only)},
                       {"rates", true, value(o.rates)},

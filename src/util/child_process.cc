@@ -185,6 +185,30 @@ std::optional<std::string> own_executable() {
   return path;
 }
 
+ProgramOutput run_for_output(const std::filesystem::path& program, const std::vector<std::string>& arguments,
+                             size_t max_bytes) {
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) throw SystemError("pipe2");
+  FileDescriptor read_end(ends[0]), write_end(ends[1]);
+  const FileDescriptor null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  SpawnOptions options;
+  options.stdin_fd = null_fd.get();
+  options.stdout_fd = options.stderr_fd = write_end.get();
+  options.close_other_fds = true;
+  const pid_t pid = spawn_program(program, arguments, options);
+  write_end = FileDescriptor();  // EOF once the program (and whatever it left running) closes it
+  ProgramOutput result;
+  char buffer[4096];
+  for (;;) {
+    const ssize_t n = ::read(read_end.get(), buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    result.text.append(buffer, std::min(static_cast<size_t>(n), max_bytes - std::min(max_bytes, result.text.size())));
+  }
+  result.exit_code = wait_for_exit(pid);
+  return result;
+}
+
 std::optional<std::string> find_program(const std::string& name) {
   const char* path = std::getenv("PATH");
   std::string directories = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";

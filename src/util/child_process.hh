@@ -62,6 +62,16 @@ bool process_is_ending(pid_t pid);
 // an installed prefix works when run by its path, whatever PATH holds.
 std::optional<std::string> own_executable();
 
+// Runs `program` (as spawn_program, its standard input /dev/null) to its end and returns its
+// exit code (shell_exit_code) and what it printed on standard output and error together, the
+// first max_bytes of it (the rest is read and dropped, so the program never blocks on it).
+struct ProgramOutput {
+  int exit_code = 0;
+  std::string text;
+};
+ProgramOutput run_for_output(const std::filesystem::path& program, const std::vector<std::string>& arguments,
+                             size_t max_bytes = 64 * 1024);
+
 // The first regular, executable file `name` in the directories of $PATH (an empty entry is the
 // current directory), or nullopt.
 std::optional<std::string> find_program(const std::string& name);
