@@ -98,7 +98,8 @@ const ProgramInfo kInfo{
     "                      --tcp-congestion-control), e.g. reno,bbr (default: the system's)\n"
     "  --keep-link-logs    keep each run's link logs (RESULTS/runs/ID/run-N.uplink.log, ...)\n"
     "  --runs, --timeout (default 120 s per run), --loss, --tcp-ecn, --jobs (default 1), --out,\n"
-    "  --only, --emit-jobs, --job-program, --submit, --sbatch, --tasks: as for page loads\n"
+    "  --only, --emit-jobs, --job-program, --submit, --sbatch, --tasks,\n"
+    "  --task-limit: as for page loads\n"
     "\n"
     "Options of both:\n"
     "  --runs N            loads per configuration (default 3; 1 to 10000)\n"
@@ -119,6 +120,7 @@ const ProgramInfo kInfo{
     "                      time limit, an account); repeat for more\n"
     "  --tasks N           the array's tasks (default: one per configuration, up to 1000);\n"
     "                      fewer packs configurations into each task\n"
+    "  --task-limit N      at most N of the array's tasks running at once\n"
     "  --only ID           run only configuration ID (as --emit-jobs writes it); no CSV or plots\n"
     "  --merge OUT DIR...  combine results directories into OUT, then write its CSVs and plots\n"
     "  --help, --version\n"
@@ -129,7 +131,7 @@ const ProgramInfo kInfo{
 
 struct Options {
   std::optional<std::string> recording, url, out, emit_jobs, job_program, only, rates, rtts, loss, tcp_ecn, runs,
-      baseline_runs, timeout, jobs, protocols, server, presets, cc, submit, tasks;
+      baseline_runs, timeout, jobs, protocols, server, presets, cc, submit, tasks, task_limit;
   std::vector<std::string> queues, schemes, links, sbatch;
   bool http2 = false, cumulus = false, single_server = false, match_user_agent = false, merge = false,
        keep_link_logs = false;
@@ -206,13 +208,25 @@ std::string job_program(const Options& o) {
   return "mm-sweep";  // no /proc: the jobs find it in their PATH
 }
 
+// --tasks N, --task-limit N: 1 to kMaxArrayTasks; 0 when not given.
+int tasks_of(const std::optional<std::string>& given, const char* name) {
+  if (!given) return 0;
+  const uint64_t tasks = parse_unsigned(*given, name);
+  if (tasks < 1 || tasks > static_cast<uint64_t>(kMaxArrayTasks))
+    throw UsageError(std::string(name) + " is from 1 to " + std::to_string(kMaxArrayTasks));
+  return static_cast<int>(tasks);
+}
+
 // --job-program, --submit and what goes with it: checked before anything is read or made.
 void check_job_options(const Options& o) {
   if (o.job_program && !o.emit_jobs && !o.submit)
     throw UsageError("--job-program names the mm-sweep of --emit-jobs's lines: give --emit-jobs or --submit too");
   if (!o.submit) {
-    if (!o.sbatch.empty() || o.tasks)
-      throw UsageError(std::string(o.tasks ? "--tasks" : "--sbatch") + " is for --submit slurm: give it too");
+    if (!o.sbatch.empty() || o.tasks || o.task_limit)
+      throw UsageError(std::string(o.tasks        ? "--tasks"
+                                   : o.task_limit ? "--task-limit"
+                                                  : "--sbatch") +
+                       " is for --submit slurm: give it too");
     return;
   }
   if (*o.submit != "slurm")
@@ -228,18 +242,15 @@ void check_job_options(const Options& o) {
   if (o.sbatch.size() > kMaxSbatchOptions)
     throw UsageError("--sbatch: at most " + std::to_string(kMaxSbatchOptions) + " options");
   for (const std::string& option : o.sbatch) check_sbatch_option(option);
-  if (o.tasks) {
-    const uint64_t tasks = parse_unsigned(*o.tasks, "--tasks");
-    if (tasks < 1 || tasks > static_cast<uint64_t>(kMaxArrayTasks))
-      throw UsageError("--tasks is from 1 to " + std::to_string(kMaxArrayTasks));
-  }
+  (void)tasks_of(o.tasks, "--tasks");
+  (void)tasks_of(o.task_limit, "--task-limit");
 }
 
 // --submit slurm: the sweep's lines as a Slurm job array and a merge job after it; RESULTS holds
 // the whole sweep's manifest already (so the merge names what never finished).
 int submit(const Options& o, const std::vector<std::string>& lines, const fs::path& out) {
-  SlurmSubmission submission{out, lines, job_program(o), o.sbatch,
-                             o.tasks ? static_cast<int>(parse_unsigned(*o.tasks, "--tasks")) : 0};
+  SlurmSubmission submission{
+      out, lines, job_program(o), o.sbatch, tasks_of(o.tasks, "--tasks"), tasks_of(o.task_limit, "--task-limit")};
   const SubmittedSweep done = submit_to_slurm(submission);
   std::cerr << "mm-sweep: " << count_of(lines.size(), "configuration") << " submitted to Slurm as job array "
             << done.array_job << " (" << count_of(static_cast<size_t>(done.tasks), "task") << "), and job "
@@ -262,6 +273,7 @@ void only_with_sweep(const Options& o) {
                                                  {o.submit.has_value(), "--submit"},
                                                  {!o.sbatch.empty(), "--sbatch"},
                                                  {o.tasks.has_value(), "--tasks"},
+                                                 {o.task_limit.has_value(), "--task-limit"},
                                                  {o.job_program.has_value(), "--job-program"},
                                                  {o.only.has_value(), "--only"},
                                                  {o.rates.has_value(), "--rates"},
@@ -558,6 +570,7 @@ int run(int argc, char** argv) {
                       {"submit", true, value(o.submit)},
                       {"sbatch", true, [&o](std::string_view v) { o.sbatch.emplace_back(v); }},
                       {"tasks", true, value(o.tasks)},
+                      {"task-limit", true, value(o.task_limit)},
                       {"job-program", true, value(o.job_program)},
                       {"only", true, value(o.only)},
                       {"rates", true, value(o.rates)},

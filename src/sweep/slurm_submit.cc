@@ -42,6 +42,10 @@ void check_sbatch_option(const std::string& option) {
                        "dependency and the scripts itself; leave " + own + " out");
 }
 
+std::string array_range(int tasks, int task_limit) {
+  return "1-" + std::to_string(tasks) + (task_limit > 0 ? "%" + std::to_string(task_limit) : "");
+}
+
 int array_tasks(size_t lines, int wanted) {
   const size_t cap = std::min<size_t>(lines, kMaxArrayTasks);
   if (wanted <= 0) return static_cast<int>(std::max<size_t>(cap, 1));
@@ -101,7 +105,7 @@ SubmittedSweep submit_to_slurm(const SlurmSubmission& s) {
   write_file_atomically(dir / "merge.sh", slurm_merge_script(s.program, s.results));
 
   std::vector<std::string> array = {"--parsable",
-                                    "--array=1-" + std::to_string(submitted.tasks),
+                                    "--array=" + array_range(submitted.tasks, s.task_limit),
                                     "--requeue",
                                     "--job-name=mm-sweep",
                                     "--cpus-per-task=" + std::to_string(s.cpus_per_task),

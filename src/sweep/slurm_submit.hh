@@ -23,6 +23,7 @@ struct SlurmSubmission {
   std::string program;               // the mm-sweep that the merge job runs
   std::vector<std::string> options;  // the user's sbatch options (check_sbatch_option), after ours
   int tasks = 0;                     // array tasks; 0: one per line, at most kMaxArrayTasks
+  int task_limit = 0;                // at most this many running at once (0: as Slurm schedules them)
   int cpus_per_task = 2;
 };
 
@@ -36,6 +37,9 @@ struct SubmittedSweep {
 // kMaxSbatchOptionLength long and is none of those mm-sweep sets itself (the array, the
 // dependency, the script).
 void check_sbatch_option(const std::string& option);
+
+// sbatch's --array value: "1-TASKS", or "1-TASKS%LIMIT" (the array's throttle).
+std::string array_range(int tasks, int task_limit);
 
 // The array's size for `lines` lines and `wanted` tasks (0: as many as lines), at most
 // kMaxArrayTasks.

@@ -44,6 +44,8 @@ TEST(SlurmSubmit, the_array_has_a_task_per_line_unless_asked_for_fewer_and_at_mo
   EXPECT_EQ(array_tasks(12, 40), 12);  // never an idle task
   EXPECT_EQ(array_tasks(5000, 0), kMaxArrayTasks);
   EXPECT_EQ(array_tasks(1, 0), 1);
+  EXPECT_EQ(array_range(12, 0), "1-12");
+  EXPECT_EQ(array_range(12, 2), "1-12%2");
 }
 
 TEST(SlurmSubmit, task_t_of_n_runs_lines_t_t_plus_n_and_fails_when_one_of_them_does) {
