@@ -6,7 +6,7 @@
 # and munge. Nothing of the machine's own Slurm or munge (if any) is used or touched.
 #   slurm_cluster_create DIR [NODES]   sets SLURM_DIR, SLURM_CONF, SLURM_CTL (the controller's netns)
 #   slurm_as USER COMMAND...           a client command (sbatch, squeue) as USER, in the controller's netns
-#   slurm_node_kill N                  everything of node N (slurmd, its jobs' processes), SIGKILL
+#   slurm_node_kill N                  every process of node N (slurmd, its jobs' and theirs), SIGKILL
 #   slurm_cluster_destroy
 # Learnt on this machine: slurmd needs a cgroup.conf naming cgroup/v1 (the hybrid hierarchy's
 # tmpfs on /sys/fs/cgroup is not recognised); proctrack/linuxproc and task/none need no cgroup
@@ -85,10 +85,24 @@ slurm_as() {  # USER COMMAND...
   ip netns exec "$SLURM_CTL" setpriv --reuid="$user" --regid="$user" --init-groups env SLURM_CONF="$SLURM_CONF" "$@"
 }
 
-slurm_node_kill() {  # N: the node's every process (its slurmd, slurmstepd and the jobs' processes)
-  local pids
-  pids=$(ip netns pids "$SLURM_CTL-n$1")
-  [ -z "$pids" ] || kill -9 $pids
+slurm_node_kill() {  # N: node N fails as a machine does: its every process ends at once
+  # Its slurmd and what it started, down to the processes of the shells' own namespaces (not in
+  # the node's): stopped, and looked for again until no new one appears, then killed.
+  local roots stopped="" tree
+  roots=$(ip netns pids "$SLURM_CTL-n$1")
+  [ -n "$roots" ] || return 0
+  while :; do
+    tree=$(ps -e -o pid=,ppid= | awk -v roots="$roots" '
+      BEGIN { n = split(roots, r, /[ \n]+/); for (i = 1; i <= n; i++) if (r[i] != "") keep[r[i]] = 1 }
+      { parent[$1] = $2 }
+      END { do { grew = 0; for (p in parent) if (!(p in keep) && (parent[p] in keep)) { keep[p] = 1; grew = 1 } } while (grew)
+            for (p in keep) print p }' | sort -n)
+    [ "$tree" = "$stopped" ] && break
+    kill -STOP $tree 2>/dev/null
+    stopped=$tree
+  done
+  kill -KILL $tree 2>/dev/null
+  true
 }
 
 slurm_cluster_destroy() {
