@@ -300,6 +300,11 @@ void only_with_sweep(const Options& o) {
   }
 }
 
+// ", 3 runs missing (see summary.csv)" when a merge lacks some of what its sweeps asked for.
+std::string missing_text(size_t missing, const char* what) {
+  return missing ? ", " + count_of(missing, what) + " missing (see summary.csv)" : "";
+}
+
 int merge(const Options& o) {
   only_with_sweep(o);
   if (o.operands.size() < 2) throw UsageError("--merge needs OUT and at least one results DIR to merge into it");
@@ -307,18 +312,25 @@ int merge(const Options& o) {
   if (is_command_manifest(read_results_manifest(inputs.front()))) {
     const CommandResults results = merge_command_results(o.operands.front(), inputs);
     const std::vector<CommandSummaryRow> rows = write_command_report(results);
-    size_t runs = 0;
-    for (const CommandSummaryRow& row : rows) runs += static_cast<size_t>(row.stored);
+    size_t runs = 0, missing = 0;
+    for (const CommandSummaryRow& row : rows) {
+      runs += static_cast<size_t>(row.stored);
+      missing += static_cast<size_t>(std::max(row.runs - row.stored, 0));
+    }
     std::cerr << "mm-sweep: " << results.dir().string() << ": " << count_of(rows.size(), "configuration") << ", "
-              << count_of(runs, "run") << "; wrote runs.csv, summary.csv and plots/\n";
+              << count_of(runs, "run") << missing_text(missing, "run") << "; wrote runs.csv, summary.csv and plots/\n";
     return 0;
   }
   const ResultStore store = merge_results(o.operands.front(), inputs);
   const std::vector<SummaryRow> rows = write_sweep_report(store);
-  size_t loads = 0;
-  for (const SummaryRow& row : rows) loads += row.loads_total;
+  size_t loads = 0, missing = 0;
+  for (const SummaryRow& row : rows) {
+    loads += row.loads_total;
+    missing += row.loads_asked - std::min(row.loads_asked, row.loads_total);
+  }
   std::cerr << "mm-sweep: " << store.dir().string() << ": " << count_of(rows.size(), "configuration") << ", "
-            << count_of(loads, "load") << "; wrote loads.csv, summary.csv and plots/\n";
+            << count_of(loads, "load") << missing_text(missing, "load")
+            << "; wrote loads.csv, summary.csv and plots/\n";
   return 0;
 }
 

@@ -106,6 +106,31 @@ TEST(SweepStore, merge_combines_protocols_and_refuses_conflicting_loads) {
                     "their sweeps differ in \"url\"");
 }
 
+// --submit slurm's merge: RESULTS holds the whole sweep's manifest, a part per configuration that
+// ran; a configuration whose task never finished is in the summary, short of its loads.
+TEST(SweepStore, a_merge_into_the_sweeps_own_results_names_what_never_ran) {
+  TempDir dir;
+  const SweepSettings s = sweep_of({1, 14});
+  const fs::path out = dir.path / "res";
+  ResultStore::open_for_sweep(out, sweep_manifest(s));
+  const ResultStore part = ResultStore::open_for_sweep(out / "parts" / "h1-multi-1mbit-30ms-loss0", sweep_manifest(s));
+  part.prepare("h1-multi-1mbit-30ms-loss0");
+  LoadResult load = ok_load(400);
+  load.host = HostFacts{"node2", "6.1", "cpu", 2, 0.25, "0.1.0"};
+  for (int run : {1, 2}) part.store_load("h1-multi-1mbit-30ms-loss0", run, load);
+  const ResultStore merged = merge_results(out, {out / "parts" / "h1-multi-1mbit-30ms-loss0"});
+  const std::vector<SummaryRow> rows = write_sweep_report(merged);
+  ASSERT_EQ(rows.size(), 3u);  // the baseline and both rates, though only one ran
+  for (const SummaryRow& row : rows) {
+    EXPECT_EQ(row.loads_asked, 2u) << row.config.id();
+    EXPECT_EQ(row.loads_total, row.config.id() == "h1-multi-1mbit-30ms-loss0" ? 2u : 0u) << row.config.id();
+    EXPECT_EQ(row.hosts, row.config.id() == "h1-multi-1mbit-30ms-loss0" ? 1u : 0u) << row.config.id();
+  }
+  const std::string summary = read_small_file((out / "summary.csv").string());
+  EXPECT_NE(summary.find("\nh1-multi-14mbit-30ms-loss0,h1,multi,14,30,0,infinite,0,0,"), std::string::npos) << summary;
+  EXPECT_NE(read_small_file((out / "loads.csv").string()).find(",node2,6.1,cpu,2,0.25,0.1.0\n"), std::string::npos);
+}
+
 // What RESULTS/cumulus.csv takes from a Cumulus load's log.
 TEST(SweepReport, cumulus_log_gives_the_bulk_and_the_remote_load) {
   const std::string log =
