@@ -52,6 +52,10 @@ void set_run_environment(const CommandRun& r) {
   ::setenv("MM_SWEEP_CC", r.config.cc.empty() ? "default" : r.config.cc.c_str(), 1);
   ::setenv("MM_SWEEP_RUN", std::to_string(r.run).c_str(), 1);
   ::setenv("MM_SWEEP_CONFIGURATION", r.config.id().c_str(), 1);
+  // The run's outermost shell then sets MAHIMAHI_BASE to the address of this namespace, where the
+  // server listens (a shell keeps a MAHIMAHI_BASE it is given: mm-sweep's own, when it runs in a
+  // shell, leads out of that shell's namespace, away from the server).
+  ::unsetenv("MAHIMAHI_BASE");
 }
 
 // Waits for `pid` until `deadline`: its shell exit code, or nullopt at the deadline. A stop

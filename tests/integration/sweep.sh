@@ -267,3 +267,41 @@ PY
   echo "$out" | grep -q "3 runs already done, 1 run to do" || fail "resume: $out" || return 1
   sweep_left_nothing
 }
+
+# A command sweep's server is the user's own program and listens where it likes (here every
+# address); mm-sweep runs a sweep with a server inside a shell of its own, whose namespace no other
+# user of the machine can open a connection into, so another user cannot reach the server during
+# a run, while the run's command (and the user) can.
+test_sweep_command_server_answers_only_its_user() {
+  local home; home=$(sweep_home); local dir=$home/private
+  mkdir -p "$dir" && chown "$TEST_USER" "$dir" && rm -f "$dir"/*
+  sweep_run --server "ip -4 -o addr show | awk '\$2 != \"lo\" { print \$4 }' | cut -d/ -f1 > $dir/addresses
+      echo hello > $dir/hello.txt; exec python3 -m http.server -d $dir \$MM_SWEEP_PORT" \
+    --command "curl -sf --max-time 5 http://\$MAHIMAHI_BASE:\$MM_SWEEP_PORT/hello.txt > $dir/inside
+      echo \$MM_SWEEP_PORT > $dir/port; while [ ! -e $dir/done ]; do sleep 0.1; done" \
+    --rates 24 --runs 1 --timeout 60 --out "$home/res-private" 2>"$home/private.err" &
+  local sweep=$!
+  if ! wait_until 30 test -s "$dir/port"; then
+    touch "$dir/done"; wait "$sweep"
+    fail "the run did not start: $(cat "$home/private.err")" || return 1
+  fi
+  local port address by_user="" by_other="" by_root=""
+  port=$(cat "$dir/port")
+  for address in $(cat "$dir/addresses"); do
+    by_user+=$(AS_USER=$TEST_USER in_world curl -s --max-time 3 "http://$address:$port/hello.txt" 2>&1)
+    by_other+=$(AS_USER=$OTHER_USER in_world curl -s --max-time 3 "http://$address:$port/hello.txt" 2>&1)
+    by_root+=$(in_world curl -s --max-time 3 "http://$address:$port/hello.txt" 2>&1)
+  done
+  # And on the addresses of the world itself, where a server outside any shell would listen.
+  by_other+=$(AS_USER=$OTHER_USER in_world curl -s --max-time 3 "http://127.0.0.1:$port/hello.txt" 2>&1)
+  by_other+=$(AS_USER=$OTHER_USER in_world curl -s --max-time 3 "http://$WORLD_IP:$port/hello.txt" 2>&1)
+  touch "$dir/done"
+  wait "$sweep" || fail "mm-sweep: $(cat "$home/private.err")" || return 1
+  echo "  the server at $(tr '\n' ' ' < "$dir/addresses")port $port: to its user '$by_user', to root '$by_root', to another user '$by_other'"
+  [ "$(cat "$dir/inside")" = hello ] || fail "the run's command did not reach the server: $(cat "$home/private.err")" || return 1
+  [ -n "$by_user" ] && [ -z "${by_user//hello/}" ] || fail "the server did not answer its user" || return 1
+  [ -z "$by_other" ] || fail "another user reached the sweep's server: $by_other" || return 1
+  [ "$(summary_value "$home/res-private" command-default-24mbit-0ms-loss0-infinite ok)" = 1 ] ||
+    fail "summary: $(cat "$home/res-private/summary.csv")" || return 1
+  sweep_left_nothing
+}
