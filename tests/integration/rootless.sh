@@ -121,8 +121,14 @@ rootless_test_pageload_and_sweep_as_the_user() {
   sweep_run --recording "$home/rec" --rates 25 --rtts 40 --runs 1 --timeout 40 --out "$home/res-rootless" \
     2>"$home/rootless.err" || fail "rootless mm-sweep: $(tail -5 "$home/rootless.err")" || return 1
   [ "$(grep -c ',ok,' "$home/res-rootless/loads.csv")" = 2 ] || fail "loads: $(cat "$home/res-rootless/loads.csv")" || return 1
+  # A command sweep with a server: in a rootless mm-delay 0 of its own, the runs' shells inside.
+  sweep_run --server 'iperf3 -s -1 -p $MM_SWEEP_PORT' --command 'iperf3 -c $MAHIMAHI_BASE -p $MM_SWEEP_PORT -t 2' \
+    --rates 24 --runs 1 --out "$home/res-rootless-cc" 2>"$home/rootless-cc.err" ||
+    fail "rootless command sweep: $(tail -5 "$home/rootless-cc.err")" || return 1
+  grep -q "run 1: ok, uplink 2[0-9]\.[0-9]* Mbit/s" "$home/rootless-cc.err" ||
+    fail "rootless command sweep: $(cat "$home/rootless-cc.err")" || return 1
   sweep_left_nothing || return 1
-  echo "  mm-pageload in a rootless mm-delay, and a rootless mm-sweep: every load ok"
+  echo "  mm-pageload in a rootless mm-delay, and rootless mm-sweeps of page loads and of iperf3: every load and run ok"
 }
 
 rootless_test_live_graphs_and_logs() {
