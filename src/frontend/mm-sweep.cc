@@ -514,24 +514,6 @@ int emit_jobs(const Options& o, const std::vector<std::string>& lines) {
   return 0;
 }
 
-// A run's server listens in mm-sweep's network namespace, where another user of the machine could
-// connect to it during the run (and disturb or fail it). So a command sweep with a server runs
-// inside a shell of its own, mm-delay 0, whose namespace other users cannot open connections
-// into (a shell's owner guard: docs/security.md), with the runs' shells nested inside it; not
-// when it runs in a shell already ($MAHIMAHI_BASE).
-constexpr const char* kInPrivateShell = "MM_SWEEP_IN_PRIVATE_SHELL";
-
-int sweep_in_private_shell(const CommandPrograms& programs, int argc, char** argv) {
-  std::vector<std::string> words = {"0", "--", own_executable().value_or(argv[0])};
-  for (int i = 1; i < argc; i++) words.emplace_back(argv[i]);
-  std::vector<char*> pointers = {const_cast<char*>(programs.delay.c_str())};
-  for (std::string& word : words) pointers.push_back(word.data());
-  pointers.push_back(nullptr);
-  ::setenv(kInPrivateShell, "1", 1);
-  ::execv(programs.delay.c_str(), pointers.data());
-  throw SystemError("running " + programs.delay + " (the sweep's own shell)");
-}
-
 int command_sweep(const Options& o, int argc, char** argv) {
   CommandSweepRequest request{command_settings_of(o), {}, *o.out, o.only, jobs_of(o, 1), o.keep_link_logs};
   if (o.emit_jobs) return emit_jobs(o, command_job_lines(job_program(o), request.settings, *o.out));
@@ -540,8 +522,7 @@ int command_sweep(const Options& o, int argc, char** argv) {
     return submit(o, command_job_lines(job_program(o), request.settings, absolute_out(o)), absolute_out(o));
   }
   request.programs = find_command_programs();
-  if (!request.settings.server.empty() && !std::getenv("MAHIMAHI_BASE") && !std::getenv(kInPrivateShell))
-    return sweep_in_private_shell(request.programs, argc, argv);
+  if (needs_private_shell(request.settings)) run_in_private_shell(request.programs, argc, argv);
   return run_command_sweep(request, std::cerr);
 }
 

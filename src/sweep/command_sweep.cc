@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 
 #include "sweep/command_report.hh"
@@ -18,11 +19,28 @@
 namespace fs = std::filesystem;
 
 namespace {
+constexpr const char* kInPrivateShell = "MM_SWEEP_IN_PRIVATE_SHELL";
+
 struct RunTask {
   CommandConfiguration config;
   int run;
 };
 }  // namespace
+
+bool needs_private_shell(const CommandSweepSettings& settings) {
+  return !settings.server.empty() && !std::getenv("MAHIMAHI_BASE") && !std::getenv(kInPrivateShell);
+}
+
+void run_in_private_shell(const CommandPrograms& programs, int argc, char** argv) {
+  std::vector<std::string> words = {"0", "--", own_executable().value_or(argv[0])};
+  for (int i = 1; i < argc; i++) words.emplace_back(argv[i]);
+  std::vector<char*> pointers = {const_cast<char*>(programs.delay.c_str())};
+  for (std::string& word : words) pointers.push_back(word.data());
+  pointers.push_back(nullptr);
+  ::setenv(kInPrivateShell, "1", 1);
+  ::execv(programs.delay.c_str(), pointers.data());
+  throw SystemError("running " + programs.delay + " (the sweep's own shell)");
+}
 
 int run_command_sweep(const CommandSweepRequest& request, std::ostream& progress) {
   const CommandSweepSettings& s = request.settings;
